@@ -1,0 +1,180 @@
+/*
+ * ncclbpf/policy.h - the BPF-side API for ncclbpf policies.
+ *
+ * Policies are libbpf-style BPF C compiled by stock clang:
+ *
+ *     #include <ncclbpf/policy.h>
+ *     SEC("tuner") int pick(struct ncclbpf_tuner_ctx *ctx) { ...; return 0; }
+ *
+ *     clang -O2 -g -target bpf -I include -c policy.bpf.c -o policy.bpf.o
+ *
+ * The layouts below are the hooks' contexts.  Their sizes, offsets and
+ * per-field rights are declared once, in src/nccl/hooks.c, which is what the
+ * verifier checks programs against; a static assert there pins every offset
+ * used here.  This header is also compiled by the host (C11) so both sides
+ * share one definition.
+ */
+#ifndef NCCLBPF_POLICY_H
+#define NCCLBPF_POLICY_H
+
+#if defined(__bpf__)
+/* Identical typedefs may repeat in C11, so this coexists with <linux/types.h>. */
+typedef unsigned char __u8;
+typedef signed char __s8;
+typedef unsigned short __u16;
+typedef short __s16;
+typedef unsigned int __u32;
+typedef int __s32;
+typedef unsigned long long __u64;
+typedef long long __s64;
+typedef __u16 __be16;
+typedef __u32 __be32;
+typedef __u64 __be64;
+typedef __u32 __wsum;
+/*
+ * <linux/bpf.h> cannot be included for the BPF target without the host's
+ * multiarch include path, so the few names policies need from it are
+ * defined here (kernel values).  When it was included first, use its own.
+ */
+#if !defined(_UAPI__LINUX_BPF_H__) && !defined(__LINUX_BPF_H__)
+#define _UAPI__LINUX_BPF_H__
+#define __LINUX_BPF_H__
+enum bpf_map_type {
+	BPF_MAP_TYPE_UNSPEC = 0,
+	BPF_MAP_TYPE_HASH = 1,
+	BPF_MAP_TYPE_ARRAY = 2,
+	BPF_MAP_TYPE_PERCPU_HASH = 5,
+	BPF_MAP_TYPE_PERCPU_ARRAY = 6,
+	BPF_MAP_TYPE_LRU_HASH = 9,
+	BPF_MAP_TYPE_RINGBUF = 27,
+};
+enum {
+	BPF_ANY = 0,
+	BPF_NOEXIST = 1,
+	BPF_EXIST = 2,
+	BPF_F_LOCK = 4,
+};
+enum {
+	BPF_F_NO_PREALLOC = (1U << 0),
+	BPF_F_RDONLY_PROG = (1U << 7),
+};
+enum {
+	BPF_RB_NO_WAKEUP = (1ULL << 0),
+	BPF_RB_FORCE_WAKEUP = (1ULL << 1),
+};
+enum {
+	BPF_RB_AVAIL_DATA = 0,
+	BPF_RB_RING_SIZE = 1,
+	BPF_RB_CONS_POS = 2,
+	BPF_RB_PROD_POS = 3,
+};
+#endif
+#include <bpf/bpf_helpers.h>
+#else
+#include <stdint.h>
+typedef uint8_t __u8;
+typedef int8_t __s8;
+typedef uint16_t __u16;
+typedef int16_t __s16;
+typedef uint32_t __u32;
+typedef int32_t __s32;
+typedef uint64_t __u64;
+typedef int64_t __s64;
+#endif
+
+/* ---- NCCL's numbering ------------------------------------------------- */
+
+/* Algorithms (NCCL_ALGO_*). */
+#define NCCLBPF_ALGO_TREE           0
+#define NCCLBPF_ALGO_RING           1
+#define NCCLBPF_ALGO_COLLNET_DIRECT 2
+#define NCCLBPF_ALGO_COLLNET_CHAIN  3
+#define NCCLBPF_ALGO_NVLS           4
+#define NCCLBPF_ALGO_NVLS_TREE      5
+#define NCCLBPF_ALGO_PAT            6
+#define NCCLBPF_NUM_ALGOS           7
+
+/* Protocols (NCCL_PROTO_*). */
+#define NCCLBPF_PROTO_LL     0
+#define NCCLBPF_PROTO_LL128  1
+#define NCCLBPF_PROTO_SIMPLE 2
+#define NCCLBPF_NUM_PROTOS   3
+
+/* Collectives (ncclFunc_t); tuners only ever see 0..4. */
+#define NCCLBPF_COLL_BROADCAST     0
+#define NCCLBPF_COLL_REDUCE        1
+#define NCCLBPF_COLL_ALLGATHER     2
+#define NCCLBPF_COLL_REDUCESCATTER 3
+#define NCCLBPF_COLL_ALLREDUCE     4
+#define NCCLBPF_NUM_COLLS          5
+
+/* Output value meaning "keep NCCL's choice". */
+#define NCCLBPF_KEEP (-1)
+
+/* Bit of a cell in ncclbpf_tuner_ctx.avail_mask. */
+#define NCCLBPF_CELL(algo, proto) (1u << ((algo) * NCCLBPF_NUM_PROTOS + (proto)))
+
+/* Tuner program return values. */
+#define NCCLBPF_TUNER_APPLY 0 /* apply algo/proto/n_channels (each may be KEEP) */
+#define NCCLBPF_TUNER_SKIP  1 /* leave this call entirely to NCCL */
+
+/* ---- SEC("tuner") ------------------------------------------------------ */
+
+/*
+ * One call per NCCL getCollInfo.  Inputs are read-only and identical on
+ * every rank of the communicator for the same call; outputs start as
+ * NCCLBPF_KEEP.  The adapter applies an output only if it names a cell NCCL
+ * offers (avail_mask) and a channel count within safe bounds; anything else
+ * is refused, counted, and NCCL's choice stands.
+ */
+struct ncclbpf_tuner_ctx {
+	/* inputs */
+	__u64 n_bytes;        /* bytes of the (aggregated) operation */
+	__u64 comm_id;        /* communicator hash, same on every rank */
+	__u64 call_seq;       /* per-communicator getCollInfo call number, from 0 */
+	__u32 coll_type;      /* NCCLBPF_COLL_* */
+	__u32 n_ranks;
+	__u32 n_nodes;
+	__u32 num_pipe_ops;
+	__u32 reg_buff;       /* 1 if the buffers are registered */
+	__u32 avail_mask;     /* NCCLBPF_CELL(a, p) set for every cell NCCL offers */
+	__s32 nccl_algo;      /* NCCL's own pick (lowest cost), -1 if none */
+	__s32 nccl_proto;
+	__u32 nvl_domains;    /* NVLink domains (tuner v5+; 0 if unknown) */
+	__u32 min_ranks_per_nvl_domain;
+	__u32 max_ranks_per_nvl_domain;
+	__u32 abi_version;    /* tuner ABI version NCCL loaded (2..6) */
+	/* outputs */
+	__s32 algo;           /* NCCLBPF_ALGO_* or NCCLBPF_KEEP */
+	__s32 proto;          /* NCCLBPF_PROTO_* or NCCLBPF_KEEP */
+	__s32 n_channels;     /* 1..64, or NCCLBPF_KEEP */
+	__u32 reserved;
+};
+
+/* ---- SEC("profiler") --------------------------------------------------- */
+
+/* One call per completed collective, on the rank that ran it. */
+struct ncclbpf_coll_record {
+	__u64 comm_id;
+	__u64 n_bytes;
+	__u64 seq;            /* per-communicator collective sequence number */
+	__u64 latency_ns;     /* GPU time from KernelCh spans, else host time */
+	__u32 rank;
+	__u32 n_ranks;
+	__u32 coll_type;      /* NCCLBPF_COLL_* */
+	__s32 algo;           /* NCCLBPF_ALGO_*, -1 if unknown */
+	__s32 proto;          /* NCCLBPF_PROTO_*, -1 if unknown */
+	__u32 n_channels;
+	__u32 gpu_timed;      /* 1 if latency_ns came from GPU timestamps */
+	__u32 reserved;
+};
+
+#if defined(__bpf__)
+static __always_inline int ncclbpf_cell_offered(const struct ncclbpf_tuner_ctx *ctx,
+						int algo, int proto)
+{
+	return (ctx->avail_mask & NCCLBPF_CELL(algo, proto)) != 0;
+}
+#endif
+
+#endif

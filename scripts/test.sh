@@ -1,0 +1,20 @@
+#!/bin/sh
+# Builds ncclbpf from scratch in BUILD_DIR (default build/) and runs every test.
+# SANITIZE=1 builds with ASan+UBSan into build-asan/.
+set -e
+cd "$(dirname "$0")/.."
+sh scripts/deps.sh
+if [ "${SANITIZE:-0}" = 1 ]; then
+	BUILD_DIR=${BUILD_DIR:-build-asan}
+	EXTRA="-DNCCLBPF_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug"
+	export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+	export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+	export NCCLBPF_TEST_SCALE=${NCCLBPF_TEST_SCALE:-0.1}
+else
+	BUILD_DIR=${BUILD_DIR:-build}
+	EXTRA=""
+fi
+cmake -S . -B "$BUILD_DIR" -G Ninja $EXTRA
+cmake --build "$BUILD_DIR"
+cd "$BUILD_DIR"
+ctest --output-on-failure -j "$(nproc)" --timeout 900

@@ -1,0 +1,35 @@
+/*
+ * cli.h - the ncclbpf command's subcommands and shared output helpers.
+ *
+ * bpftool style: `ncclbpf OBJECT VERB [ARGS]`, `-j` for JSON anywhere.
+ * Exit status: 0 success, 1 a negative verdict (e.g. verify rejected),
+ * 2 usage errors and unreadable or malformed input.
+ */
+#ifndef NCCLBPF_CLI_H
+#define NCCLBPF_CLI_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+struct cli {
+	bool json;
+	const char *prog; /* argv[0] */
+};
+
+#define CLI_OK    0
+#define CLI_NO    1
+#define CLI_USAGE 2
+
+/* Each takes the arguments after OBJECT (argv[0] is the verb, if any). */
+int cmd_prog(struct cli *c, int argc, char **argv);   /* cmd_prog.c */
+int cmd_verify(struct cli *c, int argc, char **argv); /* cmd_verify.c */
+int cmd_sim(struct cli *c, int argc, char **argv);    /* cmd_sim.c */
+int cmd_bench(struct cli *c, int argc, char **argv);  /* cmd_bench.c */
+
+/* Prints "ncclbpf: <msg>" to stderr and returns CLI_USAGE. */
+__attribute__((format(printf, 1, 2)))
+int cli_usage_error(const char *fmt, ...);
+/* JSON string literal (quoted, escaped) to f. */
+void cli_json_str(FILE *f, const char *s);
+
+#endif
