@@ -169,6 +169,40 @@ struct ncclbpf_coll_record {
 	__u32 reserved;
 };
 
+/*
+ * Size buckets shared by policies and the tools that read their maps, so
+ * map keys agree: bucket b holds messages of [2^b, 2^(b+1)) bytes (0 and 1
+ * byte in bucket 0), the last bucket everything from 2^31 bytes up.
+ */
+#define NCCLBPF_SIZE_BUCKETS 32
+
+#if defined(__bpf__)
+#define NCCLBPF_INLINE static __always_inline
+#else
+#define NCCLBPF_INLINE static inline
+#endif
+
+/* floor(log2(v)), 0 for v <= 1; branch ladder (BPF has no clz). */
+NCCLBPF_INLINE __u32 ncclbpf_log2(__u64 v)
+{
+	__u32 r = 0;
+
+	if (v >> 32) { v >>= 32; r += 32; }
+	if (v >> 16) { v >>= 16; r += 16; }
+	if (v >> 8)  { v >>= 8;  r += 8; }
+	if (v >> 4)  { v >>= 4;  r += 4; }
+	if (v >> 2)  { v >>= 2;  r += 2; }
+	if (v >> 1)  { r += 1; }
+	return r;
+}
+
+NCCLBPF_INLINE __u32 ncclbpf_size_bucket(__u64 n_bytes)
+{
+	__u32 b = ncclbpf_log2(n_bytes);
+
+	return b < NCCLBPF_SIZE_BUCKETS ? b : NCCLBPF_SIZE_BUCKETS - 1;
+}
+
 #if defined(__bpf__)
 static __always_inline int ncclbpf_cell_offered(const struct ncclbpf_tuner_ctx *ctx,
 						int algo, int proto)

@@ -25,6 +25,14 @@ int cmd_prog(struct cli *c, int argc, char **argv);   /* cmd_prog.c */
 int cmd_verify(struct cli *c, int argc, char **argv); /* cmd_verify.c */
 int cmd_sim(struct cli *c, int argc, char **argv);    /* cmd_sim.c */
 int cmd_bench(struct cli *c, int argc, char **argv);  /* cmd_bench.c */
+/* Live processes, over their control sockets. */
+int cmd_ps(struct cli *c, int argc, char **argv);        /* cmd_ps.c */
+int cmd_prog_live(struct cli *c, int argc, char **argv); /* cmd_ps.c: prog list|show, else cmd_prog */
+int cmd_map(struct cli *c, int argc, char **argv);       /* cmd_map.c */
+int cmd_reload(struct cli *c, int argc, char **argv);    /* cmd_reload.c */
+int cmd_rollback(struct cli *c, int argc, char **argv);  /* cmd_reload.c */
+int cmd_top(struct cli *c, int argc, char **argv);       /* cmd_top.c */
+int cmd_export(struct cli *c, int argc, char **argv);    /* cmd_export.c */
 
 /* Prints "ncclbpf: <msg>" to stderr and returns CLI_USAGE. */
 __attribute__((format(printf, 1, 2)))

@@ -14,6 +14,14 @@ struct cmd {
 };
 
 static const struct cmd cmds[] = {
+	/* Live processes (control socket); prog list|show first, other prog verbs fall through. */
+	{ "ps",       cmd_ps,        "ps [PID...]" },
+	{ "prog",     cmd_prog_live, "prog list|show [PID...]" },
+	{ "map",      cmd_map,       "map list|dump|lookup|update|delete PID [MAP] [key HEX] [value HEX] [flags any|noexist|exist]" },
+	{ "reload",   cmd_reload,    "reload PID|all OBJ[:OBJ...] [--at-call N | --sync [--margin N]]" },
+	{ "rollback", cmd_rollback,  "rollback PID|all [--at-call N | --sync [--margin N]]" },
+	{ "top",      cmd_top,       "top [PID] [INTERVAL] [COUNT]" },
+	{ "export",   cmd_export,    "export [--listen ADDR:PORT | --textfile PATH] [--interval S] [--count N] [PID...]" },
 	{ "prog",   cmd_prog,   "prog run FILE [PROGRAM] [--mem HEX] [--engine interp|jit]" },
 	{ "verify", cmd_verify, "verify OBJ [PROGRAM] [--strict-consistency]" },
 	{ "sim",    cmd_sim,    "sim OBJ [--coll NAME] [--ranks N] [--nodes N] [--sizes MIN:MAX]" },

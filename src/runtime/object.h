@@ -53,6 +53,8 @@ struct ncclbpf_object {
 	size_t n_maps;
 	char **strings;            /* owned strings referenced by lines */
 	size_t n_strings;
+	void *btf;                 /* struct btf * of .BTF, owned; NULL without BTF.
+				    * Line info file names and source text point into it. */
 };
 
 /* Frees what prepare/verify attached to prog (prog.c); object close calls it. */

@@ -12,6 +12,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ncclbpf/runtime.h"
@@ -47,5 +48,26 @@ struct ncclbpf_map {
 
 /* Address of byte off of the value at index 0 (global data / lddw map value), or NULL. */
 void *nbpf_map_value_addr(struct ncclbpf_map *map, uint32_t off);
+
+/*
+ * Bytes of the value buffer ncclbpf_map__lookup/update use: value_size, or
+ * for per-thread maps NCCLBPF_NR_SLOTS values each at a multiple of
+ * round_up(value_size, 8) (value_stride), as the kernel does for per-CPU maps.
+ */
+size_t nbpf_map_host_value_size(const struct ncclbpf_map *map);
+
+/*
+ * Ring buffer producer side (the bpf_ringbuf_* helpers).  reserve returns
+ * size bytes (8-byte aligned, contiguous even across the wrap) or NULL when
+ * the buffer is full (counted as a drop) or the request is invalid; every
+ * reservation must be committed exactly once (discard = skip it).  Any
+ * number of threads may produce at once.
+ */
+void *nbpf_ringbuf_reserve(struct ncclbpf_map *map, uint64_t size, uint64_t flags);
+void nbpf_ringbuf_commit(void *sample, bool discard);
+long nbpf_ringbuf_output(struct ncclbpf_map *map, const void *data, uint64_t size,
+			 uint64_t flags);
+/* BPF_RB_AVAIL_DATA (0), BPF_RB_RING_SIZE (1), BPF_RB_CONS_POS (2), BPF_RB_PROD_POS (3). */
+uint64_t nbpf_ringbuf_query(struct ncclbpf_map *map, uint64_t flags);
 
 #endif

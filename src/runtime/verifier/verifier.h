@@ -4,6 +4,7 @@
 #ifndef NCCLBPF_VERIFIER_H
 #define NCCLBPF_VERIFIER_H
 
+#include "../helpers.h"
 #include "../object.h"
 
 /*
@@ -13,5 +14,41 @@
  */
 int nbpf_verify(struct ncclbpf_program *prog, const struct ncclbpf_hook_desc *hook,
 		const struct ncclbpf_verify_opts *opts, struct ncclbpf_verify_result *res);
+
+/*
+ * Verifies a bare instruction sequence (tests, raw programs): maps are
+ * what lddw indices refer to, helper_find resolves helper ids (NULL:
+ * nbpf_helper_find), prog (optional) supplies line info, map_written
+ * (optional, n_maps entries) marks maps some program writes.  res->findings
+ * is malloc'd and owned by the caller.
+ */
+struct nbpf_verify_input {
+	const struct nbpf_insn *insns;
+	uint32_t n_insns;
+	struct ncclbpf_map *const *maps;
+	uint32_t n_maps;
+	const struct nbpf_helper *(*helper_find)(int32_t id);
+	const struct ncclbpf_program *prog;
+	const uint8_t *map_written;
+};
+
+int nbpf_verify_insns(const struct nbpf_verify_input *in, const struct ncclbpf_hook_desc *hook,
+		      const struct ncclbpf_verify_opts *opts, struct ncclbpf_verify_result *res);
+
+/*
+ * Which maps the programs of obj write (written: obj->n_maps entries, set
+ * to 1, never cleared).  fast: the linear provenance scan, exploring only
+ * the programs it cannot handle; otherwise every program is explored.
+ * nbpf_verify uses the fast form (cached per object content); the other is
+ * for tests comparing the two.
+ */
+void nbpf_object_map_writes(const struct ncclbpf_object *obj, uint8_t *written, bool fast);
+
+/* Forgets the per-object write-set cache (benchmarks of a first verification). */
+void nbpf_verify_cache_flush(void);
+
+/* Default budgets. */
+#define NBPF_VERIFY_MAX_INSNS  1000000u
+#define NBPF_VERIFY_MAX_STATES 16384u
 
 #endif

@@ -1,0 +1,103 @@
+/*
+ * bench_verify.c - verification time of BPF objects' programs.
+ *
+ * usage: bench_verify [-n REPEAT] OBJ...
+ *
+ * For each program of each object: the verdict, instructions, instructions
+ * processed, states, and two medians over REPEAT verifications (default
+ * 50) of the full ncclbpf_program__verify path:
+ *   first  - the object-wide write-set pass cache emptied before each run,
+ *            i.e. what loading a new object costs (the pass covers every
+ *            program of the object);
+ *   repeat - the write set cached, as for an object's second program.
+ * Output: one line per program, then the worst medians.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "nccl/hooks.h"
+#include "ncclbpf/runtime.h"
+#include "verifier/verifier.h"
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+	int repeat = 50, rc = 0;
+	uint64_t worst = 0, worst_first = 0;
+
+	for (int i = 1; i < argc; i++) {
+		struct ncclbpf_object *obj;
+
+		if (!strcmp(argv[i], "-n") && i + 1 < argc) {
+			repeat = atoi(argv[++i]);
+			if (repeat < 1)
+				repeat = 1;
+			continue;
+		}
+		if (ncclbpf_object__open_file(argv[i], NULL, &obj)) {
+			fprintf(stderr, "bench_verify: %s: %s\n", argv[i], ncclbpf_errmsg());
+			rc = 2;
+			continue;
+		}
+		for (size_t p = 0; p < ncclbpf_object__prog_count(obj); p++) {
+			struct ncclbpf_program *prog = ncclbpf_object__prog(obj, p);
+			const struct ncclbpf_hook_desc *h =
+				ncclbpf_hook_find_section(ncclbpf_program__section(prog));
+			struct ncclbpf_verify_result res;
+			uint64_t *t = calloc((size_t)repeat, sizeof(*t));
+			uint64_t *t1 = calloc((size_t)repeat, sizeof(*t1));
+			const char *base = strrchr(argv[i], '/');
+			int err = 0;
+
+			if (!h || !t || !t1) {
+				free(t);
+				free(t1);
+				continue;
+			}
+			for (int r = 0; r < repeat; r++) {
+				uint64_t t0;
+
+				nbpf_verify_cache_flush();
+				t0 = now_ns();
+				err = ncclbpf_program__verify(prog, h, NULL, &res);
+				t1[r] = now_ns() - t0;
+				t0 = now_ns();
+				err = ncclbpf_program__verify(prog, h, NULL, &res);
+				t[r] = now_ns() - t0;
+			}
+			qsort(t, (size_t)repeat, sizeof(*t), cmp_u64);
+			qsort(t1, (size_t)repeat, sizeof(*t1), cmp_u64);
+			printf("%-26s %-27s %-8s %4zu insns %6u processed %5u states first %7.1f us repeat %7.1f us\n",
+			       base ? base + 1 : argv[i], ncclbpf_program__name(prog),
+			       err ? "rejected" : "accepted", ncclbpf_program__insn_count(prog),
+			       res.insns_processed, res.states, (double)t1[repeat / 2] / 1000.0,
+			       (double)t[repeat / 2] / 1000.0);
+			if (t[repeat / 2] > worst)
+				worst = t[repeat / 2];
+			if (t1[repeat / 2] > worst_first)
+				worst_first = t1[repeat / 2];
+			free(t);
+			free(t1);
+		}
+		ncclbpf_object__close(obj);
+	}
+	printf("worst median: first %.1f us, repeat %.1f us\n", (double)worst_first / 1000.0,
+	       (double)worst / 1000.0);
+	return rc;
+}

@@ -1,0 +1,254 @@
+/*
+ * cmd_export.c - `ncclbpf export [--listen ADDR:PORT | --textfile PATH]
+ * [--interval S] [--count N] [PID...]`: Prometheus text exposition of the
+ * telemetry of every process running the plugin (src/nccl/prom.c).
+ *
+ *   (neither)   print the exposition to stdout (count times, default once)
+ *   --textfile  node_exporter's textfile collector: written to a temporary
+ *               file in the same directory, then renamed over PATH, so a
+ *               scrape never reads a half-written file (count times,
+ *               default forever, every interval seconds)
+ *   --listen    serve GET /metrics over HTTP with libmicrohttpd; each scrape
+ *               collects afresh; exits after count scrapes (default never)
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "ctl_client.h"
+#include "ctl_tele.h"
+
+struct export_ctx {
+	const int *pids;
+	int n_pids;
+	_Atomic int scrapes;
+};
+
+static volatile sig_atomic_t stop_flag;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_flag = 1;
+}
+
+/* Renders one exposition into a malloc'ed buffer; NULL on failure. */
+static char *render(const int *pids, int n_pids, size_t *len)
+{
+	struct nbpf_tele_set s = { 0 };
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, len);
+
+	if (!f)
+		return NULL;
+	if (cli_tele_collect(pids, n_pids, &s, NULL) < 0)
+		s.processes = 0;
+	if (nbpf_prom_write(f, &s)) {
+		fclose(f);
+		free(buf);
+		nbpf_tele_free(&s);
+		return NULL;
+	}
+	fclose(f);
+	nbpf_tele_free(&s);
+	return buf;
+}
+
+static int write_textfile(const char *path, const int *pids, int n_pids)
+{
+	size_t len = 0;
+	char *buf = render(pids, n_pids, &len), *tmp = NULL;
+	int fd = -1, err = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	/* Same directory as the target, so the rename is atomic. */
+	if (asprintf(&tmp, "%s.tmp.XXXXXX", path) < 0) {
+		free(buf);
+		return -ENOMEM;
+	}
+	fd = mkstemp(tmp);
+	if (fd < 0) {
+		err = -errno;
+		goto out;
+	}
+	for (size_t off = 0; off < len;) {
+		ssize_t n = write(fd, buf + off, len - off);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			err = -errno;
+			goto out;
+		}
+		off += (size_t)n;
+	}
+	if (fchmod(fd, 0644) || fsync(fd) || close(fd)) {
+		fd = -1;
+		err = -errno;
+		goto out;
+	}
+	fd = -1;
+	if (rename(tmp, path))
+		err = -errno;
+out:
+	if (fd >= 0)
+		close(fd);
+	if (err)
+		unlink(tmp);
+	free(tmp);
+	free(buf);
+	return err;
+}
+
+static enum MHD_Result serve(void *cls, struct MHD_Connection *conn, const char *url,
+			     const char *method, const char *version, const char *upload,
+			     size_t *upload_size, void **con_cls)
+{
+	struct export_ctx *ctx = cls;
+	struct MHD_Response *resp;
+	enum MHD_Result ret;
+	size_t len = 0;
+	char *body;
+
+	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
+		return MHD_NO;
+	if (strcmp(url, "/metrics") && strcmp(url, "/")) {
+		static const char nf[] = "not found: try /metrics\n";
+
+		resp = MHD_create_response_from_buffer(sizeof(nf) - 1, (void *)nf,
+						       MHD_RESPMEM_PERSISTENT);
+		ret = MHD_queue_response(conn, MHD_HTTP_NOT_FOUND, resp);
+		MHD_destroy_response(resp);
+		return ret;
+	}
+	body = render(ctx->pids, ctx->n_pids, &len);
+	if (!body)
+		return MHD_NO;
+	resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+	if (!resp) {
+		free(body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
+	ret = MHD_queue_response(conn, MHD_HTTP_OK, resp);
+	MHD_destroy_response(resp);
+	atomic_fetch_add(&ctx->scrapes, 1);
+	return ret;
+}
+
+static int parse_listen(const char *s, struct sockaddr_in *sa)
+{
+	const char *colon = strrchr(s, ':');
+	char host[64];
+	long port;
+	char *end;
+
+	memset(sa, 0, sizeof(*sa));
+	sa->sin_family = AF_INET;
+	if (!colon || (size_t)(colon - s) >= sizeof(host))
+		return -EINVAL;
+	port = strtol(colon + 1, &end, 10);
+	if (*end || port < 0 || port > 65535)
+		return -EINVAL;
+	memcpy(host, s, (size_t)(colon - s));
+	host[colon - s] = 0;
+	if (!host[0] || !strcmp(host, "*"))
+		sa->sin_addr.s_addr = htonl(INADDR_ANY);
+	else if (!strcmp(host, "localhost"))
+		sa->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	else if (inet_pton(AF_INET, host, &sa->sin_addr) != 1)
+		return -EINVAL;
+	sa->sin_port = htons((uint16_t)port);
+	return 0;
+}
+
+int cmd_export(struct cli *c, int argc, char **argv)
+{
+	const char *listen = NULL, *textfile = NULL;
+	double interval = 15;
+	int count = -1, pids[64], n_pids = 0;
+	char *end;
+
+	(void)c;
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--listen") && i + 1 < argc) {
+			listen = argv[++i];
+		} else if (!strcmp(argv[i], "--textfile") && i + 1 < argc) {
+			textfile = argv[++i];
+		} else if (!strcmp(argv[i], "--interval") && i + 1 < argc) {
+			interval = strtod(argv[++i], &end);
+			if (*end || !(interval > 0))
+				return cli_usage_error("--interval needs seconds > 0");
+		} else if (!strcmp(argv[i], "--count") && i + 1 < argc) {
+			count = atoi(argv[++i]);
+			if (count <= 0)
+				return cli_usage_error("--count needs a positive number");
+		} else if (cli_parse_pid(argv[i]) > 0 && n_pids < 64) {
+			pids[n_pids++] = cli_parse_pid(argv[i]);
+		} else {
+			return cli_usage_error("usage: export [--listen ADDR:PORT | --textfile PATH] "
+					       "[--interval S] [--count N] [PID...]");
+		}
+	}
+	if (listen && textfile)
+		return cli_usage_error("--listen and --textfile exclude each other");
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGPIPE, SIG_IGN);
+
+	if (listen) {
+		struct export_ctx ctx = { .pids = pids, .n_pids = n_pids };
+		struct sockaddr_in sa;
+		struct MHD_Daemon *d;
+
+		if (parse_listen(listen, &sa))
+			return cli_usage_error("--listen wants ADDR:PORT, e.g. 127.0.0.1:9464");
+		d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG,
+				     ntohs(sa.sin_port), NULL, NULL, serve, &ctx,
+				     MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+				     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)10,
+				     MHD_OPTION_CONNECTION_LIMIT, (unsigned int)32, MHD_OPTION_END);
+		if (!d) {
+			fprintf(stderr, "ncclbpf: cannot listen on %s: %s\n", listen, strerror(errno));
+			return CLI_NO;
+		}
+		fprintf(stderr, "ncclbpf: serving Prometheus metrics on http://%s/metrics\n", listen);
+		while (!stop_flag && (count < 0 || atomic_load(&ctx.scrapes) < count))
+			usleep(50 * 1000);
+		MHD_stop_daemon(d);
+		return CLI_OK;
+	}
+	if (count < 0)
+		count = textfile ? 0 : 1; /* 0: forever */
+	for (int i = 0; !stop_flag && (!count || i < count); i++) {
+		if (i)
+			usleep((useconds_t)(interval * 1e6));
+		if (textfile) {
+			int err = write_textfile(textfile, pids, n_pids);
+
+			if (err) {
+				fprintf(stderr, "ncclbpf: %s: %s\n", textfile, strerror(-err));
+				return CLI_NO;
+			}
+		} else {
+			size_t len = 0;
+			char *buf = render(pids, n_pids, &len);
+
+			if (!buf)
+				return CLI_NO;
+			fwrite(buf, 1, len, stdout);
+			fflush(stdout);
+			free(buf);
+		}
+	}
+	return CLI_OK;
+}

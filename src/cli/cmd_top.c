@@ -1,0 +1,259 @@
+/*
+ * cmd_top.c - `ncclbpf top [PID...] [--interval S] [--count N]` (also the
+ * positional form `top [PID] [INTERVAL] [COUNT]`): a live table, per
+ * communicator and collective, of what completed during each interval.
+ *
+ * Latency percentiles come from the log2 histograms the profiler adapter
+ * keeps (interpolated inside a bucket, so within a factor of two by
+ * construction, usually much closer).  Bandwidth follows nccl-tests:
+ * algbw = bytes / time, busbw = algbw * 2(n-1)/n for AllReduce,
+ * (n-1)/n for AllGather and ReduceScatter, 1 for Broadcast and Reduce.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "ctl_client.h"
+#include "ctl_tele.h"
+#include "ncclbpf/runtime.h"
+
+static void fmt_ns(char *out, size_t n, double ns)
+{
+	if (ns <= 0)
+		snprintf(out, n, "-");
+	else if (ns < 1e3)
+		snprintf(out, n, "%.0fns", ns);
+	else if (ns < 1e6)
+		snprintf(out, n, "%.1fus", ns / 1e3);
+	else if (ns < 1e9)
+		snprintf(out, n, "%.2fms", ns / 1e6);
+	else
+		snprintf(out, n, "%.2fs", ns / 1e9);
+}
+
+/* The top two (algorithm, protocol) cells with their share, e.g. "RING/LL128 80%". */
+static void fmt_mix(char *out, size_t n, const struct nbpf_tele_cell *c)
+{
+	uint64_t best[2] = { 0, 0 }, total = 0;
+	int ba[2] = { -1, -1 }, bp[2] = { -1, -1 };
+	size_t k = 0;
+
+	out[0] = 0;
+	for (int a = 0; a < NBPF_TELE_ALGOS; a++)
+		for (int p = 0; p < NBPF_TELE_PROTOS; p++) {
+			uint64_t v = c->mix[a][p];
+
+			total += v;
+			if (v > best[0]) {
+				best[1] = best[0], ba[1] = ba[0], bp[1] = bp[0];
+				best[0] = v, ba[0] = a, bp[0] = p;
+			} else if (v > best[1]) {
+				best[1] = v, ba[1] = a, bp[1] = p;
+			}
+		}
+	for (int i = 0; i < 2 && total; i++)
+		if (best[i] && k < n)
+			k += (size_t)snprintf(out + k, n - k, "%s%s/%s %.0f%%", i ? " " : "",
+					      nbpf_tele_algo_name(ba[i]), nbpf_tele_proto_name(bp[i]),
+					      100.0 * (double)best[i] / (double)total);
+	if (!out[0])
+		snprintf(out, n, "-");
+}
+
+static int cell_cmp(const void *a, const void *b)
+{
+	const struct nbpf_tele_cell *x = a, *y = b;
+
+	if (x->comm_id != y->comm_id)
+		return x->comm_id < y->comm_id ? -1 : 1;
+	if (x->coll != y->coll)
+		return x->coll - y->coll;
+	return x->size_cls - y->size_cls;
+}
+
+static void print_table(const struct nbpf_tele_set *d, double secs, int iter)
+{
+	printf("\nncclbpf top  %u process%s  interval %.1f s  sample %d\n", d->processes,
+	       d->processes == 1 ? "" : "es", secs, iter);
+	printf("%-18s %-13s %-5s %9s %9s %9s %9s %9s %9s  %s\n", "COMMUNICATOR", "COLLECTIVE", "SIZE",
+	       "CALLS", "CALLS/s", "P50", "P99", "ALGBW", "BUSBW", "ALGO/PROTO");
+	for (size_t i = 0; i < d->n_cells; i++) {
+		const struct nbpf_tele_cell *c = &d->cells[i];
+		char p50[16], p99[16], mix[64], id[24];
+		double algbw = c->sum_ns ? (double)c->bytes / (double)c->sum_ns : 0; /* GB/s */
+
+		if (!c->count)
+			continue;
+		fmt_ns(p50, sizeof(p50), nbpf_tele_quantile_ns(c->hist, NBPF_TELE_LAT_BUCKETS, 0.50));
+		fmt_ns(p99, sizeof(p99), nbpf_tele_quantile_ns(c->hist, NBPF_TELE_LAT_BUCKETS, 0.99));
+		fmt_mix(mix, sizeof(mix), c);
+		snprintf(id, sizeof(id), "0x%016" PRIx64, c->comm_id);
+		printf("%-18s %-13s %-5s %9" PRIu64 " %9.0f %9s %9s %8.2fG %8.2fG  %s\n", id,
+		       nbpf_tele_coll_name(c->coll), nbpf_tele_size_name(c->size_cls), c->count,
+		       (double)c->count / secs, p50, p99, algbw,
+		       algbw * nbpf_tele_busbw_factor(c->coll, c->n_ranks), mix);
+	}
+	for (size_t i = 0; i < d->n_tuners; i++) {
+		const struct nbpf_tele_tuner *t = &d->tuners[i];
+		uint64_t refused = 0;
+
+		for (int k = 0; k < NBPF_TELE_REFUSE; k++)
+			refused += t->refused[k];
+		printf("tuner 0x%016" PRIx64 "  ranks %u  calls %" PRIu64 " (%.0f/s)  applied %" PRIu64
+		       "  skipped %" PRIu64 "  refused %" PRIu64 "\n",
+		       t->comm_id, t->n_ranks, t->calls, (double)t->calls / secs, t->applied, t->skipped,
+		       refused);
+	}
+	fflush(stdout);
+}
+
+static void print_json(const struct nbpf_tele_set *d, double secs, int iter)
+{
+	printf("{\"sample\":%d,\"interval_s\":%.3f,\"processes\":%u,\"rows\":[", iter, secs,
+	       d->processes);
+	for (size_t i = 0, n = 0; i < d->n_cells; i++) {
+		const struct nbpf_tele_cell *c = &d->cells[i];
+		double algbw = c->sum_ns ? (double)c->bytes / (double)c->sum_ns : 0;
+
+		if (!c->count)
+			continue;
+		printf("%s{\"comm_id\":\"0x%016" PRIx64 "\",\"coll\":\"%s\",\"size\":\"%s\",\"ranks\":%u,"
+		       "\"calls\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"p50_ns\":%.0f,\"p99_ns\":%.0f,"
+		       "\"mean_ns\":%.0f,\"algbw_gbs\":%.4f,\"busbw_gbs\":%.4f,\"mix\":[",
+		       n++ ? "," : "", c->comm_id, nbpf_tele_coll_name(c->coll),
+		       nbpf_tele_size_name(c->size_cls), c->n_ranks, c->count, c->bytes,
+		       nbpf_tele_quantile_ns(c->hist, NBPF_TELE_LAT_BUCKETS, 0.50),
+		       nbpf_tele_quantile_ns(c->hist, NBPF_TELE_LAT_BUCKETS, 0.99),
+		       (double)c->sum_ns / (double)c->count, algbw,
+		       algbw * nbpf_tele_busbw_factor(c->coll, c->n_ranks));
+		for (int a = 0, m = 0; a < NBPF_TELE_ALGOS; a++)
+			for (int p = 0; p < NBPF_TELE_PROTOS; p++)
+				if (c->mix[a][p])
+					printf("%s{\"algo\":\"%s\",\"proto\":\"%s\",\"count\":%" PRIu64 "}",
+					       m++ ? "," : "", nbpf_tele_algo_name(a),
+					       nbpf_tele_proto_name(p), c->mix[a][p]);
+		printf("]}");
+	}
+	printf("],\"tuners\":[");
+	for (size_t i = 0; i < d->n_tuners; i++) {
+		const struct nbpf_tele_tuner *t = &d->tuners[i];
+
+		printf("%s{\"comm_id\":\"0x%016" PRIx64 "\",\"ranks\":%u,\"calls\":%" PRIu64
+		       ",\"applied\":%" PRIu64 ",\"skipped\":%" PRIu64 ",\"refused\":[",
+		       i ? "," : "", t->comm_id, t->n_ranks, t->calls, t->applied, t->skipped);
+		for (int k = 0; k < NBPF_TELE_REFUSE; k++)
+			printf("%s%" PRIu64, k ? "," : "", t->refused[k]);
+		printf("]}");
+	}
+	printf("]}\n");
+	fflush(stdout);
+}
+
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int cmd_top(struct cli *c, int argc, char **argv)
+{
+	int pids[1], n_pids = 0, count = 0, npos = 0, rc = CLI_OK, *live = NULL, n_live;
+	double interval = 1.0, t_prev;
+	struct nbpf_tele_set prev = { 0 };
+	char *pos[3], *end;
+
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--interval") && i + 1 < argc) {
+			interval = strtod(argv[++i], &end);
+			if (*end || !(interval > 0))
+				return cli_usage_error("--interval needs seconds > 0");
+		} else if (!strcmp(argv[i], "--count") && i + 1 < argc) {
+			count = atoi(argv[++i]);
+			if (count <= 0)
+				return cli_usage_error("--count needs a positive number");
+		} else if (npos < 3 && argv[i][0] != '-') {
+			pos[npos++] = argv[i];
+		} else {
+			return cli_usage_error("usage: top [PID] [INTERVAL] [COUNT]");
+		}
+	}
+	/*
+	 * Positional [PID] [INTERVAL] [COUNT]: the first is a PID when all three
+	 * are given or when it names a live ncclbpf process, else an interval.
+	 */
+	if (npos) {
+		int first = cli_parse_pid(pos[0]), k = 0;
+		bool is_pid = npos == 3;
+
+		n_live = nbpf_ctl_list_pids(&live);
+		for (int i = 0; !is_pid && first > 0 && i < n_live; i++)
+			is_pid = live[i] == first;
+		free(live);
+		if (is_pid) {
+			if (first <= 0)
+				return cli_usage_error("'%s' is not a process id", pos[0]);
+			pids[n_pids++] = first;
+			k = 1;
+		}
+		if (k < npos) {
+			interval = strtod(pos[k], &end);
+			if (*end || !(interval > 0))
+				return cli_usage_error("'%s': interval must be seconds > 0", pos[k]);
+			k++;
+		}
+		if (k < npos) {
+			count = atoi(pos[k]);
+			if (count <= 0)
+				return cli_usage_error("'%s': count must be a positive number", pos[k]);
+		}
+	}
+	/* The first table covers everything since each process started. */
+	t_prev = mono_s();
+	for (int iter = 1; !count || iter <= count; iter++) {
+		struct nbpf_tele_set now = { 0 }, delta = { 0 };
+		double t_now, secs;
+		int got;
+
+		if (iter > 1)
+			usleep((useconds_t)(interval * 1e6));
+		got = cli_tele_collect(pids, n_pids, &now, stderr);
+		t_now = mono_s();
+		secs = iter == 1 ? interval : t_now - t_prev;
+		if (got < 0) {
+			fprintf(stderr, "ncclbpf: %s\n", ncclbpf_errmsg());
+			rc = CLI_NO;
+			nbpf_tele_free(&now);
+			break;
+		}
+		if (cli_tele_delta(&delta, &now, iter == 1 ? NULL : &prev)) {
+			rc = CLI_NO;
+			nbpf_tele_free(&now);
+			nbpf_tele_free(&delta);
+			break;
+		}
+		if (delta.n_cells)
+			qsort(delta.cells, delta.n_cells, sizeof(*delta.cells), cell_cmp);
+		if (c->json)
+			print_json(&delta, secs, iter);
+		else
+			print_table(&delta, secs, iter);
+		nbpf_tele_free(&prev);
+		nbpf_tele_free(&delta);
+		prev = now;
+		t_prev = t_now;
+		if (n_pids && got == 0) {
+			fprintf(stderr, "ncclbpf: no process answered\n");
+			rc = CLI_NO;
+			break;
+		}
+	}
+	nbpf_tele_free(&prev);
+	return rc;
+}

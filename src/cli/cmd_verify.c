@@ -1,0 +1,255 @@
+/*
+ * cmd_verify.c - `ncclbpf verify OBJ [PROGRAM] [--strict-consistency]`.
+ *
+ * Verifies every program of OBJ (or the one named) against the hook its
+ * section names.  Exit 0 when all are accepted (warnings are printed),
+ * 1 when one is rejected, 2 for usage errors and unreadable or malformed
+ * objects.  A rejection prints "FILE.c:LINE: insn N: REASON" first (or
+ * "OBJ: insn N: REASON" without line info), then the instruction with the
+ * registers involved, the source line and a hint; then one summary line
+ * per program.  -j prints one JSON document instead.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "nccl/hooks.h"
+#include "ncclbpf/runtime.h"
+
+struct prog_verdict {
+	const char *name, *section, *hook;
+	bool accepted, unknown_section;
+	uint32_t insns;
+	uint64_t time_us;
+	struct ncclbpf_verify_result res;
+	char unknown_msg[256];
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void known_hooks(char *buf, size_t len)
+{
+	size_t used = 0;
+
+	buf[0] = 0;
+	for (size_t i = 0; i < NCCLBPF_HOOK_COUNT && used < len; i++)
+		used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : "",
+					 ncclbpf_hooks[i].section);
+}
+
+static void print_finding(FILE *f, const char *obj, const char *prog,
+			  const struct ncclbpf_finding *fd)
+{
+	const char *kind = fd->kind == NCCLBPF_FINDING_WARNING ? "warning: " : "";
+
+	if (fd->file && fd->line)
+		fprintf(f, "%s:%u: insn %u: %s%s\n", fd->file, fd->line, fd->insn, kind, fd->reason);
+	else
+		fprintf(f, "%s: insn %u: %s%s\n", obj, fd->insn, kind, fd->reason);
+	if (fd->detail[0])
+		fprintf(f, "    %s\n", fd->detail);
+	if (fd->src && fd->src[0]) {
+		const char *s = fd->src;
+
+		while (*s == ' ' || *s == '\t')
+			s++;
+		fprintf(f, "    source: %s\n", s);
+	}
+	fprintf(f, "    program: %s\n", prog);
+	if (fd->hint[0])
+		fprintf(f, "    hint: %s\n", fd->hint);
+}
+
+static void json_finding(FILE *f, const char *prog, const struct ncclbpf_finding *fd)
+{
+	fputs("{\"program\":", f);
+	cli_json_str(f, prog);
+	fprintf(f, ",\"kind\":\"%s\",\"insn\":%u,\"file\":",
+		fd->kind == NCCLBPF_FINDING_WARNING ? "warning" : "error", fd->insn);
+	if (fd->file)
+		cli_json_str(f, fd->file);
+	else
+		fputs("null", f);
+	fprintf(f, ",\"line\":%u,\"source\":", fd->line);
+	if (fd->src)
+		cli_json_str(f, fd->src);
+	else
+		fputs("null", f);
+	fputs(",\"reason\":", f);
+	cli_json_str(f, fd->reason);
+	fputs(",\"detail\":", f);
+	cli_json_str(f, fd->detail);
+	fputs(",\"hint\":", f);
+	cli_json_str(f, fd->hint);
+	fputc('}', f);
+}
+
+static void print_json(const char *obj, struct prog_verdict *v, size_t n, bool all_ok)
+{
+	bool first = true;
+	uint64_t total_us = 0, total_insns = 0;
+
+	fputs("{\"object\":", stdout);
+	cli_json_str(stdout, obj);
+	fprintf(stdout, ",\"verdict\":\"%s\",\"programs\":[", all_ok ? "accepted" : "rejected");
+	for (size_t i = 0; i < n; i++) {
+		fprintf(stdout, "%s{\"name\":", i ? "," : "");
+		cli_json_str(stdout, v[i].name);
+		fputs(",\"section\":", stdout);
+		cli_json_str(stdout, v[i].section);
+		fputs(",\"hook\":", stdout);
+		if (v[i].hook)
+			cli_json_str(stdout, v[i].hook);
+		else
+			fputs("null", stdout);
+		fprintf(stdout,
+			",\"verdict\":\"%s\",\"insns\":%u,\"insns_processed\":%u,\"states\":%u,"
+			"\"peak_states\":%u,\"stack_depth\":%u,\"ret_min\":%" PRId64
+			",\"ret_max\":%" PRId64 ",\"time_us\":%" PRIu64 "}",
+			v[i].accepted ? "accepted" : "rejected", v[i].insns, v[i].res.insns_processed,
+			v[i].res.states, v[i].res.peak_states, v[i].res.stack_depth, v[i].res.ret_min,
+			v[i].res.ret_max, v[i].time_us);
+		total_us += v[i].time_us;
+		total_insns += v[i].res.insns_processed;
+	}
+	fputs("],\"findings\":[", stdout);
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].unknown_section) {
+			fprintf(stdout, "%s{\"program\":", first ? "" : ",");
+			cli_json_str(stdout, v[i].name);
+			fputs(",\"kind\":\"error\",\"insn\":0,\"file\":null,\"line\":0,\"source\":null,"
+			      "\"reason\":",
+			      stdout);
+			cli_json_str(stdout, v[i].unknown_msg);
+			fputs(",\"detail\":\"\",\"hint\":\"use a section a hook declares\"}", stdout);
+			first = false;
+		}
+		for (uint32_t k = 0; k < v[i].res.n_findings; k++) {
+			if (!first)
+				fputc(',', stdout);
+			json_finding(stdout, v[i].name, &v[i].res.findings[k]);
+			first = false;
+		}
+	}
+	fprintf(stdout, "],\"stats\":{\"programs\":%zu,\"insns_processed\":%" PRIu64
+		",\"time_us\":%" PRIu64 "}}\n", n, total_insns, total_us);
+}
+
+int cmd_verify(struct cli *c, int argc, char **argv)
+{
+	const char *path = NULL, *only = NULL;
+	struct ncclbpf_verify_opts vopts = { .sz = sizeof(vopts) };
+	struct ncclbpf_object *obj = NULL;
+	struct prog_verdict *v = NULL;
+	size_t n = 0, count;
+	bool all_ok = true;
+	int err, rc = CLI_OK;
+
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--strict-consistency"))
+			vopts.strict_consistency = true;
+		else if (argv[i][0] == '-' && argv[i][1])
+			return cli_usage_error("verify: unknown option '%s'", argv[i]);
+		else if (!path)
+			path = argv[i];
+		else if (!only)
+			only = argv[i];
+		else
+			return cli_usage_error("verify: too many arguments ('%s')", argv[i]);
+	}
+	if (!path)
+		return cli_usage_error("usage: ncclbpf verify OBJ [PROGRAM] [--strict-consistency] [-j]");
+	err = ncclbpf_object__open_file(path, NULL, &obj);
+	if (err)
+		return cli_usage_error("verify: %s: %s", path, ncclbpf_errmsg());
+	count = ncclbpf_object__prog_count(obj);
+	if (only && !ncclbpf_object__find_program(obj, only)) {
+		fprintf(stderr, "ncclbpf: verify: %s has no program '%s'; it has:", path, only);
+		for (size_t i = 0; i < count; i++)
+			fprintf(stderr, " %s", ncclbpf_program__name(ncclbpf_object__prog(obj, i)));
+		fputc('\n', stderr);
+		ncclbpf_object__close(obj);
+		return CLI_USAGE;
+	}
+	v = calloc(count ? count : 1, sizeof(*v));
+	if (!v) {
+		ncclbpf_object__close(obj);
+		return cli_usage_error("verify: out of memory");
+	}
+	for (size_t i = 0; i < count; i++) {
+		struct ncclbpf_program *p = ncclbpf_object__prog(obj, i);
+		const struct ncclbpf_hook_desc *h;
+		struct prog_verdict *pv;
+		uint64_t t0;
+
+		if (only && strcmp(ncclbpf_program__name(p), only))
+			continue;
+		pv = &v[n++];
+		pv->name = ncclbpf_program__name(p);
+		pv->section = ncclbpf_program__section(p);
+		pv->insns = (uint32_t)ncclbpf_program__insn_count(p);
+		h = ncclbpf_hook_find_section(pv->section);
+		if (!h) {
+			char known[128];
+
+			known_hooks(known, sizeof(known));
+			snprintf(pv->unknown_msg, sizeof(pv->unknown_msg),
+				 "unknown section '%s' (known hooks: %s)", pv->section ? pv->section : "",
+				 known);
+			pv->unknown_section = true;
+			all_ok = false;
+			continue;
+		}
+		pv->hook = h->name;
+		t0 = now_ns();
+		err = ncclbpf_program__verify(p, h, &vopts, &pv->res);
+		pv->time_us = (now_ns() - t0 + 500) / 1000;
+		if (err && err != -EACCES) {
+			fprintf(stderr, "ncclbpf: verify: %s: %s: %s\n", path, pv->name, ncclbpf_errmsg());
+			rc = CLI_USAGE;
+		}
+		pv->accepted = !err;
+		if (!pv->accepted)
+			all_ok = false;
+	}
+	if (c->json) {
+		print_json(path, v, n, all_ok);
+	} else {
+		for (size_t i = 0; i < n; i++) {
+			struct prog_verdict *pv = &v[i];
+
+			if (pv->unknown_section) {
+				printf("%s: insn 0: %s\n", path, pv->unknown_msg);
+				printf("    program: %s\n", pv->name);
+				printf("%s (%s): rejected\n", pv->name, pv->section ? pv->section : "?");
+				continue;
+			}
+			/* errors first, so a rejection's first line is its reason */
+			for (uint32_t k = 0; k < pv->res.n_findings; k++)
+				if (pv->res.findings[k].kind == NCCLBPF_FINDING_ERROR)
+					print_finding(stdout, path, pv->name, &pv->res.findings[k]);
+			for (uint32_t k = 0; k < pv->res.n_findings; k++)
+				if (pv->res.findings[k].kind != NCCLBPF_FINDING_ERROR)
+					print_finding(stdout, path, pv->name, &pv->res.findings[k]);
+			if (pv->accepted)
+				printf("%s (%s): accepted, %u insns, %u states, %" PRIu64 " us\n", pv->name,
+				       pv->hook, pv->insns, pv->res.states, pv->time_us);
+			else
+				printf("%s (%s): rejected\n", pv->name, pv->hook);
+		}
+	}
+	if (rc == CLI_OK && !all_ok)
+		rc = CLI_NO;
+	free(v);
+	ncclbpf_object__close(obj);
+	return rc;
+}

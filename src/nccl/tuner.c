@@ -1,0 +1,362 @@
+/*
+ * tuner.c - NCCL tuner plugin v2..v6: marshal getCollInfo into a struct
+ * ncclbpf_tuner_ctx, run the image's tuner program, apply its outputs by the
+ * rules of docs/nccl-plugin-abi.md §2.3-2.4.
+ *
+ * Every entry point returns ncclSuccess for policy problems (NCCL treats any
+ * other result as fatal).  The hot path takes no lock, allocates nothing and
+ * writes only this context's struct nbpf_comm.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "abi_tuner.h"
+#include "epoch.h"
+#include "host.h"
+#include "tuner_core.h"
+
+/*
+ * One per NCCL tuner context, on its own cache line(s): everything the hot
+ * path reads is here or in the comm (also cache-line aligned), so two
+ * communicators driven by two threads never write a shared line.
+ */
+struct tuner_ctx {
+	_Alignas(64) struct nbpf_comm *comm; /* NULL if registration failed: no counters */
+	uint64_t calls;            /* owner-thread copy of comm->calls */
+	uint64_t comm_id;
+	uint32_t n_ranks, n_nodes;
+	uint32_t nvl_domains, nvl_min, nvl_max;
+	int abi;
+	bool stats;                /* NCCLBPF_STATS=1: time program runs */
+	bool reads_ctx;            /* the program of image ana_gen may read its context */
+	uint64_t ana_gen;          /* generation reads_ctx was computed for (0: none) */
+};
+
+/* Creates a context; never fails for policy reasons (no policy = NCCL decides). */
+static nbpf_nccl_result_t tuner_init_common(void **ctx, int abi, uint64_t comm_id,
+					    size_t n_ranks, size_t n_nodes,
+					    nbpf_nccl_logger_t logger,
+					    const nbpf_nvl_domain_info_v5_t *nvl)
+{
+	struct tuner_ctx *t;
+
+	if (!ctx)
+		return NBPF_NCCL_INVALID_ARGUMENT;
+	*ctx = NULL;
+	t = aligned_alloc(_Alignof(struct tuner_ctx), sizeof(*t));
+	if (!t)
+		return NBPF_NCCL_SYSTEM_ERROR;
+	memset(t, 0, sizeof(*t));
+	nbpf_host_acquire(logger);
+	t->abi = abi;
+	t->comm_id = comm_id;
+	t->n_ranks = (uint32_t)n_ranks;
+	t->n_nodes = (uint32_t)n_nodes;
+	if (nvl) {
+		t->nvl_domains = nvl->nNvlDomains > 0 ? (uint32_t)nvl->nNvlDomains : 0;
+		t->nvl_min = nvl->minRanksPerNvlDomain > 0 ? (uint32_t)nvl->minRanksPerNvlDomain : 0;
+		t->nvl_max = nvl->maxRanksPerNvlDomain > 0 ? (uint32_t)nvl->maxRanksPerNvlDomain : 0;
+	}
+	t->stats = nbpf_host_settings()->stats;
+	t->comm = nbpf_host_comm_add(NBPF_COMM_TUNER, abi, comm_id, -1, t->n_ranks, t->n_nodes);
+	nbpf_host_log(NBPF_NCCL_LOG_INFO, NBPF_NCCL_INIT | NBPF_NCCL_TUNING,
+		      "tuner v%d ready for comm 0x%llx (%u ranks, %u nodes)", abi,
+		      (unsigned long long)comm_id, t->n_ranks, t->n_nodes);
+	*ctx = t;
+	return NBPF_NCCL_SUCCESS;
+}
+
+static nbpf_nccl_result_t tuner_fini(void *ctx)
+{
+	struct tuner_ctx *t = ctx;
+
+	if (!t)
+		return NBPF_NCCL_SUCCESS;
+	nbpf_host_comm_remove(t->comm);
+	free(t);
+	nbpf_host_release();
+	return NBPF_NCCL_SUCCESS;
+}
+
+static inline void bump(_Atomic uint64_t *v)
+{
+	atomic_store_explicit(v, atomic_load_explicit(v, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+}
+
+/* Per-program counters restart when the comm first runs a new image. */
+static __attribute__((noinline, cold)) void stats_reset(struct nbpf_comm *cm, uint64_t gen)
+{
+	for (uint32_t i = 0; i < NBPF_HOST_MAX_PROGS; i++) {
+		atomic_store_explicit(&cm->prog[i].runs, 0, memory_order_relaxed);
+		atomic_store_explicit(&cm->prog[i].ns, 0, memory_order_relaxed);
+	}
+	atomic_store_explicit(&cm->stats_gen, gen, memory_order_relaxed);
+	atomic_store_explicit(&cm->image_gen, gen, memory_order_relaxed);
+}
+
+/* Interpreted program (NCCLBPF_ENGINE=interp); out of line to keep the JIT path short. */
+static __attribute__((noinline)) uint64_t run_interp(const struct nbpf_host_prog *hp,
+						     struct ncclbpf_tuner_ctx *c)
+{
+	uint64_t ret;
+
+	if (ncclbpf_program__run(hp->prog, c, sizeof(*c), &ret))
+		return UINT64_MAX;
+	return ret;
+}
+
+/* Caches whether the image's tuner program can read its context at all. */
+static __attribute__((noinline, cold)) void analyse_prog(struct tuner_ctx *t,
+							  const struct nbpf_image *img,
+							  const struct nbpf_host_prog *hp)
+{
+	t->reads_ctx = !hp->func ||
+		       nbpf_prog_may_read_ctx(ncclbpf_program__insns(hp->prog),
+					      ncclbpf_program__insn_count(hp->prog));
+	t->ana_gen = img->generation;
+}
+
+/*
+ * Enters an epoch section and finds the tuner program the comm's image
+ * holds for call number seq.  NULL (section already left) when there is
+ * none: NCCL decides and nothing else is computed.  Otherwise the caller
+ * fills the context and calls tuner_exec, which leaves the section.
+ */
+static inline __attribute__((always_inline)) const struct nbpf_host_prog *
+tuner_begin(struct tuner_ctx *t, uint64_t seq, const struct nbpf_image **imgp)
+{
+	const struct nbpf_image *img;
+	const struct nbpf_host_prog *hp;
+
+	nbpf_epoch_enter();
+	img = nbpf_host_image_for(atomic_load_explicit(&nbpf_host_published, memory_order_acquire),
+				  seq);
+	if (!img || !(hp = img->tuner)) {
+		nbpf_epoch_exit();
+		return NULL;
+	}
+	if (__builtin_expect(img->generation != t->ana_gen, 0))
+		analyse_prog(t, img, hp);
+	*imgp = img;
+	return hp;
+}
+
+/*
+ * Runs hp on c, counts the run and leaves the section tuner_begin entered
+ * (the image and map values stay alive until then).  The only indirect
+ * call is the JIT'd program; timing (two clock reads) only with
+ * NCCLBPF_STATS=1.
+ */
+static inline __attribute__((always_inline)) uint64_t
+tuner_exec(struct tuner_ctx *t, const struct nbpf_image *img, const struct nbpf_host_prog *hp,
+	   struct ncclbpf_tuner_ctx *c)
+{
+	struct nbpf_comm *cm = t->comm;
+	uint64_t t0 = 0, ret;
+
+	if (__builtin_expect(t->stats, 0))
+		t0 = nbpf_now_ns();
+	ret = __builtin_expect(hp->func != NULL, 1) ? hp->func(c, sizeof(*c)) : run_interp(hp, c);
+	if (cm) {
+		if (__builtin_expect(atomic_load_explicit(&cm->stats_gen, memory_order_relaxed) !=
+				     img->generation, 0))
+			stats_reset(cm, img->generation);
+		bump(&cm->prog[hp->slot].runs);
+		if (__builtin_expect(t->stats, 0)) {
+			_Atomic uint64_t *ns = &cm->prog[hp->slot].ns;
+
+			atomic_store_explicit(ns, atomic_load_explicit(ns, memory_order_relaxed) +
+					      (nbpf_now_ns() - t0), memory_order_relaxed);
+		}
+	}
+	nbpf_epoch_exit();
+	return ret;
+}
+
+/* Context of a program that never reads it: only what apply looks at. */
+static inline void ctx_keep(struct ncclbpf_tuner_ctx *c)
+{
+	c->avail_mask = 0;
+	c->nccl_algo = c->nccl_proto = -1;
+	c->algo = c->proto = c->n_channels = NCCLBPF_KEEP;
+}
+
+/*
+ * Fills the program context: every field is assigned (no memset), the
+ * table-derived ones (avail_mask, NCCL's pick) by the caller.
+ */
+static inline void ctx_fill(struct tuner_ctx *t, struct ncclbpf_tuner_ctx *c, uint64_t seq,
+			    int coll, size_t n_bytes, int num_pipe_ops, int reg_buff)
+{
+	c->n_bytes = n_bytes;
+	c->comm_id = t->comm_id;
+	c->call_seq = seq;
+	c->coll_type = (uint32_t)coll;
+	c->n_ranks = t->n_ranks;
+	c->n_nodes = t->n_nodes;
+	c->num_pipe_ops = num_pipe_ops > 0 ? (uint32_t)num_pipe_ops : 0;
+	c->reg_buff = reg_buff ? 1 : 0;
+	c->avail_mask = 0;
+	c->nccl_algo = -1;
+	c->nccl_proto = -1;
+	c->nvl_domains = t->nvl_domains;
+	c->min_ranks_per_nvl_domain = t->nvl_min;
+	c->max_ranks_per_nvl_domain = t->nvl_max;
+	c->abi_version = (uint32_t)t->abi;
+	c->algo = NCCLBPF_KEEP;
+	c->proto = NCCLBPF_KEEP;
+	c->n_channels = NCCLBPF_KEEP;
+	c->reserved = 0;
+}
+_Static_assert(sizeof(struct ncclbpf_tuner_ctx) == 88,
+	       "ctx_fill assigns every field: update it with the struct");
+
+static inline void count_call(struct tuner_ctx *t, int coll)
+{
+	struct nbpf_comm *cm = t->comm;
+
+	t->calls++;
+	if (!cm)
+		return;
+	atomic_store_explicit(&cm->calls, t->calls, memory_order_relaxed);
+	bump(&cm->coll_calls[(unsigned)coll < NCCLBPF_NUM_COLLS ? (unsigned)coll : NCCLBPF_NUM_COLLS]);
+}
+
+static inline void count_outcome(struct tuner_ctx *t, const struct nbpf_tuner_outcome *o)
+{
+	struct nbpf_comm *cm = t->comm;
+
+	if (!cm)
+		return;
+	if (o->skipped)
+		bump(&cm->skipped);
+	if (o->applied)
+		bump(&cm->applied);
+	if (__builtin_expect(o->refused != 0, 0))
+		for (int i = 0; i < NBPF_REFUSE_COUNT; i++)
+			if (o->refused & (1u << i))
+				bump(&cm->refused[i]);
+}
+
+/* v3+ shape: the cost table. */
+static nbpf_nccl_result_t get_coll_info_table(void *ctx, int coll, size_t n_bytes,
+					      int num_pipe_ops, float **table, int num_algo,
+					      int num_proto, int reg_buff, int *n_channels)
+{
+	struct tuner_ctx *t = ctx;
+	struct ncclbpf_tuner_ctx c;
+	struct nbpf_tuner_outcome o;
+	const struct nbpf_image *img;
+	const struct nbpf_host_prog *hp;
+	uint64_t ret, seq;
+
+	if (!t)
+		return NBPF_NCCL_SUCCESS;
+	seq = t->calls;
+	count_call(t, coll);
+	if (!table || num_algo <= 0 || num_proto <= 0)
+		return NBPF_NCCL_SUCCESS;
+	if (!(hp = tuner_begin(t, seq, &img)))
+		return NBPF_NCCL_SUCCESS;
+	if (__builtin_expect(t->reads_ctx, 1)) {
+		ctx_fill(t, &c, seq, coll, n_bytes, num_pipe_ops, reg_buff);
+		nbpf_tuner_table_scan((float *)table, num_algo, num_proto, &c);
+	} else {
+		ctx_keep(&c);
+	}
+	ret = tuner_exec(t, img, hp, &c);
+	nbpf_tuner_apply_table(&c, ret, (float *)table, num_algo, num_proto, n_channels, &o);
+	count_outcome(t, &o);
+	return NBPF_NCCL_SUCCESS;
+}
+
+static nbpf_nccl_result_t get_coll_info_v3(void *ctx, int coll, size_t n_bytes,
+					   int num_pipe_ops, float **table, int num_algo,
+					   int num_proto, int *n_channels)
+{
+	return get_coll_info_table(ctx, coll, n_bytes, num_pipe_ops, table, num_algo, num_proto,
+				   0, n_channels);
+}
+
+/* v2 shape: support flags in, algorithm/protocol out. */
+static nbpf_nccl_result_t get_coll_info_v2(void *ctx, int coll, size_t n_bytes,
+					   int coll_net, int nvls, int num_pipe_ops,
+					   int *algorithm, int *protocol, int *n_channels)
+{
+	struct tuner_ctx *t = ctx;
+	struct ncclbpf_tuner_ctx c;
+	struct nbpf_tuner_outcome o;
+	const struct nbpf_image *img;
+	const struct nbpf_host_prog *hp;
+	uint64_t ret, seq;
+
+	if (!t)
+		return NBPF_NCCL_SUCCESS;
+	seq = t->calls;
+	count_call(t, coll);
+	if (!(hp = tuner_begin(t, seq, &img)))
+		return NBPF_NCCL_SUCCESS;
+	ctx_fill(t, &c, seq, coll, n_bytes, num_pipe_ops, 0);
+	c.avail_mask = nbpf_tuner_v2_mask(coll_net, nvls);
+	c.nccl_algo = algorithm && *algorithm >= 0 && *algorithm < NCCLBPF_NUM_ALGOS ? *algorithm : -1;
+	c.nccl_proto = protocol && *protocol >= 0 && *protocol < NCCLBPF_NUM_PROTOS ? *protocol : -1;
+	if (c.nccl_algo < 0 || c.nccl_proto < 0)
+		c.nccl_algo = c.nccl_proto = -1;
+	ret = tuner_exec(t, img, hp, &c);
+	nbpf_tuner_apply_v2(&c, ret, algorithm, protocol, n_channels, &o);
+	count_outcome(t, &o);
+	return NBPF_NCCL_SUCCESS;
+}
+
+static nbpf_nccl_result_t init_v2(size_t n_ranks, size_t n_nodes, nbpf_nccl_logger_t logger,
+				  void **ctx)
+{
+	return tuner_init_common(ctx, 2, 0, n_ranks, n_nodes, logger, NULL);
+}
+
+static nbpf_nccl_result_t init_v3(size_t n_ranks, size_t n_nodes, nbpf_nccl_logger_t logger,
+				  void **ctx)
+{
+	return tuner_init_common(ctx, 3, 0, n_ranks, n_nodes, logger, NULL);
+}
+
+static nbpf_nccl_result_t init_v4(size_t n_ranks, size_t n_nodes, nbpf_nccl_logger_t logger,
+				  void **ctx)
+{
+	return tuner_init_common(ctx, 4, 0, n_ranks, n_nodes, logger, NULL);
+}
+
+static nbpf_nccl_result_t init_v5(void **ctx, uint64_t comm_id, size_t n_ranks, size_t n_nodes,
+				  nbpf_nccl_logger_t logger, nbpf_nvl_domain_info_v5_t *nvl,
+				  nbpf_tuner_constants_v5_t *constants)
+{
+	(void)constants; /* NCCL's defaults stand */
+	return tuner_init_common(ctx, 5, comm_id, n_ranks, n_nodes, logger, nvl);
+}
+
+static nbpf_nccl_result_t init_v6(void **ctx, uint64_t comm_id, size_t n_ranks, size_t n_nodes,
+				  nbpf_nccl_logger_t logger, nbpf_nvl_domain_info_v5_t *nvl,
+				  nbpf_tuner_constants_v5_t *constants)
+{
+	(void)constants;
+	return tuner_init_common(ctx, 6, comm_id, n_ranks, n_nodes, logger, nvl);
+}
+
+NBPF_EXPORT const nbpf_tuner_v2_t ncclTunerPlugin_v2 = {
+	.name = "ncclbpf", .init = init_v2, .getCollInfo = get_coll_info_v2, .destroy = tuner_fini,
+};
+NBPF_EXPORT const nbpf_tuner_v3_t ncclTunerPlugin_v3 = {
+	.name = "ncclbpf", .init = init_v3, .getCollInfo = get_coll_info_v3, .destroy = tuner_fini,
+};
+NBPF_EXPORT const nbpf_tuner_v4_t ncclTunerPlugin_v4 = {
+	.name = "ncclbpf", .init = init_v4, .getCollInfo = get_coll_info_table, .destroy = tuner_fini,
+};
+NBPF_EXPORT const nbpf_tuner_v5_t ncclTunerPlugin_v5 = {
+	.name = "ncclbpf", .init = init_v5, .getCollInfo = get_coll_info_table, .finalize = tuner_fini,
+};
+NBPF_EXPORT const nbpf_tuner_v6_t ncclTunerPlugin_v6 = {
+	.name = "ncclbpf", .init = init_v6, .getCollInfo = get_coll_info_table, .finalize = tuner_fini,
+	.getChunkSize = NULL,
+};

@@ -1,0 +1,560 @@
+/*
+ * state.c - abstract states: copies, the subsumption test used for
+ * pruning, the exact test used for infinite-loop detection, and the
+ * checkpoint tree that tells when a stored state is fully explored.
+ *
+ * Pruning compares against fully explored checkpoints only (their whole
+ * future was proven safe and terminating).  A checkpoint still being
+ * explored is an ancestor of the current path: reaching a state equal to
+ * it means the path can repeat forever.  Dead registers (static liveness)
+ * are ignored by both tests.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vstate.h"
+
+#define MAX_PER_INSN 64
+#define MAX_IDMAP 128
+#define JOIN_AFTER 4
+#define WIDEN_AFTER 8
+
+size_t vstate_size(const struct vstate *s)
+{
+	const struct vframe *last = &s->frames[s->nframes - 1];
+
+	return offsetof(struct vstate, frames) + (s->nframes - 1) * sizeof(struct vframe) +
+	       offsetof(struct vframe, slots) + last->nslots * sizeof(struct vslot);
+}
+
+/*
+ * Every frame of a working state, live or popped, is zero at and above its
+ * nslots (init_state zeroes it all, calls zero the new frame, stores grow
+ * nslots first).  So only the slots the old content used above the new
+ * nslots need clearing, not the whole 4.6 KiB frame.
+ */
+void vstate_restore(struct vstate *d, const struct vstate *s)
+{
+	uint32_t li = s->nframes - 1, old = d->frames[li].nslots, now = s->frames[li].nslots;
+
+	memcpy(d, s, vstate_size(s));
+	if (old > now)
+		memset(&d->frames[li].slots[now], 0, (old - now) * sizeof(struct vslot));
+}
+
+/*
+ * Pending branches live in buffers owned by e->stack[] and reused LIFO: a
+ * push copies into the buffer at the top (grown when too small), a pop
+ * restores from it and keeps it for the next push.  No allocation happens
+ * once the buffers have reached the run's depth and state size.
+ */
+struct vstate *vstate_push(struct venv *e, uint32_t pc)
+{
+	size_t need = vstate_size(e->cur);
+	struct vstate *s;
+
+	if (e->n_stack == e->cap_stack) {
+		uint32_t cap = e->cap_stack ? e->cap_stack * 2 : 64;
+		void *p = realloc(e->stack, cap * sizeof(*e->stack));
+		void *q;
+
+		if (!p) {
+			venv_oom(e);
+			return NULL;
+		}
+		e->stack = p;
+		q = realloc(e->stack_bytes, cap * sizeof(*e->stack_bytes));
+		if (!q) {
+			venv_oom(e);
+			return NULL;
+		}
+		e->stack_bytes = q;
+		e->cap_stack = cap;
+	}
+	if (e->n_stack == e->n_bufs) {
+		e->stack[e->n_bufs] = NULL;
+		e->stack_bytes[e->n_bufs++] = 0;
+	}
+	if (e->stack_bytes[e->n_stack] < need) {
+		/* round up so that slightly larger states later reuse the buffer */
+		size_t cap = (need + 1023) & ~(size_t)1023;
+
+		free(e->stack[e->n_stack]);
+		e->stack[e->n_stack] = malloc(cap);
+		e->stack_bytes[e->n_stack] = e->stack[e->n_stack] ? cap : 0;
+		if (!e->stack[e->n_stack]) {
+			venv_oom(e);
+			return NULL;
+		}
+	}
+	s = e->stack[e->n_stack++];
+	memcpy(s, e->cur, need);
+	s->pc = pc;
+	if (s->parent)
+		s->parent->branches++;
+	return s;
+}
+
+/* Forgets the newest pending branch (its side turned out infeasible). */
+void vstate_drop_top(struct venv *e)
+{
+	struct vstate *s = e->stack[--e->n_stack];
+
+	if (s->parent)
+		s->parent->branches--;
+}
+
+/* Continues with the newest pending branch. */
+void vstate_pop(struct venv *e)
+{
+	vstate_restore(e->cur, e->stack[--e->n_stack]);
+}
+
+/*
+ * Checkpoints are never freed before the run ends: they come from a bump
+ * arena of 64 KiB chunks (bigger for an oversized state), all released by
+ * vstate_release_all.
+ */
+struct achunk {
+	struct achunk *next;
+	size_t used, cap;
+	max_align_t data[];
+};
+
+static void *arena_alloc(struct venv *e, size_t n)
+{
+	struct achunk *c = e->arena;
+
+	n = (n + 15) & ~(size_t)15;
+	if (!c || c->cap - c->used < n) {
+		size_t cap = n > 65536 - sizeof(*c) ? n : 65536 - sizeof(*c);
+
+		c = malloc(sizeof(*c) + cap);
+		if (!c)
+			return NULL;
+		c->next = e->arena;
+		c->used = 0;
+		c->cap = cap;
+		e->arena = c;
+	}
+	c->used += n;
+	return (char *)c->data + c->used - n;
+}
+
+static const struct vslot zero_slot;
+
+static const struct vslot *slot_at(const struct vframe *f, uint32_t k)
+{
+	return k < f->nslots ? &f->slots[k] : &zero_slot;
+}
+
+struct vstate *vstate_dup(struct venv *e, const struct vstate *s)
+{
+	struct vstate *d = malloc(vstate_size(s));
+
+	if (!d) {
+		venv_oom(e);
+		return NULL;
+	}
+	memcpy(d, s, vstate_size(s));
+	return d;
+}
+
+void vstate_free(struct vstate *s)
+{
+	free(s);
+}
+
+/* 8 stack byte kinds at once (memcmp would be a library call per slot). */
+static inline bool eq8(const uint8_t *a, const uint8_t *b)
+{
+	uint64_t x, y;
+
+	memcpy(&x, a, 8);
+	memcpy(&y, b, 8);
+	return x == y;
+}
+
+/* Short id lists (refs, ctrl: at most 16 entries). */
+static inline bool eq32s(const uint32_t *a, const uint32_t *b, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (a[i] != b[i])
+			return false;
+	return true;
+}
+
+struct idmap {
+	uint32_t old[MAX_IDMAP], cur[MAX_IDMAP];
+	uint32_t n;
+};
+
+/* ids must correspond one to one between the two states. */
+static bool check_ids(struct idmap *m, uint32_t o, uint32_t c)
+{
+	if (!o && !c)
+		return true;
+	if (!o || !c)
+		return false;
+	for (uint32_t i = 0; i < m->n; i++) {
+		if (m->old[i] == o)
+			return m->cur[i] == c;
+		if (m->cur[i] == c)
+			return false;
+	}
+	if (m->n == MAX_IDMAP)
+		return false;
+	m->old[m->n] = o;
+	m->cur[m->n++] = c;
+	return true;
+}
+
+static bool range_within(const struct vreg *o, const struct vreg *c)
+{
+	return o->umin <= c->umin && o->umax >= c->umax && o->smin <= c->smin &&
+	       o->smax >= c->smax && tnum_in(o->var_off, c->var_off);
+}
+
+static bool range_equal(const struct vreg *o, const struct vreg *c)
+{
+	return o->umin == c->umin && o->umax == c->umax && o->smin == c->smin &&
+	       o->smax == c->smax && o->var_off.value == c->var_off.value &&
+	       o->var_off.mask == c->var_off.mask;
+}
+
+static inline __attribute__((always_inline)) bool regsafe(const struct vreg *o, const struct vreg *c,
+						   struct idmap *m, bool exact)
+{
+	if (o->type == VT_NOT_INIT)
+		return !exact || c->type == VT_NOT_INIT;
+	if (c->type != o->type)
+		return false;
+	if (exact ? c->taint != o->taint : (c->taint & ~o->taint) != 0)
+		return false;
+	if (o->type == VT_SCALAR) {
+		if (!(exact ? range_equal(o, c) : range_within(o, c)))
+			return false;
+		/* An old link between copies must exist in the new state too. */
+		if (o->id && !check_ids(m, o->id, c->id))
+			return false;
+		return true;
+	}
+	if (o->aux != c->aux || o->frameno != c->frameno || o->off != c->off)
+		return false;
+	if (!(exact ? range_equal(o, c) : range_within(o, c)))
+		return false;
+	if ((o->id || c->id) && !check_ids(m, o->id, c->id))
+		return false;
+	return true;
+}
+
+static bool stack_safe(const struct vframe *o, const struct vframe *c, struct idmap *m,
+		       bool exact)
+{
+	uint32_t n = o->nslots > c->nslots ? o->nslots : c->nslots;
+
+	for (uint32_t slot = 0; slot < n; slot++) {
+		const struct vslot *os = slot_at(o, slot), *cs = slot_at(c, slot);
+		const uint8_t *ob = os->stype, *cb = cs->stype;
+
+		if (eq8(ob, cb)) {
+			if (slot_spill_mask(os) && !regsafe(&os->spill, &cs->spill, m, exact))
+				return false;
+			continue;
+		}
+		if (exact)
+			return false;
+		/* an old spill (full or narrow) needs the same spill in cur */
+		if (slot_spill_mask(os)) {
+			if (slot_spill_mask(os) != slot_spill_mask(cs) ||
+			    !regsafe(&os->spill, &cs->spill, m, false))
+				return false;
+		}
+		for (int i = 0; i < 8; i++) {
+			uint8_t ok = SB_KIND(ob[i]), ck = SB_KIND(cb[i]);
+
+			if (ok == SB_INVALID)
+				continue;
+			if ((cb[i] & SB_TAINT) && !(ob[i] & SB_TAINT))
+				return false;
+			if (ok == SB_MISC) {
+				if (ck == SB_MISC)
+					continue;
+				if (ck == SB_SPILL && cs->spill.type == VT_SCALAR)
+					continue;
+				return false;
+			}
+			/* old spill: same layout and value checked above */
+			if (ck != SB_SPILL)
+				return false;
+		}
+	}
+	return true;
+}
+
+/* Whether every concrete state of c is one of o (exact: the same abstract state). */
+static bool states_equal(const struct venv *e, const struct vstate *o, const struct vstate *c,
+			 bool exact)
+{
+	struct idmap m;
+
+	m.n = 0;
+	if (o->nframes != c->nframes || o->pc != c->pc)
+		return false;
+	if (c->nctrl && (c->nctrl != o->nctrl || !eq32s(c->ctrl, o->ctrl, c->nctrl)))
+		return false;
+	if (exact && o->nctrl != c->nctrl)
+		return false;
+	if (o->nrefs != c->nrefs)
+		return false;
+	for (uint32_t i = 0; i < o->nrefs; i++)
+		if (!check_ids(&m, o->refs[i], c->refs[i]))
+			return false;
+	for (uint32_t f = 0; f < o->nframes; f++) {
+		const struct vframe *of = &o->frames[f], *cf = &c->frames[f];
+		uint16_t live;
+
+		if (of->callsite != cf->callsite)
+			return false;
+		if (f + 1 == o->nframes)
+			live = e->live[c->pc];
+		else
+			live = e->live[o->frames[f + 1].callsite + 1] & 0x3c0;
+		for (uint8_t r = 0; r < NBPF_REG_FP; r++)
+			if ((live & (1u << r)) && !regsafe(&of->regs[r], &cf->regs[r], &m, exact))
+				return false;
+		if (!stack_safe(of, cf, &m, exact))
+			return false;
+	}
+	return true;
+}
+
+/* Hash of the live registers of the innermost frame: equal states hash alike. */
+static uint32_t state_hash(const struct venv *e, const struct vstate *s)
+{
+	const struct vframe *f = &s->frames[s->nframes - 1];
+	uint16_t live = e->live[s->pc];
+	uint64_t h = 1469598103934665603ull ^ s->nframes;
+
+	for (int r = 0; r < NBPF_REG_FP; r++) {
+		const struct vreg *v = &f->regs[r];
+
+		if (!(live & (1u << r)) || v->type == VT_NOT_INIT)
+			continue;
+		h = (h ^ ((uint64_t)v->type << 32 | (uint32_t)v->off)) * 1099511628211ull;
+		h = (h ^ v->var_off.value ^ (v->var_off.mask << 1)) * 1099511628211ull;
+		h = (h ^ v->umin ^ (v->umax << 3) ^ (uint64_t)v->smin ^ ((uint64_t)v->smax << 5)) *
+		    1099511628211ull;
+	}
+	return (uint32_t)(h ^ (h >> 32));
+}
+
+
+/* ---- joins: the fallback that keeps path counts linear ---- */
+
+static bool can_join_reg(const struct vreg *o, const struct vreg *c, bool relevant)
+{
+	if (o->type != c->type)
+		return false;
+	if (o->type == VT_NOT_INIT)
+		return true;
+	if (o->type == VT_SCALAR)
+		return !relevant || range_equal(o, c);
+	return o->aux == c->aux && o->frameno == c->frameno && o->off == c->off &&
+	       o->id == c->id && range_equal(o, c);
+}
+
+static void join_reg(struct vreg *c, const struct vreg *o, bool widen)
+{
+	uint64_t mu;
+
+	if (c->type != VT_SCALAR)
+		return;
+	mu = o->var_off.mask | c->var_off.mask | (o->var_off.value ^ c->var_off.value);
+	c->var_off = TNUM(c->var_off.value & ~mu, mu);
+	if (widen && (c->umin < o->umin || c->umax > o->umax || c->smin < o->smin ||
+		      c->smax > o->smax)) {
+		/* keep only what the joined tnum implies: chains of joins stay short */
+		c->umin = 0;
+		c->umax = UINT64_MAX;
+		c->smin = INT64_MIN;
+		c->smax = INT64_MAX;
+		c->taint |= o->taint;
+		c->id = 0;
+		reg_bounds_sync(c);
+		return;
+	}
+	c->umin = o->umin < c->umin ? o->umin : c->umin;
+	c->umax = o->umax > c->umax ? o->umax : c->umax;
+	c->smin = o->smin < c->smin ? o->smin : c->smin;
+	c->smax = o->smax > c->smax ? o->smax : c->smax;
+	c->taint |= o->taint;
+	if (c->id != o->id)
+		c->id = 0;
+	reg_bounds_sync(c);
+}
+
+/*
+ * Widens cur to the hull of cur and o when they differ only in scalar
+ * values (same pointers, same stack layout, references and branches).
+ * The result contains cur, so exploring it instead is sound; it loses the
+ * correlation between scalars, which is why it only happens once a prune
+ * point already holds JOIN_AFTER explored states.
+ */
+static bool try_join(const struct venv *e, const struct vstate *o, struct vstate *c, bool widen)
+{
+	if (o->nframes != c->nframes || o->nrefs != c->nrefs || o->nctrl != c->nctrl ||
+	    !eq32s(o->refs, c->refs, o->nrefs) || !eq32s(o->ctrl, c->ctrl, o->nctrl))
+		return false;
+	for (uint32_t f = 0; f < o->nframes; f++) {
+		const struct vframe *of = &o->frames[f];
+		const struct vframe *cf = &c->frames[f];
+
+		if (of->callsite != cf->callsite || of->nslots != cf->nslots)
+			return false;
+		uint16_t rel = f + 1 == o->nframes ? e->relevant[c->pc]
+						    : e->relevant[o->frames[f + 1].callsite + 1];
+		uint16_t live = f + 1 == o->nframes ? e->live[c->pc]
+						     : e->live[o->frames[f + 1].callsite + 1];
+
+		for (int r = 0; r < NBPF_NREGS; r++)
+			if ((live & (1u << r)) &&
+			    !can_join_reg(&of->regs[r], &cf->regs[r], rel & (1u << r)))
+				return false;
+		for (uint32_t k = 0; k < of->nslots; k++) {
+			if (!eq8(of->slots[k].stype, cf->slots[k].stype))
+				return false;
+			if (slot_spill_mask(&of->slots[k]) &&
+			    !can_join_reg(&of->slots[k].spill, &cf->slots[k].spill,
+					  e->subs[of->subprog].rel_slots & (1ull << k)))
+				return false;
+		}
+	}
+	for (uint32_t f = 0; f < o->nframes; f++) {
+		const struct vframe *of = &o->frames[f];
+		struct vframe *cf = &c->frames[f];
+
+		for (int r = 0; r < NBPF_NREGS; r++) {
+			uint16_t live = f + 1 == o->nframes ? e->live[c->pc]
+							     : e->live[o->frames[f + 1].callsite + 1];
+
+			if (live & (1u << r))
+				join_reg(&cf->regs[r], &of->regs[r], widen);
+		}
+		for (uint32_t k = 0; k < of->nslots; k++)
+			if (slot_spill_mask(&of->slots[k]))
+				join_reg(&cf->slots[k].spill, &of->slots[k].spill, widen);
+	}
+	return true;
+}
+
+void vstate_path_done(struct venv *e)
+{
+	for (struct vnode *n = e->cur->parent; n; n = n->parent) {
+		if (--n->branches)
+			break;
+	}
+	e->cur->parent = NULL;
+}
+
+/*
+ * At a prune point: 1 when the current path is covered by an explored
+ * checkpoint, 0 to continue (a checkpoint may be stored), <0 on rejection.
+ */
+int vstate_visit(struct venv *e)
+{
+	struct vstate *cur = e->cur;
+	uint32_t pc = cur->pc;
+	uint32_t h = 0;
+	bool hashed = false;
+	struct vnode *n, **link;
+	uint32_t complete = 0;
+	bool joined = false;
+
+	/*
+	 * Right after a checkpoint on this path, comparing again costs more than
+	 * the few instructions a prune could save (and no checkpoint would be
+	 * stored here either).  Loop heads are always checked: that is where
+	 * repetition is detected.  Skipping a prune never skips a check.
+	 */
+	if (!(e->flags[pc] & IF_LOOP) && cur->parent && e->insns_processed - cur->last_ckpt < 4)
+		return 0;
+
+	for (link = &e->explored[pc]; (n = *link); link = &n->next) {
+		if (n->branches) {
+			/* the hash is only needed against checkpoints still being explored */
+			if (!hashed) {
+				h = state_hash(e, cur);
+				hashed = true;
+			}
+			if (n->hash == h && states_equal(e, n->st, cur, true))
+				return verr(e, pc, VM_LOOP_INFINITE, NULL,
+					    "the state at insn %u repeats", pc);
+			continue;
+		}
+		if (states_equal(e, n->st, cur, false)) {
+			/* move to front: a checkpoint that prunes once tends to prune again */
+			*link = n->next;
+			n->next = e->explored[pc];
+			e->explored[pc] = n;
+			return 1;
+		}
+		complete++;
+	}
+	if (complete >= JOIN_AFTER) {
+		for (n = e->explored[pc]; n && !joined; n = n->next)
+			if (!n->branches)
+				joined = try_join(e, n->st, cur, complete >= WIDEN_AFTER);
+
+		if (joined) {
+			hashed = false; /* cur changed */
+			for (n = e->explored[pc]; n; n = n->next)
+				if (!n->branches && states_equal(e, n->st, cur, false))
+					return 1;
+		}
+	}
+	if (e->n_explored[pc] >= MAX_PER_INSN)
+		return 0;
+	/* Checkpoints cost memory and time: not closer than 4 insns, except at loop heads. */
+	if (!(e->flags[pc] & IF_LOOP) && cur->parent && e->insns_processed - cur->last_ckpt < 4)
+		return 0;
+	if (e->states >= e->max_states)
+		return verr(e, pc, VM_BUDGET_STATES, NULL, "%u states", e->states);
+	n = arena_alloc(e, sizeof(*n) + vstate_size(cur));
+	if (!n)
+		return venv_oom(e);
+	n->st = (struct vstate *)(n + 1);
+	memcpy(n->st, cur, vstate_size(cur));
+	n->st->parent = NULL;
+	n->hash = hashed ? h : state_hash(e, cur);
+	n->branches = 1;
+	n->parent = cur->parent;
+	n->next = e->explored[pc];
+	e->explored[pc] = n;
+	e->n_explored[pc]++;
+	cur->parent = n;
+	cur->last_ckpt = e->insns_processed;
+	e->states++;
+	if (e->states > e->peak_states)
+		e->peak_states = e->states;
+	return 0;
+}
+
+void vstate_release_all(struct venv *e)
+{
+	struct achunk *c = e->arena;
+
+	while (c) {
+		struct achunk *next = c->next;
+
+		free(c);
+		c = next;
+	}
+	e->arena = NULL;
+	for (uint32_t i = 0; i < e->n_bufs; i++)
+		free(e->stack[i]);
+	e->n_bufs = 0;
+	e->n_stack = 0;
+}

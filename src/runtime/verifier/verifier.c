@@ -1,0 +1,855 @@
+/*
+ * verifier.c - the exploration: a depth-first walk over all paths of the
+ * program with one abstract state per path, forking at branches whose
+ * outcome is unknown, pruning at prune points against fully explored
+ * checkpoints, and stopping at the first error.  Instruction semantics for
+ * ALU and jumps are here; memory, calls and exits are in mem.c and
+ * calls.c; structure, bounds, states and taint in their own files.
+ */
+#include "verifier.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../error.h"
+#include "../maps/map.h"
+#include "vstate.h"
+
+#define MAX_PENDING 8192
+#define MAX_VAR_OFF (1ll << 29)
+
+const struct ncclbpf_map *venv_map(const struct venv *e, uint32_t idx)
+{
+	if (!e->maps || idx >= e->n_maps)
+		return NULL;
+	return e->maps[idx];
+}
+
+void mark_reg_not_init(struct vreg *r)
+{
+	memset(r, 0, sizeof(*r));
+}
+
+struct vreg *vreg_get(struct venv *e, uint8_t regno)
+{
+	return &cur_frame(e)->regs[regno];
+}
+
+void for_each_reg_with_id(struct vstate *s, uint32_t id, void (*fn)(struct vreg *, void *),
+			  void *arg)
+{
+	for (uint32_t f = 0; f < s->nframes; f++) {
+		struct vframe *fr = &s->frames[f];
+
+		for (int r = 0; r < NBPF_NREGS; r++)
+			if (fr->regs[r].id == id && fr->regs[r].type != VT_NOT_INIT)
+				fn(&fr->regs[r], arg);
+		for (uint32_t k = 0; k < fr->nslots; k++)
+			if (SB_KIND(fr->slots[k].stype[0]) == SB_SPILL && fr->slots[k].spill.id == id)
+				fn(&fr->slots[k].spill, arg);
+	}
+}
+
+static int push_branch(struct venv *e, uint32_t pc, struct vstate **out)
+{
+	*out = NULL;
+	if (e->n_stack >= MAX_PENDING)
+		return verr(e, e->cur->pc, VM_BUDGET_BRANCHES, NULL, NULL);
+	*out = vstate_push(e, pc);
+	return *out ? 0 : -ENOMEM;
+}
+
+static void const_reg(struct vreg *r, uint64_t v)
+{
+	memset(r, 0, sizeof(*r));
+	reg_mark_const(r, v);
+}
+
+static bool is_ptr(const struct vreg *r)
+{
+	return r->type != VT_SCALAR && r->type != VT_NOT_INIT;
+}
+
+/* ---- ALU ---- */
+
+static int ptr_arith(struct venv *e, uint32_t pc, const struct nbpf_insn *in, struct vreg *dst,
+		     const struct vreg *src)
+{
+	uint8_t op = NBPF_OP(in->code);
+	uint8_t regs[3] = { in->dst, NBPF_SRC(in->code) == NBPF_X ? in->src : 0xff, 0xff };
+	const struct vreg *ptr, *sc;
+	struct vreg res, var;
+	bool is_map;
+
+	if (NBPF_CLASS(in->code) != NBPF_ALU64)
+		return verr(e, pc, VM_PTR_ARITH, regs, "32-bit operation on a pointer");
+	if (op != NBPF_ADD && op != NBPF_SUB)
+		return verr(e, pc, VM_PTR_ARITH, regs, "only + and - with an integer");
+	if (is_ptr(dst) && is_ptr(src))
+		return verr(e, pc, VM_PTR_ARITH, regs, "operation on two pointers");
+	if (op == NBPF_SUB && !is_ptr(dst))
+		return verr(e, pc, VM_PTR_ARITH, regs, "integer minus pointer");
+	ptr = is_ptr(dst) ? dst : src;
+	sc = is_ptr(dst) ? src : dst;
+	if (ptr->type == VT_MAP_VALUE_OR_NULL || ptr->type == VT_RINGBUF_MEM_OR_NULL)
+		return verr(e, pc, VM_PTR_ARITH_NULL, regs, NULL);
+	if (ptr->type == VT_MAP_PTR || ptr->type == VT_RINGBUF_RELEASED)
+		return verr(e, pc, ptr->type == VT_RINGBUF_RELEASED ? VM_RB_USE_AFTER : VM_PTR_ARITH,
+			    regs, "on %s", vtype_name(ptr->type));
+	is_map = ptr->type == VT_MAP_VALUE;
+	res = *ptr;
+	res.taint |= sc->taint;
+	if (reg_is_const(sc)) {
+		int64_t c = (int64_t)sc->var_off.value, off;
+
+		if (c < -MAX_VAR_OFF || c > MAX_VAR_OFF)
+			return verr(e, pc, is_map ? VM_MAP_UNBOUNDED : VM_PTR_ARITH_UNBOUNDED, regs,
+				    "constant %lld", (long long)c);
+		off = op == NBPF_SUB ? (int64_t)res.off - c : (int64_t)res.off + c;
+		if (off < -MAX_VAR_OFF || off > MAX_VAR_OFF)
+			return verr(e, pc, is_map ? VM_MAP_UNBOUNDED : VM_PTR_ARITH_UNBOUNDED, regs,
+				    "offset %lld", (long long)off);
+		res.off = (int32_t)off;
+		*dst = res;
+		return 0;
+	}
+	if (sc->smin < -MAX_VAR_OFF || sc->smax > MAX_VAR_OFF)
+		return verr(e, pc, is_map ? VM_MAP_UNBOUNDED : VM_PTR_ARITH_UNBOUNDED, regs, NULL);
+	var = *ptr;
+	var.type = VT_SCALAR;
+	var.off = 0;
+	scalar_alu(&var, sc, op, false, 0);
+	if (var.smin < -MAX_VAR_OFF || var.smax > MAX_VAR_OFF)
+		return verr(e, pc, is_map ? VM_MAP_UNBOUNDED : VM_PTR_ARITH_UNBOUNDED, regs,
+			    "accumulated offset");
+	res.var_off = var.var_off;
+	res.smin = var.smin;
+	res.smax = var.smax;
+	res.umin = var.umin;
+	res.umax = var.umax;
+	*dst = res;
+	return 0;
+}
+
+static uint64_t bswap_const(uint64_t v, int32_t bits, bool to_be_or_swap)
+{
+	if (!to_be_or_swap)
+		return bits == 64 ? v : v & ((1ull << bits) - 1);
+	if (bits == 16)
+		return __builtin_bswap16((uint16_t)v);
+	if (bits == 32)
+		return __builtin_bswap32((uint32_t)v);
+	return __builtin_bswap64(v);
+}
+
+static int do_alu(struct venv *e, uint32_t pc, const struct nbpf_insn *in)
+{
+	struct vframe *f = cur_frame(e);
+	struct vreg *dst = &f->regs[in->dst], src;
+	uint8_t op = NBPF_OP(in->code);
+	bool is64 = NBPF_CLASS(in->code) == NBPF_ALU64, x = NBPF_SRC(in->code) == NBPF_X;
+	uint8_t regs[3] = { in->dst, x ? in->src : 0xff, 0xff };
+
+	if (x) {
+		src = f->regs[in->src];
+		if (src.type == VT_NOT_INIT)
+			return verr(e, pc, VM_UNINIT_REG, regs + 1, NULL);
+	} else {
+		const_reg(&src, is64 ? (uint64_t)(int64_t)in->imm : (uint32_t)in->imm);
+	}
+	if (op == NBPF_MOV) {
+		if (!x) {
+			const_reg(dst, src.var_off.value);
+			return 0;
+		}
+		if (in->off) {
+			if (is_ptr(&src))
+				return verr(e, pc, VM_PTR_ARITH, regs, "sign extension of a pointer");
+			scalar_sext(&src, (uint32_t)in->off / 8, !is64);
+			src.id = 0;
+			*dst = src;
+			return 0;
+		}
+		if (!is64) {
+			if (is_ptr(&src))
+				return verr(e, pc, VM_PTR_ARITH, regs, "32-bit move of a pointer");
+			scalar_zext32(&src);
+			src.id = 0;
+			*dst = src;
+			return 0;
+		}
+		if (src.type == VT_SCALAR && !src.id && !reg_is_const(&src))
+			src.id = f->regs[in->src].id = ++e->next_id;
+		*dst = src;
+		return 0;
+	}
+	if (dst->type == VT_NOT_INIT)
+		return verr(e, pc, VM_UNINIT_REG, regs, NULL);
+	if (op == NBPF_NEG || op == NBPF_END) {
+		struct vreg z;
+
+		if (is_ptr(dst))
+			return verr(e, pc, VM_PTR_ARITH, regs, "%s of a pointer",
+				    op == NBPF_NEG ? "negation" : "byte swap");
+		if (op == NBPF_NEG) {
+			const_reg(&z, 0);
+			z.taint = dst->taint;
+			scalar_alu(&z, dst, NBPF_SUB, !is64, 0);
+			*dst = z;
+			return 0;
+		}
+		{
+			bool swap = is64 || NBPF_SRC(in->code) == NBPF_TO_BE;
+			uint8_t taint = dst->taint;
+
+			if (reg_is_const(dst)) {
+				const_reg(dst, bswap_const(dst->var_off.value, in->imm, swap));
+			} else if (!swap) {
+				if (in->imm < 64)
+					scalar_from_load(dst, (uint32_t)in->imm / 8, false);
+				dst->id = 0;
+				if (in->imm < 64) {
+					/* truncation keeps known low bits: recompute from scratch is fine */
+				}
+			} else {
+				scalar_from_load(dst, (uint32_t)in->imm / 8, false);
+			}
+			dst->taint = taint;
+			dst->id = 0;
+		}
+		return 0;
+	}
+	if (op == NBPF_DIV || op == NBPF_MOD) {
+		struct vreg d = src;
+
+		if (is_ptr(dst) || is_ptr(&src))
+			return verr(e, pc, VM_PTR_ARITH, regs, "division of a pointer");
+		if (!is64)
+			scalar_zext32(&d);
+		if (d.umin == 0)
+			return verr(e, pc, VM_DIV_ZERO, regs + (x ? 1 : 0), NULL);
+	}
+	if (is_ptr(dst) || is_ptr(&src))
+		return ptr_arith(e, pc, in, dst, &src);
+	scalar_alu(dst, &src, op, !is64, in->off);
+	return 0;
+}
+
+/* ---- jumps ---- */
+
+struct nullarg {
+	bool is_null;
+	struct vstate *s;
+};
+
+static void mark_ptr_or_null(struct vreg *r, void *arg)
+{
+	struct nullarg *a = arg;
+
+	if (r->type != VT_MAP_VALUE_OR_NULL && r->type != VT_RINGBUF_MEM_OR_NULL)
+		return;
+	if (a->is_null) {
+		uint8_t t = r->taint;
+
+		const_reg(r, 0);
+		r->taint = t;
+		return;
+	}
+	r->type = r->type == VT_MAP_VALUE_OR_NULL ? VT_MAP_VALUE : VT_RINGBUF_MEM;
+}
+
+static void refine_null(struct vstate *s, uint32_t id, bool is_null)
+{
+	struct nullarg a = { is_null, s };
+
+	if (!id)
+		return;
+	for_each_reg_with_id(s, id, mark_ptr_or_null, &a);
+	if (is_null) {
+		for (uint32_t i = 0; i < s->nrefs; i++) {
+			if (s->refs[i] == id) {
+				s->refs[i] = s->refs[--s->nrefs];
+				break;
+			}
+		}
+	}
+}
+
+struct copyarg {
+	const struct vreg *from;
+};
+
+static void copy_bounds(struct vreg *r, void *arg)
+{
+	const struct vreg *from = ((struct copyarg *)arg)->from;
+
+	if (r->type != VT_SCALAR)
+		return;
+	r->var_off = from->var_off;
+	r->smin = from->smin;
+	r->smax = from->smax;
+	r->umin = from->umin;
+	r->umax = from->umax;
+}
+
+/* Refines the state s for the branch outcome taken; false if infeasible. */
+static bool refine_state(struct vstate *s, const struct nbpf_insn *in, bool taken)
+{
+	struct vframe *f = &s->frames[s->nframes - 1];
+	bool x = NBPF_SRC(in->code) == NBPF_X, is32 = NBPF_CLASS(in->code) == NBPF_JMP32;
+	struct vreg a = f->regs[in->dst], b;
+
+	if (x)
+		b = f->regs[in->src];
+	else
+		const_reg(&b, is32 ? (uint32_t)in->imm : (uint64_t)(int64_t)in->imm);
+	scalar_refine(&a, &b, NBPF_OP(in->code), is32, taken);
+	if (!scalar_feasible(&a) || !scalar_feasible(&b))
+		return false;
+	f->regs[in->dst] = a;
+	if (a.id) {
+		struct copyarg c = { &a };
+
+		for_each_reg_with_id(s, a.id, copy_bounds, &c);
+	}
+	if (x && in->src != in->dst) {
+		f->regs[in->src] = b;
+		if (b.id) {
+			struct copyarg c = { &b };
+
+			for_each_reg_with_id(s, b.id, copy_bounds, &c);
+		}
+	}
+	return true;
+}
+
+static int do_cond_jmp(struct venv *e, uint32_t pc, const struct nbpf_insn *in)
+{
+	struct vframe *f = cur_frame(e);
+	bool x = NBPF_SRC(in->code) == NBPF_X, is32 = NBPF_CLASS(in->code) == NBPF_JMP32;
+	uint8_t op = NBPF_OP(in->code);
+	uint8_t regs[3] = { in->dst, x ? in->src : 0xff, 0xff };
+	uint32_t target = (uint32_t)((int64_t)pc + 1 + in->off);
+	struct vreg *a = &f->regs[in->dst], b;
+	struct vstate *other;
+	int outcome, err;
+	bool tainted;
+
+	if (a->type == VT_NOT_INIT)
+		return verr(e, pc, VM_UNINIT_REG, regs, NULL);
+	if (x) {
+		b = f->regs[in->src];
+		if (b.type == VT_NOT_INIT)
+			return verr(e, pc, VM_UNINIT_REG, regs + 1, NULL);
+	} else {
+		const_reg(&b, is32 ? (uint32_t)in->imm : (uint64_t)(int64_t)in->imm);
+	}
+	if (is_ptr(a) || is_ptr(&b)) {
+		const struct vreg *p = is_ptr(a) ? a : &b, *z = is_ptr(a) ? &b : a;
+		bool nullable = p->type == VT_MAP_VALUE_OR_NULL || p->type == VT_RINGBUF_MEM_OR_NULL;
+
+		if (is32 || (op != NBPF_JEQ && op != NBPF_JNE) || is_ptr(z) ||
+		    !tnum_equals_const(z->var_off, 0) || p->type == VT_RINGBUF_RELEASED)
+			return verr(e, pc, VM_PTR_CMP, regs, NULL);
+		tainted = p->taint & TAINT_LOCAL;
+		if (!nullable) {
+			/* a valid pointer is never null */
+			e->cur->pc = op == NBPF_JNE ? target : pc + 1;
+			return 0;
+		}
+		if ((err = push_branch(e, target, &other)))
+			return err;
+		/* taken: JEQ means null */
+		refine_null(other, p->id, op == NBPF_JEQ);
+		refine_null(e->cur, p->id, op != NBPF_JEQ);
+		if (tainted) {
+			struct vstate *save = e->cur;
+
+			ctrl_enter(e, pc);
+			e->cur = other;
+			ctrl_enter(e, pc);
+			e->cur = save;
+		}
+		e->cur->pc = pc + 1;
+		return 0;
+	}
+	outcome = scalar_branch_outcome(a, &b, op, is32);
+	if (outcome >= 0) {
+		e->cur->pc = outcome ? target : pc + 1;
+		return 0;
+	}
+	tainted = (a->taint | b.taint) & TAINT_LOCAL;
+	if ((err = push_branch(e, target, &other)))
+		return err;
+	if (!refine_state(other, in, true)) {
+		/* taken side impossible: drop it */
+		vstate_drop_top(e);
+		other = NULL;
+	}
+	if (!refine_state(e->cur, in, false)) {
+		if (!other) {
+			e->cur->pc = pc + 1; /* both infeasible cannot happen; keep exploring */
+			return 0;
+		}
+		/* fall-through impossible: continue with the taken side */
+		vstate_drop_top(e);
+		vstate_restore(e->cur, other);
+		return 0;
+	}
+	if (tainted && other) {
+		struct vstate *save = e->cur;
+
+		ctrl_enter(e, pc);
+		e->cur = other;
+		ctrl_enter(e, pc);
+		e->cur = save;
+	}
+	e->cur->pc = pc + 1;
+	return 0;
+}
+
+/* ---- one instruction ---- */
+
+static int do_insn(struct venv *e, bool *path_done)
+{
+	struct vstate *s = e->cur;
+	uint32_t pc = s->pc;
+	const struct nbpf_insn *in = &e->insns[pc];
+	struct vframe *f = cur_frame(e);
+	uint8_t cls = NBPF_CLASS(in->code);
+	static const uint32_t sizes[4] = { 4, 2, 1, 8 };
+	uint32_t size = sizes[NBPF_SIZE(in->code) >> 3];
+	int err;
+
+	*path_done = false;
+	switch (cls) {
+	case NBPF_ALU:
+	case NBPF_ALU64:
+		if ((err = do_alu(e, pc, in)))
+			return err;
+		s->pc = pc + 1;
+		return 0;
+	case NBPF_LD: {
+		const struct nbpf_insn *hi = &e->insns[pc + 1];
+		struct vreg *d = &f->regs[in->dst];
+
+		switch (in->src) {
+		case 0:
+			const_reg(d, (uint32_t)in->imm | ((uint64_t)(uint32_t)hi->imm << 32));
+			break;
+		case NBPF_PSEUDO_MAP_FD:
+		case NBPF_PSEUDO_MAP_IDX:
+			const_reg(d, 0);
+			d->type = VT_MAP_PTR;
+			d->aux = (uint32_t)in->imm;
+			break;
+		default:
+			const_reg(d, 0);
+			d->type = VT_MAP_VALUE;
+			d->aux = (uint32_t)in->imm;
+			d->off = hi->imm;
+			break;
+		}
+		s->pc = pc + 2;
+		return 0;
+	}
+	case NBPF_LDX:
+		if ((err = check_mem_access(e, pc, in->src, in->off, size, false, in->dst,
+					    NBPF_MODE(in->code) == NBPF_MEMSX, NULL, false)))
+			return err;
+		s->pc = pc + 1;
+		return 0;
+	case NBPF_ST: {
+		struct vreg v;
+
+		const_reg(&v, (uint64_t)(int64_t)in->imm);
+		if ((err = check_mem_access(e, pc, in->dst, in->off, size, true, -1, false, &v, false)))
+			return err;
+		s->pc = pc + 1;
+		return 0;
+	}
+	case NBPF_STX: {
+		struct vreg v = f->regs[in->src];
+		uint8_t regs[2] = { in->src, 0xff };
+		bool atomic = NBPF_MODE(in->code) == NBPF_ATOMIC;
+		int value_regno = -1;
+
+		if (v.type == VT_NOT_INIT)
+			return verr(e, pc, VM_UNINIT_REG, regs, NULL);
+		if (atomic) {
+			const struct vreg *base = &f->regs[in->dst];
+
+			if (is_ptr(&v))
+				return verr(e, pc, base->type == VT_STACK ? VM_STACK_PTR_SPILL : VM_PTR_TO_MAP,
+					    regs, "atomic operation with a pointer operand");
+			if (in->imm == NBPF_CMPXCHG) {
+				uint8_t r0[2] = { 0, 0xff };
+
+				if (f->regs[0].type == VT_NOT_INIT)
+					return verr(e, pc, VM_UNINIT_REG, r0, NULL);
+				if (is_ptr(&f->regs[0]))
+					return verr(e, pc, VM_PTR_TO_MAP, r0, "cmpxchg with a pointer");
+				value_regno = 0;
+			} else if (in->imm & NBPF_FETCH) {
+				value_regno = in->src;
+			}
+		} else if (size < 8 && is_ptr(&v)) {
+			const struct vreg *base = &f->regs[in->dst];
+
+			if (base->type == VT_STACK)
+				return verr(e, pc, VM_STACK_PTR_SPILL, regs, NULL);
+			if (base->type == VT_CTX)
+				return verr(e, pc, VM_PTR_TO_CTX, regs, NULL);
+			if (base->type == VT_MAP_VALUE || base->type == VT_RINGBUF_MEM)
+				return verr(e, pc, VM_PTR_TO_MAP, regs, NULL);
+		}
+		if ((err = check_mem_access(e, pc, in->dst, in->off, size, true, value_regno, false,
+					    &v, atomic)))
+			return err;
+		if (value_regno >= 0 && f->regs[value_regno].type == VT_SCALAR)
+			f->regs[value_regno].taint |= v.taint;
+		s->pc = pc + 1;
+		return 0;
+	}
+	default: /* JMP, JMP32 */
+		if (in->code == NBPF_OP_JA) {
+			s->pc = (uint32_t)((int64_t)pc + 1 + in->off);
+			return 0;
+		}
+		if (in->code == NBPF_OP_GOTOL) {
+			s->pc = (uint32_t)((int64_t)pc + 1 + in->imm);
+			return 0;
+		}
+		if (in->code == NBPF_OP_CALL) {
+			if (in->src == NBPF_PSEUDO_CALL)
+				return check_subprog_call(e, pc, in);
+			if ((err = check_helper_call(e, pc, in)))
+				return err;
+			s->pc = pc + 1;
+			return 0;
+		}
+		if (in->code == NBPF_OP_EXIT)
+			return check_exit(e, pc, path_done);
+		return do_cond_jmp(e, pc, in);
+	}
+}
+
+/* ---- driver ---- */
+
+static void init_state(struct venv *e)
+{
+	struct vstate *s = e->cur;
+	struct vframe *f;
+
+	memset(s, 0, sizeof(*s));
+	s->nframes = 1;
+	f = &s->frames[0];
+	f->callsite = UINT32_MAX;
+	const_reg(&f->regs[1], 0);
+	f->regs[1].type = VT_CTX;
+	const_reg(&f->regs[NBPF_REG_FP], 0);
+	f->regs[NBPF_REG_FP].type = VT_STACK;
+}
+
+/* Names the loop head with the most stored states: where exploration went round. */
+static int budget_exhausted(struct venv *e, uint32_t pc)
+{
+	uint32_t best = pc, most = 0;
+
+	for (uint32_t i = 0; i < e->n; i++) {
+		if ((e->flags[i] & IF_LOOP) && e->n_explored[i] > most) {
+			most = e->n_explored[i];
+			best = i;
+		}
+	}
+	return verr(e, best, VM_BUDGET_INSNS, NULL, "%u instructions processed%s", e->max_insns,
+		    best != pc ? "; this loop head was reached most often" : "");
+}
+
+static int explore(struct venv *e)
+{
+	int err = 0;
+
+	init_state(e);
+	for (;;) {
+		bool done = false;
+		uint32_t pc = e->cur->pc;
+
+		if (e->oom)
+			return -ENOMEM;
+		if (++e->insns_processed > e->max_insns)
+			return budget_exhausted(e, pc);
+		e->flags[pc] |= IF_SEEN;
+		if (e->cur->nctrl)
+			ctrl_leave(e, pc);
+		if (e->flags[pc] & IF_PRUNE) {
+			err = vstate_visit(e);
+			if (err < 0)
+				return err;
+			done = err == 1;
+			err = 0;
+		}
+		if (!done) {
+			if ((err = do_insn(e, &done)))
+				return err;
+			if (e->oom)
+				return -ENOMEM;
+		}
+		if (!done)
+			continue;
+		vstate_path_done(e);
+		if (!e->n_stack)
+			return 0;
+		vstate_pop(e);
+	}
+}
+
+/*
+ * Stack needed by the deepest call chain: sum of frame depths along it.
+ * The call graph is acyclic and at most 8 deep here (checked before), and
+ * each function's answer is memoized, so this is linear.
+ */
+static uint32_t chain_depth(const struct venv *e, uint32_t sp, uint32_t *memo)
+{
+	uint32_t best = 0;
+
+	if (memo[sp] != UINT32_MAX)
+		return memo[sp];
+	for (uint32_t i = e->subs[sp].start; i < e->subs[sp].end; i++) {
+		const struct nbpf_insn *in = &e->insns[i];
+
+		if (in->code == NBPF_OP_CALL && in->src == NBPF_PSEUDO_CALL &&
+		    !(e->flags[i] & IF_LDDW2)) {
+			uint32_t d = chain_depth(e, vsubprog_of(e, (uint32_t)(i + 1 + in->imm)), memo);
+
+			if (d > best)
+				best = d;
+		}
+	}
+	return memo[sp] = best + ((e->subs[sp].stack_depth + 7) & ~7u);
+}
+
+static void venv_free(struct venv *e)
+{
+	vstate_release_all(e);
+	free(e->explored);
+	free(e->n_explored);
+	free(e->stack);
+	free(e->stack_bytes);
+	free(e->cur);
+	free(e->flags);
+	free(e->live);
+	free(e->relevant);
+	free(e->ipdom);
+	free(e->subs);
+}
+
+/* Runs the whole analysis on e (already filled with the inputs). */
+static int analyze(struct venv *e)
+{
+	int err;
+
+	e->flags = calloc(e->n ? e->n : 1, 1);
+	e->live = calloc(e->n ? e->n : 1, sizeof(*e->live));
+	e->relevant = calloc(e->n ? e->n : 1, sizeof(*e->relevant));
+	if (!e->flags || !e->live || !e->relevant)
+		return venv_oom(e);
+	if ((err = vcheck_structure(e)))
+		return err;
+	if ((err = vcompute_ipdom(e)))
+		return err;
+	e->explored = calloc(e->n, sizeof(*e->explored));
+	e->n_explored = calloc(e->n, sizeof(*e->n_explored));
+	e->cur = malloc(sizeof(*e->cur));
+	if (!e->explored || !e->n_explored || !e->cur)
+		return venv_oom(e);
+	return explore(e);
+}
+
+static void venv_setup(struct venv *e, const struct nbpf_verify_input *in,
+		       const struct ncclbpf_hook_desc *hook, const struct ncclbpf_verify_opts *opts)
+{
+	memset(e, 0, sizeof(*e));
+	e->insns = in->insns;
+	e->n = in->n_insns;
+	e->maps = in->maps;
+	e->n_maps = in->n_maps;
+	e->hook = hook;
+	e->helper_find = in->helper_find ? in->helper_find : nbpf_helper_find;
+	e->prog = in->prog;
+	e->map_written = (uint8_t *)in->map_written;
+	e->strict = opts && opts->strict_consistency;
+	e->max_insns = opts && opts->max_insns_processed ? opts->max_insns_processed
+							 : NBPF_VERIFY_MAX_INSNS;
+	e->max_states = opts && opts->max_states ? opts->max_states : NBPF_VERIFY_MAX_STATES;
+}
+
+int nbpf_verify_insns(const struct nbpf_verify_input *in, const struct ncclbpf_hook_desc *hook,
+		      const struct ncclbpf_verify_opts *opts, struct ncclbpf_verify_result *res)
+{
+	struct venv e;
+	int err;
+
+	if (!in || !hook || !res || (!in->insns && in->n_insns))
+		return nbpf_err(-EINVAL, "verify: instructions, hook and result are required");
+	memset(res, 0, sizeof(*res));
+	venv_setup(&e, in, hook, opts);
+	e.map_writes = in->n_maps ? calloc(in->n_maps, 1) : NULL;
+	err = analyze(&e);
+	if (e.oom || err == -ENOMEM) {
+		free(e.findings);
+		free(e.map_writes);
+		venv_free(&e);
+		return nbpf_err(-ENOMEM, "verify: out of memory");
+	}
+	res->accepted = !e.rejected;
+	res->insns_processed = e.insns_processed;
+	res->states = e.states;
+	res->peak_states = e.peak_states;
+	if (res->accepted && e.subs) {
+		uint32_t *memo = malloc(e.n_subs * sizeof(*memo));
+
+		if (memo) {
+			memset(memo, 0xff, e.n_subs * sizeof(*memo));
+			res->stack_depth = chain_depth(&e, 0, memo);
+			free(memo);
+		}
+		/* A map some program writes is no longer rank-invariant for anyone. */
+		for (uint32_t i = 0; i < in->n_maps; i++)
+			if (e.map_writes[i] && in->maps[i])
+				in->maps[i]->writable_by_prog = true;
+	}
+	res->ret_min = e.have_ret ? e.ret_min : 0;
+	res->ret_max = e.have_ret ? e.ret_max : 0;
+	res->findings = e.findings;
+	res->n_findings = e.n_findings;
+	free(e.map_writes);
+	venv_free(&e);
+	if (!res->accepted)
+		return nbpf_err(-EACCES, "verify: %s", res->n_findings ? res->findings[0].reason
+								 : "rejected");
+	return 0;
+}
+
+/*
+ * Which maps any program of the object writes: each program is explored in
+ * collect mode (no hook restrictions, no findings) and records the maps it
+ * stores into or updates.  Collect mode is more permissive than any hook,
+ * so a program it rejects is rejected for real too and never runs: the
+ * writes seen before the rejection are kept (conservative), nothing more.
+ */
+void nbpf_object_map_writes(const struct ncclbpf_object *obj, uint8_t *written, bool fast)
+{
+	static const struct ncclbpf_hook_desc any = {
+		.name = "any", .section = "", .ctx_type = "context", .ctx_size = 0,
+		.ret_min = INT64_MIN, .ret_max = INT64_MAX,
+	};
+
+	for (size_t p = 0; p < obj->n_progs; p++) {
+		const struct ncclbpf_program *q = obj->progs[p];
+		struct venv e;
+		struct nbpf_verify_input in = {
+			.insns = q->insns, .n_insns = q->n_insns, .maps = obj->maps,
+			.n_maps = (uint32_t)obj->n_maps,
+		};
+
+		/* the provenance scan is linear; exploration only where it gives up */
+		if (fast && !nbpf_writeset_scan(q->insns, (uint32_t)q->n_insns, obj->maps,
+					(uint32_t)obj->n_maps, written))
+			continue;
+		venv_setup(&e, &in, &any, NULL);
+		e.collect = true;
+		e.map_writes = written;
+		analyze(&e);
+		free(e.findings);
+		venv_free(&e);
+	}
+}
+
+/*
+ * The write set depends only on the object's content, so it is cached by
+ * the object's content tag: verifying every program of an object runs the
+ * discovery once, not once per program.
+ */
+#define WCACHE 16
+static struct {
+	char tag[17];
+	uint32_t n_maps;
+	uint8_t *written;
+} wcache[WCACHE];
+static unsigned wcache_next;
+static pthread_mutex_t wcache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void object_writes(const struct ncclbpf_object *obj, uint8_t *written)
+{
+	bool cacheable = obj->tag[0] != 0;
+
+	if (cacheable) {
+		pthread_mutex_lock(&wcache_lock);
+		for (unsigned i = 0; i < WCACHE; i++) {
+			if (wcache[i].written && wcache[i].n_maps == obj->n_maps &&
+			    !strcmp(wcache[i].tag, obj->tag)) {
+				memcpy(written, wcache[i].written, obj->n_maps);
+				pthread_mutex_unlock(&wcache_lock);
+				return;
+			}
+		}
+		pthread_mutex_unlock(&wcache_lock);
+	}
+	nbpf_object_map_writes(obj, written, true);
+	if (cacheable) {
+		uint8_t *copy = malloc(obj->n_maps);
+
+		if (!copy)
+			return;
+		memcpy(copy, written, obj->n_maps);
+		pthread_mutex_lock(&wcache_lock);
+		free(wcache[wcache_next].written);
+		memcpy(wcache[wcache_next].tag, obj->tag, sizeof(wcache[0].tag));
+		wcache[wcache_next].n_maps = (uint32_t)obj->n_maps;
+		wcache[wcache_next].written = copy;
+		wcache_next = (wcache_next + 1) % WCACHE;
+		pthread_mutex_unlock(&wcache_lock);
+	}
+}
+
+void nbpf_verify_cache_flush(void)
+{
+	pthread_mutex_lock(&wcache_lock);
+	for (unsigned i = 0; i < WCACHE; i++) {
+		free(wcache[i].written);
+		wcache[i].written = NULL;
+		wcache[i].tag[0] = 0;
+	}
+	pthread_mutex_unlock(&wcache_lock);
+}
+
+int nbpf_verify(struct ncclbpf_program *prog, const struct ncclbpf_hook_desc *hook,
+		const struct ncclbpf_verify_opts *opts, struct ncclbpf_verify_result *res)
+{
+	struct nbpf_verify_input in;
+	uint8_t *written = NULL;
+	int err;
+
+	if (!prog || !hook || !res)
+		return nbpf_err(-EINVAL, "verify: program, hook and result are required");
+	memset(&in, 0, sizeof(in));
+	in.insns = prog->insns;
+	in.n_insns = prog->n_insns;
+	in.prog = prog;
+	if (prog->obj && prog->obj->n_maps) {
+		in.maps = prog->obj->maps;
+		in.n_maps = (uint32_t)prog->obj->n_maps;
+		written = calloc(in.n_maps, 1);
+		if (!written)
+			return nbpf_err(-ENOMEM, "verify: out of memory");
+		object_writes(prog->obj, written);
+		in.map_written = written;
+	}
+	err = nbpf_verify_insns(&in, hook, opts, res);
+	free(written);
+	return err;
+}

@@ -1,0 +1,4 @@
+# EXPECT: division by possibly-zero value
+mov %r0, 100
+div %r0, 0
+exit

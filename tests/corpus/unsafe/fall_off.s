@@ -1,0 +1,2 @@
+# EXPECT: program does not end in exit or jump
+mov %r0, 0

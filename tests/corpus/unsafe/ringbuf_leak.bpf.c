@@ -1,0 +1,21 @@
+// EXPECT: ring buffer reservation leaked
+#include <ncclbpf/policy.h>
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} events SEC(".maps");
+
+SEC("profiler")
+int ringbuf_leak(const struct ncclbpf_coll_record *rec)
+{
+	__u64 *e = bpf_ringbuf_reserve(&events, 8, 0);
+
+	if (!e)
+		return 0;
+	*e = rec->latency_ns;
+	if (rec->latency_ns > 1000)
+		bpf_ringbuf_submit(e, 0);
+	return 0; /* leaked when latency_ns <= 1000 */
+}
+char LICENSE[] SEC("license") = "GPL";

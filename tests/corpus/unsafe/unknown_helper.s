@@ -1,0 +1,4 @@
+# EXPECT: unknown helper
+call 9999
+mov %r0, 0
+exit

@@ -1,0 +1,104 @@
+/*
+ * emu.h - a small NCCL emulator: loads a plugin library the way NCCL does
+ * and replays NCCL's calls with realistic cost tables.  Used by the
+ * emulator tests and by `ncclbpf sim` / `ncclbpf bench`; never linked into
+ * the plugin itself.
+ */
+#ifndef NCCLBPF_EMU_H
+#define NCCLBPF_EMU_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nccl/abi_env.h"
+#include "nccl/abi_profiler.h"
+#include "nccl/abi_tuner.h"
+
+/* ---- the cost model ----------------------------------------------------- */
+
+struct emu_topo {
+	int n_ranks;
+	int n_nodes;
+	bool nvls;      /* NVLink SHARP (NVSwitch) available */
+	bool collnet;   /* in-network reduction available */
+};
+
+/* An 8-GPU NVLink node (NVSwitch, NVLS) unless told otherwise. */
+#define EMU_TOPO_DEFAULT ((struct emu_topo){ .n_ranks = 8, .n_nodes = 1, .nvls = true })
+
+/*
+ * Fills table[algo][proto] (us) with an alpha-beta model of NCCL 2.28 on
+ * topo: latency + bytes / bandwidth per algorithm and protocol, IGNORE
+ * (-1.0) for cells NCCL would not offer (Tree and NVLS only for AllReduce,
+ * NVLS only Simple and only with NVSwitch, NVLS Tree and PAT only across
+ * nodes, CollNet only with collnet).
+ */
+void emu_cost_table(const struct emu_topo *topo, int coll, uint64_t n_bytes,
+		    float table[NBPF_NCCL_NUM_ALGORITHMS][NBPF_NCCL_NUM_PROTOCOLS]);
+
+/* NCCL's own pick from a table (2.28.x scan); -1/-1 when nothing is selectable. */
+void emu_pick(const float table[NBPF_NCCL_NUM_ALGORITHMS][NBPF_NCCL_NUM_PROTOCOLS],
+	      int *algo, int *proto);
+
+/* ---- loading ------------------------------------------------------------ */
+
+enum emu_kind { EMU_TUNER, EMU_PROFILER, EMU_ENV };
+
+struct emu_plugin {
+	void *dl;
+	enum emu_kind kind;
+	int version;            /* ABI version found */
+	const void *table;      /* the exported struct */
+};
+
+/*
+ * Resolves value as NCCL does for kind (dlopen(value), then, for a short
+ * name, libnccl-<kind>-<value>.so), with RTLD_NOW | RTLD_LOCAL, then looks
+ * up the version symbols newest first starting at max_version (NCCL
+ * 2.28.9: tuner 5, profiler 5, env 1; 2.30.7: 6, 6, 2).  Returns 0 or a
+ * negative errno with a message in err.
+ */
+int emu_open(struct emu_plugin *p, enum emu_kind kind, const char *value, int max_version,
+	     char *err, size_t errlen);
+void emu_close(struct emu_plugin *p);
+
+/* ---- tuner calls -------------------------------------------------------- */
+
+struct emu_tuner {
+	const struct emu_plugin *pl;
+	void *ctx;
+};
+
+struct emu_decision {
+	int algo, proto;      /* what NCCL runs after the plugin's edits */
+	int nccl_algo, nccl_proto; /* NCCL's pick without the plugin */
+	int n_channels;       /* 0: NCCL's own */
+};
+
+/* NCCL's logger signature, for init. */
+typedef void (*emu_logger_t)(int level, unsigned long flags, const char *file, int line,
+			     const char *fmt, ...);
+
+/* Tuner init for any version; returns NCCL's result code. */
+int emu_tuner_init(struct emu_tuner *t, const struct emu_plugin *pl, uint64_t comm_id,
+		   const struct emu_topo *topo, emu_logger_t logger);
+int emu_tuner_fini(struct emu_tuner *t);
+/*
+ * One getCollInfo as NCCL makes it (cost table built from topo, nChannels
+ * preset to 0), then NCCL's selection over the edited table.  Returns
+ * NCCL's result code.
+ */
+int emu_tuner_call(struct emu_tuner *t, const struct emu_topo *topo, int coll,
+		   uint64_t n_bytes, struct emu_decision *d);
+
+/* ---- names ---------------------------------------------------------------- */
+
+const char *emu_algo_name(int algo);
+const char *emu_proto_name(int proto);
+const char *emu_coll_name(int coll);
+int emu_coll_from_name(const char *s);
+/* "8", "1K", "4M", "1G" (binary units): 0 or -EINVAL. */
+int emu_parse_size(const char *s, uint64_t *out);
+
+#endif

@@ -1,0 +1,294 @@
+/*
+ * test_tuner.c - the tuner plugin as NCCL drives it: every ABI version,
+ * decisions of test policies, refusals, fail-open, rank agreement across 8
+ * ranks and several communicators on threads, and dlclose/dlopen cycles.
+ */
+#include <pthread.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "emu_test.h"
+
+static const struct emu_topo topo8 = { .n_ranks = 8, .n_nodes = 1, .nvls = true };
+
+static int open_tuner(struct emu_plugin *pl, const char *value, int maxv)
+{
+	char err[512];
+	int r = emu_open(pl, EMU_TUNER, value, maxv, err, sizeof(err));
+
+	if (r)
+		fprintf(stderr, "%s\n", err);
+	return r;
+}
+
+/* Cheapest offered cell in row algo (proto = -1) or column proto (algo = -1). */
+static void cheapest(int coll, uint64_t n, int algo, int proto, int *oa, int *op)
+{
+	float t[7][3];
+	float best = 0;
+
+	emu_cost_table(&topo8, coll, n, t);
+	*oa = *op = -1;
+	for (int a = 0; a < 7; a++)
+		for (int p = 0; p < 3; p++) {
+			if ((algo >= 0 && a != algo) || (proto >= 0 && p != proto) || t[a][p] < 0)
+				continue;
+			if (*oa < 0 || t[a][p] < best) {
+				best = t[a][p];
+				*oa = a;
+				*op = p;
+			}
+		}
+}
+
+static void test_versions(void)
+{
+	for (int v = 2; v <= 6; v++) {
+		struct emu_plugin pl;
+		struct emu_tuner t;
+		int changed = 0;
+
+		emu_log_reset();
+		emu_set_policy(emu_policy("t_ring_ll128"));
+		CHECK(open_tuner(&pl, EMU_PLUGIN, v) == 0);
+		CHECK_EQ_U64(pl.version, v);
+		CHECK(emu_tuner_init(&t, &pl, 0x1234, &topo8, emu_logger) == 0);
+		CHECK(t.ctx != NULL);
+		CHECK_STR_CONTAINS(emu_log_buf, "t_ring_ll128");
+		CHECK_STR_CONTAINS(emu_log_buf, "-> tuner");
+		for (uint64_t n = 8; n <= (1ull << 30); n <<= 1) {
+			struct emu_decision d;
+			bool mid = n >= (64u << 10) && n <= (16u << 20);
+
+			CHECK(emu_tuner_call(&t, &topo8, 4, n, &d) == 0);
+			if (mid) {
+				CHECK_MSG(d.algo == 1 && d.proto == 1, "v%d %llu: %d/%d", v,
+					  (unsigned long long)n, d.algo, d.proto);
+			} else {
+				CHECK_MSG(d.algo == d.nccl_algo && d.proto == d.nccl_proto,
+					  "v%d %llu: %d/%d vs nccl %d/%d", v, (unsigned long long)n,
+					  d.algo, d.proto, d.nccl_algo, d.nccl_proto);
+			}
+			CHECK_EQ_U64(d.n_channels, n >= (1u << 20) && n <= (16u << 20) ? 4 : 0);
+			changed += d.algo != d.nccl_algo || d.proto != d.nccl_proto;
+		}
+		CHECK(changed > 0); /* the policy really overrode NCCL somewhere */
+		CHECK(emu_tuner_fini(&t) == 0);
+		emu_close(&pl);
+	}
+}
+
+static void test_refusals(void)
+{
+	struct emu_plugin pl;
+	struct emu_tuner t;
+	struct emu_decision d;
+	int a, p;
+
+	emu_set_policy(emu_policy("t_refused"));
+	CHECK(open_tuner(&pl, EMU_PLUGIN, 5) == 0);
+	CHECK(emu_tuner_init(&t, &pl, 7, &topo8, emu_logger) == 0);
+	/* IGNORE cell and 100 channels: both refused, NCCL's pick stands. */
+	CHECK(emu_tuner_call(&t, &topo8, 4, 512, &d) == 0);
+	CHECK(d.algo == d.nccl_algo && d.proto == d.nccl_proto);
+	CHECK_EQ_U64(d.n_channels, 0);
+	/* Algorithm only: the cheapest Ring cell. */
+	CHECK(emu_tuner_call(&t, &topo8, 4, 256 << 10, &d) == 0);
+	cheapest(4, 256 << 10, 1, -1, &a, &p);
+	CHECK(d.algo == a && d.proto == p);
+	/* Protocol only: the cheapest LL cell. */
+	CHECK(emu_tuner_call(&t, &topo8, 4, 32 << 20, &d) == 0);
+	cheapest(4, 32 << 20, -1, 0, &a, &p);
+	CHECK(d.algo == a && d.proto == p && d.proto == 0);
+	CHECK(d.algo != d.nccl_algo || d.proto != d.nccl_proto);
+	/* SKIP: outputs ignored. */
+	CHECK(emu_tuner_call(&t, &topo8, 4, 256 << 20, &d) == 0);
+	CHECK(d.algo == d.nccl_algo && d.proto == d.nccl_proto);
+	CHECK(emu_tuner_fini(&t) == 0);
+	emu_close(&pl);
+}
+
+/* Every fail-open case: NCCL's pick, success returns, one WARN naming the problem. */
+static void fail_open_case(const char *spec, const char *expect)
+{
+	struct emu_plugin pl;
+	struct emu_tuner t;
+	int ver = 5;
+
+	emu_log_reset();
+	emu_set_policy(spec);
+	CHECK(open_tuner(&pl, EMU_PLUGIN, ver) == 0);
+	CHECK(emu_tuner_init(&t, &pl, 99, &topo8, emu_logger) == 0);
+	for (uint64_t n = 8; n <= (1ull << 30); n <<= 3) {
+		struct emu_decision d;
+
+		CHECK(emu_tuner_call(&t, &topo8, 4, n, &d) == 0);
+		CHECK(d.algo == d.nccl_algo && d.proto == d.nccl_proto && d.n_channels == 0);
+	}
+	CHECK(emu_tuner_fini(&t) == 0);
+	emu_close(&pl);
+	CHECK_MSG(emu_log_warns == 1, "%d warnings for %s:\n%s", emu_log_warns, spec, emu_log_buf);
+	CHECK_STR_CONTAINS(emu_log_buf, expect);
+}
+
+static void test_fail_open(void)
+{
+	char garbage[] = "/tmp/ncclbpf-emu-garbage-XXXXXX";
+	int fd = mkstemp(garbage);
+
+	CHECK(fd >= 0);
+	if (fd >= 0) {
+		CHECK(write(fd, "\177ELF this is not an object", 26) == 26);
+		close(fd);
+	}
+	fail_open_case("/nonexistent/policy.bpf.o", "/nonexistent/policy.bpf.o");
+	fail_open_case(garbage, "cannot load");
+	fail_open_case(emu_policy("t_reject"), "rejected");
+	/* A bad object among good ones: the whole set is refused. */
+	char spec[2048];
+
+	snprintf(spec, sizeof(spec), "%s:%s", emu_policy("t_ring_ll128"), emu_policy("t_reject"));
+	fail_open_case(spec, "t_reject");
+	unlink(garbage);
+
+	/* An unknown setting warns once; the policy still loads. */
+	struct emu_plugin pl;
+	struct emu_tuner t;
+	struct emu_decision d;
+
+	emu_log_reset();
+	setenv("NCCLBPF_NO_SUCH_SETTING", "1", 1);
+	emu_set_policy(emu_policy("t_ring_ll128"));
+	CHECK(open_tuner(&pl, EMU_PLUGIN, 5) == 0);
+	CHECK(emu_tuner_init(&t, &pl, 1, &topo8, emu_logger) == 0);
+	CHECK(emu_tuner_call(&t, &topo8, 4, 1 << 20, &d) == 0);
+	CHECK(d.algo == 1 && d.proto == 1);
+	CHECK(emu_tuner_fini(&t) == 0);
+	emu_close(&pl);
+	unsetenv("NCCLBPF_NO_SUCH_SETTING");
+	CHECK_EQ_U64(emu_log_warns, 1);
+	CHECK_STR_CONTAINS(emu_log_buf, "NCCLBPF_NO_SUCH_SETTING");
+}
+
+/* ---- rank agreement under concurrency -------------------------------------- */
+
+#define N_COMMS 3
+#define N_RANKS 8
+
+struct rank_arg {
+	const struct emu_plugin *pl;
+	uint64_t comm_id;
+	int calls;
+	struct emu_tuner t;
+	struct emu_decision *d;
+	int failures;
+};
+
+static void *rank_thread(void *p)
+{
+	struct rank_arg *a = p;
+
+	for (int i = 0; i < a->calls; i++) {
+		uint64_t n = 1ull << (3 + (i * 7) % 28);
+
+		if (emu_tuner_call(&a->t, &topo8, (i % 3) ? 4 : 2, n, &a->d[i]))
+			a->failures++;
+	}
+	return NULL;
+}
+
+static void test_rank_agreement(void)
+{
+	struct emu_plugin pl;
+	struct rank_arg args[N_COMMS][N_RANKS];
+	pthread_t th[N_COMMS][N_RANKS];
+	int calls = (int)(4000 * emu_scale());
+
+	emu_set_policy(emu_policy("t_seq"));
+	CHECK(open_tuner(&pl, EMU_PLUGIN, 5) == 0);
+	for (int c = 0; c < N_COMMS; c++)
+		for (int r = 0; r < N_RANKS; r++) {
+			struct rank_arg *a = &args[c][r];
+
+			memset(a, 0, sizeof(*a));
+			a->pl = &pl;
+			a->comm_id = 0xabc000 + (uint64_t)c * 3;
+			a->calls = calls;
+			a->d = calloc((size_t)calls, sizeof(*a->d));
+			CHECK(emu_tuner_init(&a->t, &pl, a->comm_id, &topo8, emu_logger) == 0);
+		}
+	for (int c = 0; c < N_COMMS; c++)
+		for (int r = 0; r < N_RANKS; r++)
+			pthread_create(&th[c][r], NULL, rank_thread, &args[c][r]);
+	for (int c = 0; c < N_COMMS; c++)
+		for (int r = 0; r < N_RANKS; r++)
+			pthread_join(th[c][r], NULL);
+	for (int c = 0; c < N_COMMS; c++) {
+		int disagree = 0, wrong = 0, tree = 0;
+
+		for (int i = 0; i < calls; i++) {
+			const struct emu_decision *d0 = &args[c][0].d[i];
+
+			for (int r = 1; r < N_RANKS; r++) {
+				const struct emu_decision *d = &args[c][r].d[i];
+
+				disagree += d->algo != d0->algo || d->proto != d0->proto ||
+					    d->n_channels != d0->n_channels;
+			}
+			wrong += d0->n_channels != 1 + (int)(((uint64_t)i + args[c][0].comm_id) % 8);
+			tree += (i & 1) && (i % 3) && d0->algo == 0 && d0->proto == 2;
+		}
+		CHECK_EQ_U64(disagree, 0);
+		CHECK_EQ_U64(wrong, 0);
+		CHECK(tree > 0);
+	}
+	for (int c = 0; c < N_COMMS; c++)
+		for (int r = 0; r < N_RANKS; r++) {
+			CHECK_EQ_U64(args[c][r].failures, 0);
+			CHECK(emu_tuner_fini(&args[c][r].t) == 0);
+			free(args[c][r].d);
+		}
+	emu_close(&pl);
+}
+
+/* NCCL_TUNER_PLUGIN=ncclbpf: the short name resolves to libnccl-tuner-ncclbpf.so. */
+static void test_short_name_and_reload(void)
+{
+	for (int cycle = 0; cycle < 3; cycle++) {
+		struct emu_plugin pl;
+		struct emu_tuner t[2];
+		struct emu_decision d;
+
+		emu_set_policy(cycle == 1 ? NULL : emu_policy("t_ring_ll128"));
+		CHECK(open_tuner(&pl, "ncclbpf", 5) == 0);
+		CHECK_EQ_U64(pl.version, 5);
+		CHECK(emu_tuner_init(&t[0], &pl, 5, &topo8, emu_logger) == 0);
+		CHECK(emu_tuner_init(&t[1], &pl, 5, &topo8, emu_logger) == 0);
+		CHECK(emu_tuner_call(&t[0], &topo8, 4, 1 << 20, &d) == 0);
+		if (cycle == 1)
+			CHECK(d.algo == d.nccl_algo && d.proto == d.nccl_proto && d.n_channels == 0);
+		else
+			CHECK(d.algo == 1 && d.proto == 1 && d.n_channels == 4);
+		CHECK(emu_tuner_fini(&t[0]) == 0);
+		CHECK(emu_tuner_fini(&t[1]) == 0);
+		emu_close(&pl);
+	}
+	/* NCCL 2.28.9 looks for v5 first; 2.30.7 for v6. */
+	struct emu_plugin pl;
+
+	CHECK(open_tuner(&pl, EMU_PLUGIN, 6) == 0);
+	CHECK_EQ_U64(pl.version, 6);
+	CHECK(((const nbpf_tuner_v6_t *)pl.table)->getChunkSize == NULL);
+	CHECK(((const nbpf_tuner_v6_t *)pl.table)->finalize(NULL) == 0);
+	emu_close(&pl);
+}
+
+int main(void)
+{
+	test_versions();
+	test_refusals();
+	test_fail_open();
+	test_rank_agreement();
+	test_short_name_and_reload();
+	return check_summary("emulator_tuner");
+}

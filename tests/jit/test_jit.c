@@ -1,0 +1,403 @@
+/*
+ * test_jit.c - targeted tests of the JIT's non-trivial translations.
+ *
+ * Every program runs on both engines: the result must equal the expected
+ * value and the interpreter's.  The cases are the places where x86 and
+ * eBPF disagree (division traps, shift counts in cl, 32-bit zero
+ * extension, cmpxchg through rax), the calling conventions (helpers,
+ * callx, unwind, bpf-to-bpf frames), inlined array lookups, jump
+ * displacement sizing, W^X mappings and compile errors.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "asm.h"
+#include "check.h"
+#include "error.h"
+#include "interp.h"
+#include "jit.h"
+#include "maps/map.h"
+
+static const struct nbpf_env conf_env = { .helper = nbpf_helper_find_conformance };
+
+/* Assembles, runs on both engines with mem, checks r0 == want on both. */
+static void run_both_mem(const char *name, const char *src, const struct nbpf_env *env,
+			 uint8_t *mem, size_t len, uint64_t want)
+{
+	struct nbpf_insn *insns = NULL;
+	struct nbpf_jit_image *img = NULL;
+	uint8_t *m1 = NULL, *m2 = NULL;
+	uint64_t ri = 0, rj;
+	uint32_t n = 0;
+	int err;
+
+	err = nbpf_asm(src, strlen(src), &insns, &n);
+	CHECK_MSG(err == 0, "%s: asm: %s", name, ncclbpf_errmsg());
+	if (err)
+		return;
+	m1 = malloc(len + 1);
+	m2 = malloc(len + 1);
+	if (len) {
+		memcpy(m1, mem, len);
+		memcpy(m2, mem, len);
+	}
+	err = nbpf_interp_run(insns, n, env, m1, len, NULL, 1u << 20, &ri);
+	CHECK_MSG(err == 0, "%s: interp: %s", name, ncclbpf_errmsg());
+	err = nbpf_jit_compile(insns, n, env, &img);
+	CHECK_MSG(err == 0, "%s: jit: %s", name, ncclbpf_errmsg());
+	if (!err) {
+		rj = img->func(m2, len);
+		CHECK_MSG(rj == want, "%s: jit r0 0x%llx, want 0x%llx", name, (unsigned long long)rj,
+			  (unsigned long long)want);
+		CHECK_MSG(ri == rj, "%s: interp r0 0x%llx != jit r0 0x%llx", name,
+			  (unsigned long long)ri, (unsigned long long)rj);
+		CHECK_MSG(!len || !memcmp(m1, m2, len), "%s: memory differs between engines", name);
+		nbpf_jit_free(img);
+	}
+	free(m1);
+	free(m2);
+	free(insns);
+}
+
+static void run_both(const char *name, const char *src, uint64_t want)
+{
+	run_both_mem(name, src, &conf_env, NULL, 0, want);
+}
+
+/* Division and modulo where x86 would trap, with r0/r3 (rax/rdx) involved. */
+static void test_divmod(void)
+{
+	run_both("div64 by zero reg", "mov %r0, 7\nmov %r1, 0\ndiv %r0, %r1\nexit", 0);
+	run_both("mod64 by zero reg", "mov %r0, 7\nmov %r1, 0\nmod %r0, %r1\nexit", 7);
+	run_both("div32 by zero imm", "lddw %r0, 0x1ffffffff\ndiv32 %r0, 0\nexit", 0);
+	run_both("mod32 by zero zext", "lddw %r0, 0x100000007\nmov32 %r1, 0\nmod32 %r0, %r1\nexit", 7);
+	run_both("mod32 by zero imm zext", "lddw %r0, 0x100000007\nmod32 %r0, 0\nexit", 7);
+	run_both("mod64 by zero imm", "lddw %r0, 0x100000007\nmod %r0, 0\nexit", 0x100000007ull);
+	run_both("div dst rdx", "mov %r3, 100\nmov %r0, 5\ndiv %r3, %r0\nmov %r0, %r3\nexit", 20);
+	run_both("div src rdx keeps rax",
+		 "mov %r0, 9\nmov %r3, 4\nmov %r5, 100\ndiv %r5, %r3\nadd %r0, %r5\nexit", 34);
+	run_both("mod dst rax src rdx", "mov %r0, 100\nmov %r3, 7\nmod %r0, %r3\nadd %r0, %r3\nexit", 9);
+	run_both("div rax by rax", "mov %r0, 77\ndiv %r0, %r0\nexit", 1);
+	run_both("div64 high", "lddw %r0, 0xffffffffffffffff\nmov %r1, 3\ndiv %r0, %r1\nexit",
+		 0x5555555555555555ull);
+	run_both("div64 imm -1 unsigned", "mov %r0, -1\ndiv %r0, -1\nexit", 1);
+	run_both("div32 imm high", "mov32 %r0, -1\ndiv32 %r0, -2\nexit", 1);
+	run_both("sdiv64 intmin/-1 reg",
+		 "lddw %r0, 0x8000000000000000\nmov %r1, -1\nsdiv %r0, %r1\nexit",
+		 0x8000000000000000ull);
+	run_both("smod64 intmin/-1 reg",
+		 "lddw %r0, 0x8000000000000000\nmov %r1, -1\nsmod %r0, %r1\nexit", 0);
+	run_both("sdiv64 intmin/-1 imm", "lddw %r0, 0x8000000000000000\nsdiv %r0, -1\nexit",
+		 0x8000000000000000ull);
+	run_both("sdiv32 intmin/-1 reg",
+		 "lddw %r0, 0xffffffff80000000\nmov32 %r1, -1\nsdiv32 %r0, %r1\nexit", 0x80000000ull);
+	run_both("smod32 intmin/-1 imm", "mov32 %r0, 0x80000000\nsmod32 %r0, -1\nexit", 0);
+	run_both("sdiv32 by zero", "mov32 %r0, -5\nmov32 %r2, 0\nsdiv32 %r0, %r2\nexit", 0);
+	run_both("smod32 by zero zext", "mov %r0, -5\nmov32 %r2, 0\nsmod32 %r0, %r2\nexit", 0xfffffffbull);
+	run_both("smod64 by zero", "mov %r0, -5\nmov %r2, 0\nsmod %r0, %r2\nexit", (uint64_t)-5);
+	run_both("sdiv64 neg", "mov %r0, -100\nmov %r4, 7\nsdiv %r0, %r4\nexit", (uint64_t)-14);
+	run_both("smod64 neg", "mov %r0, -100\nsmod %r0, 7\nexit", (uint64_t)-2);
+	run_both("smod32 neg by neg", "mov32 %r0, -100\nsmod32 %r0, -7\nexit", 0xfffffffeull);
+}
+
+/* Shift counts live in cl, which is BPF r4. */
+static void test_shifts(void)
+{
+	run_both("lsh dst r4", "mov %r4, 3\nmov %r2, 4\nlsh %r4, %r2\nmov %r0, %r4\nexit", 48);
+	run_both("lsh src r4", "mov %r4, 4\nmov %r2, 3\nlsh %r2, %r4\nmov %r0, %r2\nadd %r0, %r4\nexit", 52);
+	run_both("lsh r4 by r4", "mov %r4, 4\nlsh %r4, %r4\nmov %r0, %r4\nexit", 64);
+	run_both("rsh keeps r4", "mov %r4, 100\nmov %r0, 256\nmov %r1, 4\nrsh %r0, %r1\nadd %r0, %r4\nexit", 116);
+	run_both("lsh64 masked", "mov %r0, 1\nmov %r1, 65\nlsh %r0, %r1\nexit", 2);
+	run_both("lsh32 masked zext", "lddw %r0, 0xffffffff00000001\nmov %r1, 32\nlsh32 %r0, %r1\nexit", 1);
+	run_both("rsh32 zero count zext", "lddw %r0, 0xffffffff00000005\nrsh32 %r0, 0\nexit", 5);
+	run_both("arsh32", "mov32 %r0, 0x80000000\narsh32 %r0, 4\nexit", 0xf8000000ull);
+	run_both("arsh64 reg r4 dst",
+		 "lddw %r4, 0x8000000000000000\nmov %r3, 63\narsh %r4, %r3\nmov %r0, %r4\nexit",
+		 (uint64_t)-1);
+	run_both("arsh32 reg high", "mov32 %r0, 0x80000000\nmov %r5, 33\narsh32 %r0, %r5\nexit", 0xc0000000ull);
+}
+
+static void test_alu_misc(void)
+{
+	run_both("movsx8 64", "mov %r1, 0x80\nmovsx864 %r0, %r1\nexit", (uint64_t)-128);
+	run_both("movsx16 32", "mov %r1, 0x8000\nmovsx1632 %r0, %r1\nexit", 0xffff8000ull);
+	run_both("movsx32 64", "mov32 %r1, 0x80000000\nmovsx3264 %r0, %r1\nexit", 0xffffffff80000000ull);
+	run_both("movsx8 sil", "mov %r2, 0x1ff\nmovsx864 %r0, %r2\nexit", (uint64_t)-1);
+	run_both("be16", "lddw %r0, 0x1122334455667788\nbe16 %r0\nexit", 0x8877);
+	run_both("be32", "lddw %r0, 0x1122334455667788\nbe32 %r0\nexit", 0x88776655ull);
+	run_both("be64", "lddw %r0, 0x1122334455667788\nbe64 %r0\nexit", 0x8877665544332211ull);
+	run_both("le16", "lddw %r0, 0x1122334455667788\nle16 %r0\nexit", 0x7788);
+	run_both("le32", "lddw %r0, 0x1122334455667788\nle32 %r0\nexit", 0x55667788ull);
+	run_both("bswap16 r9", "lddw %r9, 0x1122334455667788\nbswap16 %r9\nmov %r0, %r9\nexit", 0x8877);
+	run_both("bswap32 r8", "lddw %r8, 0x1122334455667788\nbswap32 %r8\nmov %r0, %r8\nexit", 0x88776655ull);
+	run_both("neg32 zext", "mov %r0, 1\nneg32 %r0\nexit", 0xffffffffull);
+	run_both("mul32 zext", "mov %r0, -1\nmul32 %r0, 2\nexit", 0xfffffffeull);
+	run_both("mul64 imm big", "mov %r0, 3\nmul %r0, 0x12345678\nexit", 0x369d0368ull);
+	run_both("mov32 zext", "mov %r0, -1\nmov32 %r0, %r0\nexit", 0xffffffffull);
+	run_both("and64 imm sext", "mov %r0, -1\nand %r0, -16\nexit", (uint64_t)-16);
+	run_both("r10 as source", "mov %r1, %r10\nstb [%r1-1], 9\nldxb %r0, [%r10-1]\nexit", 9);
+	run_both("jmp32 signed", "mov %r1, -1\nlddw %r2, 0x7fffffff00000000\njslt32 %r1, %r2, +1\nexit\nmov %r0, 5\nexit", 5);
+	run_both("jset imm", "mov %r1, 0x100\nmov %r0, 0\njset %r1, 0x100, +1\nexit\nmov %r0, 1\nexit", 1);
+	run_both("gotol", "mov %r0, 1\nja32 +1\nmov %r0, 2\nexit", 1);
+}
+
+/* Loads, stores and atomics, including the cmpxchg loop that borrows rax. */
+static void test_memory(void)
+{
+	uint8_t mem[32];
+
+	for (size_t i = 0; i < sizeof(mem); i++)
+		mem[i] = (uint8_t)(0x80 + i);
+	run_both_mem("ldxsb", "ldxsb %r0, [%r1+1]\nexit", &conf_env, mem, sizeof(mem), (uint64_t)(int8_t)0x81);
+	run_both_mem("ldxsh", "ldxsh %r0, [%r1+2]\nexit", &conf_env, mem, sizeof(mem), (uint64_t)(int16_t)0x8382);
+	run_both_mem("ldxsw", "ldxsw %r0, [%r1+4]\nexit", &conf_env, mem, sizeof(mem),
+		     (uint64_t)(int32_t)0x87868584);
+	run_both_mem("stb from sil", "mov %r2, 0x1234\nstxb [%r1+3], %r2\nldxw %r0, [%r1+0]\nexit",
+		     &conf_env, mem, sizeof(mem), 0x34828180ull);
+	run_both_mem("sth imm", "sth [%r1+6], 0x5566\nldxh %r0, [%r1+6]\nexit", &conf_env, mem, sizeof(mem), 0x5566);
+	run_both_mem("stdw imm sext", "stdw [%r1+8], -2\nldxdw %r0, [%r1+8]\nexit", &conf_env, mem,
+		     sizeof(mem), (uint64_t)-2);
+	run_both("stack r7 base",
+		 "mov %r7, %r10\nstdw [%r7-8], 11\nmov %r8, %r10\nldxdw %r0, [%r8-8]\nexit", 11);
+	run_both("lock fetch or src r0",
+		 "stdw [%r10-8], 0x0f\nmov %r0, 0xf0\nlock fetch or [%r10-8], %r0\nldxdw %r1, [%r10-8]\n"
+		 "lsh %r0, 16\nor %r0, %r1\nexit", 0x0f00ffull);
+	run_both("lock fetch and32 keeps r0",
+		 "stw [%r10-4], 0x0ff\nmov %r0, 7\nmov %r2, 0x0f0\nlock fetch and32 [%r10-4], %r2\n"
+		 "ldxw %r1, [%r10-4]\nlsh %r2, 8\nor %r2, %r1\nlsh %r0, 32\nor %r0, %r2\nexit",
+		 0x70000fff0ull);
+	run_both("lock fetch xor dst r0",
+		 "mov %r0, %r10\nadd %r0, -8\nstdw [%r0+0], 6\nmov %r3, 3\nlock fetch xor [%r0+0], %r3\n"
+		 "ldxdw %r0, [%r10-8]\nlsh %r0, 8\nor %r0, %r3\nexit", 0x506ull);
+	run_both("lock fetch add32 zext",
+		 "stw [%r10-4], 5\nlddw %r1, 0xffffffff00000001\nlock fetch add32 [%r10-4], %r1\n"
+		 "ldxw %r0, [%r10-4]\nlsh %r0, 32\nor %r0, %r1\nexit", 0x600000005ull);
+	run_both("xchg32",
+		 "stw [%r10-4], 5\nlddw %r1, 0xffffffff00000009\nlock xchg32 [%r10-4], %r1\n"
+		 "ldxw %r0, [%r10-4]\nlsh %r0, 32\nor %r0, %r1\nexit", 0x900000005ull);
+	run_both("cmpxchg32 zext on success",
+		 "stw [%r10-4], 5\nlddw %r0, 0xffffffff00000005\nmov %r1, 8\nlock cmpxchg32 [%r10-4], %r1\n"
+		 "ldxw %r2, [%r10-4]\nlsh %r2, 32\nor %r0, %r2\nexit", 0x800000005ull);
+	run_both("cmpxchg64 fail",
+		 "stdw [%r10-8], 5\nmov %r0, 4\nmov %r1, 8\nlock cmpxchg [%r10-8], %r1\n"
+		 "ldxdw %r2, [%r10-8]\nlsh %r2, 8\nor %r0, %r2\nexit", 0x505ull);
+	run_both("lock add/or/and/xor",
+		 "stdw [%r10-8], 1\nmov %r1, 6\nlock add [%r10-8], %r1\nlock or [%r10-8], %r1\n"
+		 "mov %r1, 5\nlock and [%r10-8], %r1\nmov %r1, 0x30\nlock xor32 [%r10-8], %r1\n"
+		 "ldxdw %r0, [%r10-8]\nexit", 0x35);
+}
+
+/* Helpers, callx, unwind, and bpf-to-bpf frames. */
+static void test_calls(void)
+{
+	run_both("unwind zero stops", "mov %r0, 3\nmov %r1, 0\ncall 5\nmov %r0, 2\nexit", 0);
+	run_both("unwind nonzero continues", "mov %r1, 9\ncall 5\nadd %r0, 1\nexit", 10);
+	run_both("callx", "mov %r1, 7\nmov %r4, 5\ncall %r4\nexit", 7);
+	run_both("callx unwind", "mov %r1, 0\nmov %r9, 5\ncall %r9\nmov %r0, 2\nexit", 0);
+	run_both("helper keeps r6-r9",
+		 "mov %r6, 1\nmov %r7, 2\nmov %r8, 3\nmov %r9, 4\nmov %r1, 1\ncall 5\n"
+		 "mov %r0, %r6\nadd %r0, %r7\nadd %r0, %r8\nadd %r0, %r9\nexit", 10);
+	run_both("local call frames",
+		 "stdw [%r10-8], 100\nmov %r6, 1\nmov %r1, 5\ncall local f\nldxdw %r1, [%r10-8]\n"
+		 "add %r0, %r1\nadd %r0, %r6\nexit\n"
+		 "f:\nstdw [%r10-8], 1000\nmov %r6, 77\nmov %r0, %r1\nldxdw %r2, [%r10-8]\nadd %r0, %r2\nexit",
+		 1106);
+	run_both("nested local calls",
+		 "mov %r1, 1\ncall local a\nadd %r0, 1\nexit\n"
+		 "a:\nmov %r6, %r1\nadd %r1, 10\ncall local b\nadd %r0, %r6\nexit\n"
+		 "b:\nmov %r0, %r1\nmul %r0, 2\nmov %r6, 0\nexit", 24);
+	run_both("unwind from subprogram",
+		 "mov %r6, 5\ncall local f\nmov %r0, 1\nexit\nf:\nmov %r1, 0\ncall 5\nmov %r0, 9\nexit", 0);
+	{
+		/* Unbounded recursion: the interpreter faults, the JIT stops with 0. */
+		struct nbpf_insn *insns = NULL;
+		struct nbpf_jit_image *img = NULL;
+		const char *src = "call local f\nexit\nf:\nstdw [%r10-8], 1\ncall local f\nexit";
+		uint32_t n = 0;
+
+		CHECK(nbpf_asm(src, strlen(src), &insns, &n) == 0);
+		CHECK(nbpf_jit_compile(insns, n, &conf_env, &img) == 0);
+		if (img)
+			CHECK_EQ_U64(img->func(NULL, 0), 0);
+		nbpf_jit_free(img);
+		free(insns);
+	}
+}
+
+/* ---- array lookups: a local array map double ------------------------------ */
+
+struct fake_array {
+	struct ncclbpf_map map;
+	uint8_t data[5 * 24];
+};
+
+static void *fake_lookup(struct ncclbpf_map *map, const void *key)
+{
+	uint32_t k;
+
+	memcpy(&k, key, 4);
+	return k < map->max_entries ? map->array_base + (size_t)k * map->value_stride : NULL;
+}
+
+static const struct nbpf_map_ops fake_ops = { .lookup_elem = fake_lookup };
+
+static uint64_t fake_lookup_helper(uint64_t map, uint64_t key, uint64_t a, uint64_t b, uint64_t c)
+{
+	struct ncclbpf_map *m = (struct ncclbpf_map *)(uintptr_t)map;
+
+	return (uintptr_t)m->ops->lookup_elem(m, (const void *)(uintptr_t)key);
+}
+
+static const struct nbpf_helper fake_helpers[] = {
+	{ .id = 1, .name = "map_lookup_elem", .fn = fake_lookup_helper,
+	  .ret = NBPF_RET_PTR_TO_MAP_VALUE_OR_NULL },
+};
+
+static const struct nbpf_helper *fake_find(int32_t id)
+{
+	if (id == 1)
+		return &fake_helpers[0];
+	return nbpf_helper_find_conformance(id);
+}
+
+static void test_array_inline(void)
+{
+	static struct fake_array fa;
+	struct ncclbpf_map *maps[1] = { &fa.map };
+	struct nbpf_env env = { .maps = maps, .n_maps = 1, .helper = fake_find };
+	char src[512];
+
+	fa.map.ops = &fake_ops;
+	fa.map.type = NCCLBPF_MAP_ARRAY;
+	fa.map.key_size = 4;
+	fa.map.value_size = 20;
+	fa.map.value_stride = 24; /* not a power of two: the imul path */
+	fa.map.max_entries = 5;
+	fa.map.array_base = fa.data;
+	for (size_t i = 0; i < sizeof(fa.data); i++)
+		fa.data[i] = (uint8_t)i;
+	for (int key = 0; key <= 6; key++) {
+		uint64_t want = key < 5 ? (uint64_t)(key * 24 + 4) : 0xdead;
+
+		/* Inlined: lddw r1 and the call in one basic block. */
+		snprintf(src, sizeof(src),
+			 "stw [%%r10-4], %d\nlddw %%r1, map[0]\nmov %%r2, %%r10\nadd %%r2, -4\ncall 1\n"
+			 "jeq %%r0, 0, +2\nldxb %%r0, [%%r0+4]\nexit\nmov %%r0, 0xdead\nexit", key);
+		run_both_mem("array lookup inlined", src, &env, NULL, 0, want);
+		/* Not inlined: a jump target between the lddw and the call. */
+		snprintf(src, sizeof(src),
+			 "stw [%%r10-4], %d\nlddw %%r1, map[0]\nja +0\nmov %%r2, %%r10\nadd %%r2, -4\ncall 1\n"
+			 "jeq %%r0, 0, +2\nldxb %%r0, [%%r0+4]\nexit\nmov %%r0, 0xdead\nexit", key);
+		run_both_mem("array lookup via helper", src, &env, NULL, 0, want);
+	}
+	/* Power-of-two stride: the shift path; a huge key must not wrap. */
+	fa.map.value_stride = 8;
+	fa.map.max_entries = 15;
+	run_both_mem("array lookup shift", "stw [%r10-4], 3\nlddw %r1, map[0]\nmov %r2, %r10\nadd %r2, -4\n"
+		     "call 1\nldxb %r0, [%r0+1]\nexit", &env, NULL, 0, 25);
+	run_both_mem("array lookup huge key", "stw [%r10-4], -1\nlddw %r1, map[0]\nmov %r2, %r10\n"
+		     "add %r2, -4\ncall 1\nexit", &env, NULL, 0, 0);
+}
+
+/* Jumps of every reach: short, long, and ones that shrink across passes. */
+static void test_jump_sizes(void)
+{
+	size_t cap = 64 * 1024, len = 0;
+	char *src = malloc(cap);
+
+	/* A forward conditional over 200 adds, then a backward loop over them. */
+	len += (size_t)snprintf(src + len, cap - len, "mov %%r0, 0\nmov %%r1, 3\nloop:\njeq %%r1, 0, done\n");
+	for (int i = 0; i < 200; i++)
+		len += (size_t)snprintf(src + len, cap - len, "add %%r0, 1\n");
+	len += (size_t)snprintf(src + len, cap - len, "sub %%r1, 1\nja loop\ndone:\nexit\n");
+	run_both("long jumps both ways", src, 600);
+	/* Chains of jumps each just around the rel8 limit. */
+	len = 0;
+	len += (size_t)snprintf(src + len, cap - len, "mov %%r0, 0\n");
+	for (int k = 0; k < 20; k++) {
+		len += (size_t)snprintf(src + len, cap - len, "jeq %%r0, 1000, +%d\n", 30 + k);
+		for (int i = 0; i < 30 + k; i++)
+			len += (size_t)snprintf(src + len, cap - len, "add %%r0, 1\n");
+	}
+	len += (size_t)snprintf(src + len, cap - len, "exit\n");
+	run_both("jumps near rel8 limit", src, 20 * 30 + 190);
+	free(src);
+}
+
+static int image_is_rx(const void *addr)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	int ok = 0;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		char perms[8];
+
+		if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3 && (uintptr_t)addr >= lo &&
+		    (uintptr_t)addr < hi)
+			ok = !strcmp(perms, "r-xp");
+	}
+	fclose(f);
+	return ok;
+}
+
+static void test_image_and_errors(void)
+{
+	struct nbpf_insn noop[2] = {
+		{ .code = NBPF_ALU64 | NBPF_MOV | NBPF_K, .dst = 0, .imm = 0 },
+		{ .code = NBPF_OP_EXIT },
+	};
+	struct nbpf_insn bad_jump[2] = {
+		{ .code = NBPF_JMP | NBPF_JEQ | NBPF_K, .dst = 0, .off = 5 },
+		{ .code = NBPF_OP_EXIT },
+	};
+	struct nbpf_insn bad_op[2] = { { .code = 0xff }, { .code = NBPF_OP_EXIT } };
+	struct nbpf_insn half_lddw[1] = { { .code = NBPF_OP_LDDW, .imm = 1 } };
+	struct nbpf_insn bad_helper[2] = { { .code = NBPF_OP_CALL, .imm = 99999 }, { .code = NBPF_OP_EXIT } };
+	struct nbpf_insn bad_map[3] = {
+		{ .code = NBPF_OP_LDDW, .dst = 1, .src = NBPF_PSEUDO_MAP_IDX, .imm = 3 }, { 0 },
+		{ .code = NBPF_OP_EXIT },
+	};
+	struct nbpf_jit_image *img = NULL;
+
+	CHECK(nbpf_jit_compile(noop, 2, &conf_env, &img) == 0);
+	if (img) {
+		CHECK(img->code_size > 0 && img->code_size <= img->mem_size);
+		CHECK(image_is_rx(img->mem));
+		CHECK_EQ_U64(img->func(NULL, 0), 0);
+		/* mov r0, 0; exit needs no frame: xor eax, eax; ret */
+		CHECK(img->code_size <= 8);
+	}
+	nbpf_jit_free(img);
+	nbpf_jit_free(NULL);
+	img = (void *)1;
+	CHECK(nbpf_jit_compile(bad_jump, 2, &conf_env, &img) == -EINVAL && img == NULL);
+	CHECK_STR_CONTAINS(ncclbpf_errmsg(), "out of range");
+	CHECK(nbpf_jit_compile(bad_op, 2, &conf_env, &img) == -EINVAL);
+	CHECK_STR_CONTAINS(ncclbpf_errmsg(), "unknown");
+	CHECK(nbpf_jit_compile(half_lddw, 1, &conf_env, &img) == -EINVAL);
+	CHECK_STR_CONTAINS(ncclbpf_errmsg(), "lddw");
+	CHECK(nbpf_jit_compile(bad_helper, 2, &conf_env, &img) == -EINVAL);
+	CHECK_STR_CONTAINS(ncclbpf_errmsg(), "helper 99999");
+	CHECK(nbpf_jit_compile(bad_map, 3, &conf_env, &img) == -EINVAL);
+	CHECK_STR_CONTAINS(ncclbpf_errmsg(), "map 3");
+	CHECK(nbpf_jit_compile(noop, 0, &conf_env, &img) == -EINVAL);
+}
+
+int main(void)
+{
+	test_divmod();
+	test_shifts();
+	test_alu_misc();
+	test_memory();
+	test_calls();
+	test_array_inline();
+	test_jump_sizes();
+	test_image_and_errors();
+	return check_summary("test_jit");
+}

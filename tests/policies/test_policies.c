@@ -1,0 +1,298 @@
+/*
+ * test_policies.c - the shipped policies, run through the real loader,
+ * verifier (strict consistency: every shipped tuner must be rank-consistent)
+ * and default engine, on hand-made contexts and records.  Checks each
+ * policy's decisions at and around its thresholds, that cells NCCL does not
+ * offer are never chosen, and what the profiler programs leave in maps.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "check.h"
+#include "ncclbpf/policy.h"
+#include "ncclbpf/runtime.h"
+#include "nccl/hooks.h"
+
+#define KiB (1ull << 10)
+#define MiB (1ull << 20)
+#define KEY(coll, bytes) ((coll) * NCCLBPF_SIZE_BUCKETS + ncclbpf_size_bucket(bytes))
+
+/* Every Tree and Ring cell offered, as NCCL does for AllReduce on NVLink. */
+#define ALL_TREE_RING (NCCLBPF_CELL(0, 0) | NCCLBPF_CELL(0, 1) | NCCLBPF_CELL(0, 2) | \
+		       NCCLBPF_CELL(1, 0) | NCCLBPF_CELL(1, 1) | NCCLBPF_CELL(1, 2))
+
+/* Opens POLICY_DIR/name.bpf.o and prepares every program; NULL on failure. */
+static struct ncclbpf_object *load(const char *name)
+{
+	struct ncclbpf_verify_opts vo = { .sz = sizeof(vo), .strict_consistency = true };
+	struct ncclbpf_object *obj = NULL;
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s.bpf.o", POLICY_DIR, name);
+	if (ncclbpf_object__open_file(path, NULL, &obj)) {
+		CHECK_MSG(0, "%s: %s", path, ncclbpf_errmsg());
+		return NULL;
+	}
+	for (size_t i = 0; i < ncclbpf_object__prog_count(obj); i++) {
+		struct ncclbpf_program *p = ncclbpf_object__prog(obj, i);
+		const struct ncclbpf_hook_desc *h =
+			ncclbpf_hook_find_section(ncclbpf_program__section(p));
+		struct ncclbpf_verify_result res = { 0 };
+		struct ncclbpf_prepare_opts po = { .sz = sizeof(po), .verify = &vo, .result = &res };
+		int err;
+
+		CHECK_MSG(h != NULL, "%s: %s: unknown section", name, ncclbpf_program__name(p));
+		if (!h)
+			continue;
+		err = ncclbpf_program__prepare(p, h, &po);
+		CHECK_MSG(err == 0, "%s: %s: %s", name, ncclbpf_program__name(p), ncclbpf_errmsg());
+		for (uint32_t f = 0; f < res.n_findings; f++)
+			CHECK_MSG(0, "%s: %s: finding at insn %u: %s", name, ncclbpf_program__name(p),
+				  res.findings[f].insn, res.findings[f].reason);
+	}
+	return obj;
+}
+
+static struct ncclbpf_tuner_ctx tctx(uint32_t coll, uint64_t bytes, uint32_t nodes, uint32_t avail)
+{
+	return (struct ncclbpf_tuner_ctx){
+		.n_bytes = bytes, .comm_id = 0x1234, .coll_type = coll, .n_ranks = 8 * nodes,
+		.n_nodes = nodes, .num_pipe_ops = 1, .avail_mask = avail,
+		.nccl_algo = NCCLBPF_ALGO_RING, .nccl_proto = NCCLBPF_PROTO_SIMPLE,
+		.abi_version = 5, .algo = NCCLBPF_KEEP, .proto = NCCLBPF_KEEP,
+		.n_channels = NCCLBPF_KEEP,
+	};
+}
+
+/* Runs the object's tuner program on ctx; returns r0 (or -1 on failure). */
+static int64_t tune(struct ncclbpf_object *obj, const char *prog, struct ncclbpf_tuner_ctx *ctx)
+{
+	struct ncclbpf_program *p = obj ? ncclbpf_object__find_program(obj, prog) : NULL;
+	uint64_t ret = 0;
+
+	if (!p || ncclbpf_program__run(p, ctx, sizeof(*ctx), &ret)) {
+		CHECK_MSG(0, "run %s: %s", prog, ncclbpf_errmsg());
+		return -1;
+	}
+	return (int64_t)ret;
+}
+
+static void observe(struct ncclbpf_object *obj, const char *prog, uint32_t coll, uint64_t bytes,
+		    uint64_t lat, uint32_t nch)
+{
+	struct ncclbpf_program *p = obj ? ncclbpf_object__find_program(obj, prog) : NULL;
+	struct ncclbpf_coll_record r = {
+		.comm_id = 0x1234, .n_bytes = bytes, .latency_ns = lat, .n_ranks = 8,
+		.coll_type = coll, .algo = NCCLBPF_ALGO_RING, .proto = NCCLBPF_PROTO_SIMPLE,
+		.n_channels = nch, .gpu_timed = 1,
+	};
+	uint64_t ret = 1;
+
+	CHECK_MSG(p && !ncclbpf_program__run(p, &r, sizeof(r), &ret) && ret == 0, "run %s", prog);
+}
+
+/* Expects (algo, proto, channels) after running prog on (coll, bytes, nodes, avail). */
+#define EXPECT(obj, prog, coll, bytes, nodes, avail, a, p, ch) do { \
+	struct ncclbpf_tuner_ctx c_ = tctx(coll, bytes, nodes, avail); \
+	CHECK_EQ_U64(tune(obj, prog, &c_), NCCLBPF_TUNER_APPLY); \
+	CHECK_MSG(c_.algo == (a) && c_.proto == (p) && c_.n_channels == (ch), \
+		  "%s coll %d %llu B: got %d/%d/%d, want %d/%d/%d", prog, (int)(coll), \
+		  (unsigned long long)(bytes), c_.algo, c_.proto, c_.n_channels, (a), (p), (ch)); \
+} while (0)
+
+#define K NCCLBPF_KEEP
+#define AR NCCLBPF_COLL_ALLREDUCE
+#define AG NCCLBPF_COLL_ALLGATHER
+#define RING NCCLBPF_ALGO_RING
+#define TREE NCCLBPF_ALGO_TREE
+#define LL NCCLBPF_PROTO_LL
+#define LL128 NCCLBPF_PROTO_LL128
+#define SIMPLE NCCLBPF_PROTO_SIMPLE
+
+static void test_noop_and_bad_channels(void)
+{
+	struct ncclbpf_object *o = load("noop"), *b = load("bad_channels");
+
+	EXPECT(o, "noop", AR, 1 * MiB, 1, ALL_TREE_RING, K, K, K);
+	EXPECT(b, "bad_channels", AR, 1 * MiB, 1, ALL_TREE_RING, K, K, 1);
+	EXPECT(b, "bad_channels", AG, 1ull << 30, 2, 0, K, K, 1);
+	ncclbpf_object__close(o);
+	ncclbpf_object__close(b);
+}
+
+static void test_size_aware(void)
+{
+	struct ncclbpf_object *o = load("size_aware");
+	const char *p = "size_aware";
+
+	EXPECT(o, p, AR, 8, 1, ALL_TREE_RING, RING, LL, K);
+	EXPECT(o, p, AR, 8, 2, ALL_TREE_RING, TREE, LL, K);     /* across nodes */
+	EXPECT(o, p, AG, 8, 2, ALL_TREE_RING, RING, LL, K);     /* Tree: AllReduce only */
+	EXPECT(o, p, AR, 64 * KiB - 1, 1, ALL_TREE_RING, RING, LL, K);
+	EXPECT(o, p, AR, 64 * KiB, 1, ALL_TREE_RING, RING, LL128, K);
+	EXPECT(o, p, AR, 8 * MiB - 1, 1, ALL_TREE_RING, RING, LL128, K);
+	EXPECT(o, p, AR, 8 * MiB, 1, ALL_TREE_RING, RING, SIMPLE, K);
+	/* A cell NCCL does not offer is never chosen. */
+	EXPECT(o, p, AR, 1 * MiB, 1, ALL_TREE_RING & ~NCCLBPF_CELL(RING, LL128), K, K, K);
+	EXPECT(o, p, AR, 8, 2, ALL_TREE_RING & ~NCCLBPF_CELL(TREE, LL), RING, LL, K);
+	EXPECT(o, p, AR, 8, 1, 0, K, K, K);
+	ncclbpf_object__close(o);
+}
+
+static void test_nvlink_ring_mid(void)
+{
+	struct ncclbpf_object *o = load("nvlink_ring_mid");
+	const char *p = "nvlink_ring_mid";
+
+	EXPECT(o, p, AR, 4 * MiB - 1, 1, ALL_TREE_RING, K, K, K);
+	EXPECT(o, p, AR, 4 * MiB, 1, ALL_TREE_RING, RING, LL128, K);
+	EXPECT(o, p, AR, 32 * MiB, 1, ALL_TREE_RING, RING, LL128, K);
+	EXPECT(o, p, AR, 32 * MiB + 1, 1, ALL_TREE_RING, K, K, K);
+	EXPECT(o, p, AR, 64 * MiB - 1, 1, ALL_TREE_RING, K, K, K);
+	EXPECT(o, p, AR, 64 * MiB, 1, ALL_TREE_RING, RING, SIMPLE, K);
+	EXPECT(o, p, AR, 192 * MiB, 1, ALL_TREE_RING, RING, SIMPLE, K);
+	EXPECT(o, p, AR, 192 * MiB + 1, 1, ALL_TREE_RING, K, K, K);
+	EXPECT(o, p, AG, 8 * MiB, 1, ALL_TREE_RING, K, K, K);   /* AllReduce only */
+	EXPECT(o, p, AR, 8 * MiB, 1, ALL_TREE_RING & ~NCCLBPF_CELL(RING, LL128), K, K, K);
+	ncclbpf_object__close(o);
+}
+
+struct ac_telemetry {
+	uint64_t samples, ewma_ns, samples_by_ch[8], ewma_by_ch_ns[8];
+};
+
+static void test_adaptive_channels(void)
+{
+	struct ncclbpf_object *o = load("adaptive_channels");
+	struct ncclbpf_map *plan = o ? ncclbpf_object__find_map(o, "channel_plan") : NULL;
+	struct ncclbpf_map *tel = o ? ncclbpf_object__find_map(o, "latency_ewma") : NULL;
+	const char *p = "adaptive_channels_tune";
+	struct ac_telemetry t = { 0 };
+	uint32_t key = KEY(AR, 1 * MiB), v;
+
+	CHECK(plan && tel);
+	if (!plan || !tel)
+		goto out;
+	EXPECT(o, p, AR, 1 * MiB, 1, ALL_TREE_RING, K, K, K);   /* empty plan */
+	v = 8;
+	CHECK(!ncclbpf_map__update(plan, &key, &v, NCCLBPF_ANY));
+	EXPECT(o, p, AR, 1 * MiB, 1, ALL_TREE_RING, K, K, 8);
+	EXPECT(o, p, AR, 2 * MiB, 1, ALL_TREE_RING, K, K, K);   /* other bucket */
+	v = 100;                                                /* out of range: ignored */
+	CHECK(!ncclbpf_map__update(plan, &key, &v, NCCLBPF_ANY));
+	EXPECT(o, p, AR, 1 * MiB, 1, ALL_TREE_RING, K, K, K);
+
+	/* Telemetry: first sample seeds, then avg += (x - avg) / 8; per-channel slot. */
+	observe(o, "adaptive_channels_observe", AR, 1 * MiB, 1000, 4);
+	observe(o, "adaptive_channels_observe", AR, 1 * MiB, 2000, 4);
+	CHECK(!ncclbpf_map__lookup(tel, &key, &t));
+	CHECK_EQ_U64(t.samples, 2);
+	CHECK_EQ_U64(t.ewma_ns, (1000 * 7 + 2000) >> 3);
+	CHECK_EQ_U64(t.samples_by_ch[2], 2);                    /* log2(4) */
+	CHECK_EQ_U64(t.ewma_by_ch_ns[2], (1000 * 7 + 2000) >> 3);
+	/* The profiler never writes the plan the tuner reads. */
+	CHECK(!ncclbpf_map__lookup(plan, &key, &v));
+	CHECK_EQ_U64(v, 100);
+out:
+	ncclbpf_object__close(o);
+}
+
+struct slo_target {
+	uint64_t target_ns;
+	uint32_t n_channels, reserved;
+};
+
+struct slo_counts {
+	uint64_t samples, violations, worst_ns;
+};
+
+static void set_target(struct ncclbpf_map *m, uint32_t coll, uint64_t bytes, uint64_t ns,
+		       uint32_t ch)
+{
+	struct slo_target t = { .target_ns = ns, .n_channels = ch };
+	uint32_t key = KEY(coll, bytes);
+
+	CHECK(!ncclbpf_map__update(m, &key, &t, NCCLBPF_ANY));
+}
+
+static void test_slo_enforcer(void)
+{
+	struct ncclbpf_object *o = load("slo_enforcer");
+	struct ncclbpf_map *cfg = o ? ncclbpf_object__find_map(o, "slo_config") : NULL;
+	struct ncclbpf_map *st = o ? ncclbpf_object__find_map(o, "slo_stats") : NULL;
+	const char *p = "slo_enforcer_tune";
+	struct slo_counts c = { 0 };
+	uint32_t key;
+
+	CHECK(cfg && st);
+	if (!cfg || !st)
+		goto out;
+	EXPECT(o, p, AR, 1 * MiB, 1, ALL_TREE_RING, K, K, K);   /* no target */
+	set_target(cfg, AR, 1 * MiB, 10000, 16);                /* 10 us: tight */
+	EXPECT(o, p, AR, 1 * MiB, 1, ALL_TREE_RING, RING, LL128, 16);
+	set_target(cfg, AR, 1 * KiB, 10000, 0);
+	EXPECT(o, p, AR, 1 * KiB, 1, ALL_TREE_RING, RING, LL, K);
+	EXPECT(o, p, AR, 1 * KiB, 2, ALL_TREE_RING, TREE, LL, K);
+	/* 128 MiB in 10 ms needs 13 GB/s: loose; in 1 ms 134 GB/s: tight. */
+	set_target(cfg, AR, 128 * MiB, 10000000, 0);
+	EXPECT(o, p, AR, 128 * MiB, 1, ALL_TREE_RING, K, K, K);
+	set_target(cfg, AR, 128 * MiB, 1000000, 0);
+	EXPECT(o, p, AR, 128 * MiB, 1, ALL_TREE_RING, RING, SIMPLE, K);
+	/* Unoffered cell: protocol kept, channels still applied. */
+	EXPECT(o, p, AR, 1 * MiB, 1, ALL_TREE_RING & ~NCCLBPF_CELL(RING, LL128), K, K, 16);
+
+	observe(o, "slo_enforcer_observe", AR, 1 * MiB, 20000, 16);   /* violates 10 us */
+	observe(o, "slo_enforcer_observe", AR, 1 * MiB, 5000, 16);
+	observe(o, "slo_enforcer_observe", AR, 4 * MiB, 90000, 16);   /* no target there */
+	key = KEY(AR, 1 * MiB);
+	CHECK(!ncclbpf_map__lookup(st, &key, &c));
+	CHECK_EQ_U64(c.samples, 2);
+	CHECK_EQ_U64(c.violations, 1);
+	CHECK_EQ_U64(c.worst_ns, 20000);
+	key = KEY(AR, 4 * MiB);
+	CHECK(!ncclbpf_map__lookup(st, &key, &c));
+	CHECK_EQ_U64(c.samples, 0);
+out:
+	ncclbpf_object__close(o);
+}
+
+static void test_latency_hist(void)
+{
+	struct ncclbpf_object *o = load("latency_hist");
+	struct ncclbpf_map *h = o ? ncclbpf_object__find_map(o, "latency_hist") : NULL;
+	struct ncclbpf_map *s = o ? ncclbpf_object__find_map(o, "latency_sum") : NULL;
+	uint64_t cnt = 0, sum[2] = { 0 };
+	uint32_t key;
+
+	CHECK(h && s);
+	if (!h || !s)
+		goto out;
+	observe(o, "latency_hist_record", AR, 1 * MiB, 5000, 8);       /* log2 12 */
+	observe(o, "latency_hist_record", AR, 1 * MiB + 7, 8191, 8);   /* same buckets */
+	observe(o, "latency_hist_record", AG, 8, 1ull << 40, 8);       /* last bucket */
+	observe(o, "latency_hist_record", 7, 8, 100, 8);               /* not a collective */
+	key = KEY(AR, 1 * MiB) * 32 + 12;
+	CHECK(!ncclbpf_map__lookup(h, &key, &cnt));
+	CHECK_EQ_U64(cnt, 2);
+	key = KEY(AR, 1 * MiB);
+	CHECK(!ncclbpf_map__lookup(s, &key, sum));
+	CHECK_EQ_U64(sum[0], 2);
+	CHECK_EQ_U64(sum[1], 5000 + 8191);
+	key = KEY(AG, 8) * 32 + 31;
+	CHECK(!ncclbpf_map__lookup(h, &key, &cnt));
+	CHECK_EQ_U64(cnt, 1);
+out:
+	ncclbpf_object__close(o);
+}
+
+int main(void)
+{
+	test_noop_and_bad_channels();
+	test_size_aware();
+	test_nvlink_ring_mid();
+	test_adaptive_channels();
+	test_slo_enforcer();
+	test_latency_hist();
+	return check_summary("policies");
+}

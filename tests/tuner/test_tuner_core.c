@@ -1,0 +1,183 @@
+/*
+ * test_tuner_core.c - the tuner adapter's pure parts (src/nccl/tuner_core.h):
+ *   - nbpf_tuner_table_scan (SIMD for NCCL's 7x3 shape) must give exactly
+ *     the avail_mask and pick of NCCL's scalar loop on random tables full
+ *     of IGNORE, NaN, negative, -0.0, infinite, tied and >= 3.6e9 costs;
+ *   - nbpf_prog_may_read_ctx must say false only for programs whose r1 is
+ *     dead at entry (hand-built programs and the shipped policies).
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "check.h"
+#include "insn.h"
+#include "tuner_core.h"
+
+/* NCCL's loop, written out independently of tuner_core.h. */
+static void reference(const float *t, int na, int np, uint32_t *mask, int *algo, int *proto)
+{
+	float min = NBPF_NCCL_COST_START_MIN;
+
+	*mask = 0;
+	*algo = *proto = -1;
+	for (int a = 0; a < na; a++)
+		for (int p = 0; p < np; p++) {
+			float v = t[a * np + p];
+
+			if (v == NBPF_NCCL_ALGO_PROTO_IGNORE)
+				continue;
+			if (v >= 0.0f && a < NCCLBPF_NUM_ALGOS && p < NCCLBPF_NUM_PROTOS)
+				*mask |= NCCLBPF_CELL(a, p);
+			if (v >= 0.0f && v < min) {
+				min = v;
+				*algo = a;
+				*proto = p;
+			}
+		}
+}
+
+static float random_cost(unsigned *seed)
+{
+	static const float special[] = { -1.0f, -1.0f, -1.0f, NAN, -2.5f, -0.0f, 0.0f, INFINITY,
+					 3.6e9f, 3.7e9f, 3.5e9f, 1.0f, 1.0f, 5.0f };
+	unsigned r = (unsigned)rand_r(seed);
+
+	if (r % 3 == 0)
+		return special[(r / 3) % (sizeof(special) / sizeof(special[0]))];
+	return (float)(r % 64) * 0.5f; /* few distinct values: many ties */
+}
+
+static void test_scan(void)
+{
+	unsigned seed = 12345;
+	int bad = 0;
+	float t[8 * 4];
+
+	for (int it = 0; it < 200000; it++) {
+		int na = NCCLBPF_NUM_ALGOS, np = NCCLBPF_NUM_PROTOS;
+		struct ncclbpf_tuner_ctx c = { 0 };
+		uint32_t m;
+		int a, p;
+
+		if (it % 4 == 3) { /* other shapes take the scalar path */
+			na = 1 + rand_r(&seed) % 8;
+			np = 1 + rand_r(&seed) % 4;
+		}
+		for (int i = 0; i < na * np; i++)
+			t[i] = random_cost(&seed);
+		reference(t, na, np, &m, &a, &p);
+		nbpf_tuner_table_scan(t, na, np, &c);
+		if (c.avail_mask != m || c.nccl_algo != a || c.nccl_proto != p) {
+			if (bad++ < 5)
+				fprintf(stderr, "scan %dx%d: mask %#x/%#x pick %d,%d/%d,%d\n", na, np,
+					c.avail_mask, m, c.nccl_algo, c.nccl_proto, a, p);
+		}
+	}
+	CHECK_EQ_U64(bad, 0);
+
+	/* All ignored; all equal (first wins); only one offered at the end. */
+	for (int i = 0; i < 21; i++)
+		t[i] = -1.0f;
+	struct ncclbpf_tuner_ctx c = { 0 };
+
+	nbpf_tuner_table_scan(t, 7, 3, &c);
+	CHECK_EQ_U64(c.avail_mask, 0);
+	CHECK(c.nccl_algo == -1 && c.nccl_proto == -1);
+	t[20] = 7.0f;
+	nbpf_tuner_table_scan(t, 7, 3, &c);
+	CHECK_EQ_U64(c.avail_mask, NCCLBPF_CELL(6, 2));
+	CHECK(c.nccl_algo == 6 && c.nccl_proto == 2);
+	for (int i = 0; i < 21; i++)
+		t[i] = 2.0f;
+	nbpf_tuner_table_scan(t, 7, 3, &c);
+	CHECK_EQ_U64(c.avail_mask, (1u << 21) - 1);
+	CHECK(c.nccl_algo == 0 && c.nccl_proto == 0);
+}
+
+#define INSN(c, d, s, o, i) ((struct nbpf_insn){ .code = (c), .dst = (d), .src = (s), .off = (o), .imm = (i) })
+#define MOV64_K(d, i) INSN(NBPF_ALU64 | NBPF_MOV | NBPF_K, d, 0, 0, i)
+#define MOV64_X(d, s) INSN(NBPF_ALU64 | NBPF_MOV | NBPF_X, d, s, 0, 0)
+#define LDX_W(d, s, o) INSN(NBPF_LDX | NBPF_MEM | NBPF_W, d, s, o, 0)
+#define JEQ_K(d, i, o) INSN(NBPF_JMP | NBPF_JEQ | NBPF_K, d, 0, o, i)
+#define JA(o) INSN(NBPF_JMP | NBPF_JA, 0, 0, o, 0)
+#define CALL(i) INSN(NBPF_JMP | NBPF_CALL, 0, 0, 0, i)
+#define EXIT() INSN(NBPF_JMP | NBPF_EXIT, 0, 0, 0, 0)
+
+static void test_may_read_ctx(void)
+{
+	const struct nbpf_insn noop[] = { MOV64_K(0, 1), EXIT() };
+	const struct nbpf_insn reads[] = { LDX_W(2, 1, 44), MOV64_K(0, 1), EXIT() };
+	const struct nbpf_insn copies[] = { MOV64_X(6, 1), MOV64_K(1, 0), MOV64_K(0, 1), EXIT() };
+	const struct nbpf_insn overwritten[] = { MOV64_K(1, 0), LDX_W(2, 1, 0), MOV64_K(0, 1),
+						 EXIT() };
+	/* r0 = 1; if r0 == 0 goto +1; r1 = 0; r2 = *(r1 + 0): reads on the taken branch. */
+	const struct nbpf_insn one_branch[] = { MOV64_K(0, 1), JEQ_K(0, 0, 1), MOV64_K(1, 0),
+						LDX_W(2, 1, 0), EXIT() };
+	const struct nbpf_insn both_branches[] = { MOV64_K(0, 1), JEQ_K(0, 0, 2), MOV64_K(1, 0),
+						   JA(1), MOV64_K(1, 5), LDX_W(2, 1, 0), EXIT() };
+	const struct nbpf_insn call_first[] = { CALL(5), MOV64_K(0, 1), EXIT() };
+	const struct nbpf_insn call_after[] = { MOV64_K(1, 0), CALL(5), MOV64_K(0, 1), EXIT() };
+	/* The read at 2 is reachable only through the back edge at 5. */
+	const struct nbpf_insn loop[] = { MOV64_K(0, 3), JA(2), LDX_W(2, 1, 0), EXIT(),
+					  INSN(NBPF_ALU64 | NBPF_SUB | NBPF_K, 0, 0, 0, 1),
+					  JEQ_K(0, 0, -4), MOV64_K(1, 0), MOV64_K(0, 1), EXIT() };
+	const struct nbpf_insn loop_safe[] = { MOV64_K(0, 3), MOV64_K(1, 0), JA(2), LDX_W(2, 1, 0), EXIT(),
+					       INSN(NBPF_ALU64 | NBPF_SUB | NBPF_K, 0, 0, 0, 1),
+					       JEQ_K(0, 0, -4), MOV64_K(0, 1), EXIT() };
+	const struct nbpf_insn off_end[] = { MOV64_K(0, 1), JA(5), EXIT() };
+	const struct nbpf_insn branch_on_r1[] = { JEQ_K(1, 0, 0), MOV64_K(0, 1), EXIT() };
+
+	CHECK(!nbpf_prog_may_read_ctx(noop, 2));
+	CHECK(nbpf_prog_may_read_ctx(reads, 3));
+	CHECK(nbpf_prog_may_read_ctx(copies, 4));
+	CHECK(!nbpf_prog_may_read_ctx(overwritten, 4));
+	CHECK(nbpf_prog_may_read_ctx(one_branch, 5));
+	CHECK(!nbpf_prog_may_read_ctx(both_branches, 7));
+	CHECK(nbpf_prog_may_read_ctx(call_first, 3));
+	CHECK(!nbpf_prog_may_read_ctx(call_after, 4));
+	CHECK(nbpf_prog_may_read_ctx(loop, 9));
+	CHECK(!nbpf_prog_may_read_ctx(loop_safe, 9));
+	CHECK(nbpf_prog_may_read_ctx(off_end, 3));
+	CHECK(nbpf_prog_may_read_ctx(branch_on_r1, 3));
+	CHECK(nbpf_prog_may_read_ctx(NULL, 0));
+}
+
+/* The shipped policies: only noop never touches its context. */
+static void test_policies(void)
+{
+	static const struct { const char *obj, *prog; bool reads; } want[] = {
+		{ "noop", "noop", false },
+		{ "size_aware", "size_aware", true },
+		{ "bad_channels", "bad_channels", true },
+		{ "slo_enforcer", "slo_enforcer_tune", true },
+		{ "nvlink_ring_mid", "nvlink_ring_mid", true },
+	};
+
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		char path[512];
+		struct ncclbpf_object *obj = NULL;
+		struct ncclbpf_program *prog;
+
+		snprintf(path, sizeof(path), "%s/%s.bpf.o", TUNER_POLICY_DIR, want[i].obj);
+		if (ncclbpf_object__open_file(path, NULL, &obj)) {
+			CHECK_MSG(0, "cannot open %s", path);
+			continue;
+		}
+		prog = ncclbpf_object__find_program(obj, want[i].prog);
+		CHECK_MSG(prog != NULL, "%s: no program %s", path, want[i].prog);
+		if (prog)
+			CHECK_MSG(nbpf_prog_may_read_ctx(ncclbpf_program__insns(prog),
+							 ncclbpf_program__insn_count(prog)) ==
+					  want[i].reads,
+				  "%s", want[i].prog);
+		ncclbpf_object__close(obj);
+	}
+}
+
+int main(void)
+{
+	test_scan();
+	test_may_read_ctx();
+	test_policies();
+	return check_summary("tuner_core");
+}

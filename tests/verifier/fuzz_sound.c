@@ -1,0 +1,436 @@
+/*
+ * fuzz_sound.c - soundness fuzzer for the verifier.
+ *
+ * Each input becomes a program: either raw instruction words (first byte
+ * odd) or, mostly, a plausible program built from the bytes by a small
+ * generator (context loads and stores, stack traffic, map lookups with and
+ * without null checks, indices, branches, short loops, helper calls, ring
+ * buffer records).  Every program the verifier accepts runs in the
+ * interpreter on several random contexts with a checker that traps any
+ * access outside the context's fields (with their rights), the live stack
+ * frames, map values handed out by lookups or lddw, and live ring buffer
+ * records; r0 must lie in the range the verifier proved.  Any trap or
+ * range violation aborts: the verifier accepted an unsafe program.
+ *
+ * Built with tests/common/fuzz_driver.c for the bounded ctest run
+ * (verifier_fuzz_sound); see docs/verifier.md for long runs.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "helpers.h"
+#include "interp.h"
+#include "maps/map.h"
+#include "ncclbpf/runtime.h"
+#include "verifier/verifier.h"
+
+/* ---- the test hook ---- */
+
+#define CTX_SIZE 64
+
+static const struct ncclbpf_ctx_field fz_fields[] = {
+	{ "a", 0, 8, NCCLBPF_FIELD_READ, NCCLBPF_FIELD_RANK_INVARIANT, "" },
+	{ "b", 8, 8, NCCLBPF_FIELD_READ, 0, "" },
+	{ "c", 16, 4, NCCLBPF_FIELD_READ, NCCLBPF_FIELD_RANK_INVARIANT, "" },
+	{ "d", 20, 4, NCCLBPF_FIELD_READ, 0, "" },
+	{ "out1", 24, 4, NCCLBPF_FIELD_READ | NCCLBPF_FIELD_WRITE, NCCLBPF_FIELD_DECISION, "" },
+	{ "out2", 28, 4, NCCLBPF_FIELD_READ | NCCLBPF_FIELD_WRITE, 0, "" },
+	{ "e", 32, 8, NCCLBPF_FIELD_READ, 0, "" },
+	{ "w", 40, 2, NCCLBPF_FIELD_WRITE, 0, "" },
+};
+static const int32_t fz_helpers[] = { 1, 2, 3, 5, 7, 131, 132, 133 };
+static const struct ncclbpf_hook_desc fz_hook = {
+	.name = "fuzz", .section = "fuzz", .ctx_type = "struct fuzz_ctx", .ctx_size = CTX_SIZE,
+	.fields = fz_fields, .n_fields = sizeof(fz_fields) / sizeof(fz_fields[0]),
+	.helpers = fz_helpers, .n_helpers = sizeof(fz_helpers) / sizeof(fz_helpers[0]),
+	.ret_min = INT64_MIN, .ret_max = INT64_MAX, .ret_doc = "", .doc = "",
+};
+
+#define NMAPS 4
+static struct ncclbpf_map *maps[NMAPS];
+static unsigned long n_inputs, n_accepted, n_runs;
+
+static void setup_maps(void)
+{
+	static const struct { const char *name; enum ncclbpf_map_type t; uint32_t k, v, n; } d[NMAPS] = {
+		{ "fz_arr", NCCLBPF_MAP_ARRAY, 4, 16, 4 },
+		{ "fz_data", NCCLBPF_MAP_ARRAY, 4, 32, 1 },
+		{ "fz_rb", NCCLBPF_MAP_RINGBUF, 0, 0, 4096 },
+		{ "fz_hash", NCCLBPF_MAP_HASH, 8, 8, 16 },
+	};
+
+	for (int i = 0; i < NMAPS; i++) {
+		char name[64];
+
+		snprintf(name, sizeof(name), "%s_%d", d[i].name, (int)getpid());
+		if (ncclbpf_map__create(name, d[i].t, d[i].k, d[i].v, d[i].n, NULL, &maps[i])) {
+			fprintf(stderr, "fuzz_sound: map %s: %s\n", name, ncclbpf_errmsg());
+			exit(2);
+		}
+	}
+}
+
+static void report(void)
+{
+	printf("fuzz_sound: %lu inputs, %lu accepted, %lu checked runs, 0 traps\n", n_inputs,
+	       n_accepted, n_runs);
+	for (int i = 0; i < NMAPS; i++)
+		if (maps[i])
+			ncclbpf_map__put(maps[i]);
+	/* The generator is tuned so that a real share of programs passes. */
+	if (n_inputs >= 200 && n_accepted * 50 < n_inputs) {
+		fprintf(stderr, "fuzz_sound: only %lu of %lu programs accepted: generator broken?\n",
+			n_accepted, n_inputs);
+		_exit(1);
+	}
+}
+
+/* ---- the checker ---- */
+
+#define MAX_REGIONS 64
+struct region {
+	uint64_t lo, hi;
+	uint32_t id;
+};
+
+struct checker_state {
+	uint8_t *ctx;
+	struct region r[MAX_REGIONS];
+	int n;
+};
+
+static int chk_mem(void *user, uint64_t addr, uint32_t size, int is_write)
+{
+	struct checker_state *s = user;
+	uint64_t c = (uint64_t)(uintptr_t)s->ctx;
+
+	if (addr >= c && addr + size <= c + CTX_SIZE) {
+		uint64_t off = addr - c;
+
+		/*
+		 * Byte by byte: every byte lies in a field with the right, and a
+		 * write covers each field it touches entirely (so one access may
+		 * span whole adjacent fields, as merged stores do).
+		 */
+		for (uint64_t b = off; b < off + size;) {
+			const struct ncclbpf_ctx_field *f = NULL;
+
+			for (size_t i = 0; i < fz_hook.n_fields; i++)
+				if (b >= fz_hook.fields[i].off &&
+				    b < fz_hook.fields[i].off + fz_hook.fields[i].size)
+					f = &fz_hook.fields[i];
+			if (!f || !(f->access & (is_write ? NCCLBPF_FIELD_WRITE : NCCLBPF_FIELD_READ)))
+				return 1;
+			if (is_write && (f->off < off || f->off + f->size > off + size))
+				return 1;
+			b = f->off + f->size;
+		}
+		return 0;
+	}
+	for (int i = 0; i < s->n; i++)
+		if (addr >= s->r[i].lo && addr + size <= s->r[i].hi)
+			return 0;
+	return 1;
+}
+
+static void add_region(struct checker_state *s, uint64_t lo, uint64_t len)
+{
+	if (s->n < MAX_REGIONS) {
+		s->r[s->n].lo = lo;
+		s->r[s->n++].hi = lo + len;
+	}
+}
+
+static void chk_helper(void *user, const struct nbpf_helper *h, const uint64_t a[5], uint64_t r0)
+{
+	struct checker_state *s = user;
+
+	if (h->id == NBPF_HELPER_MAP_LOOKUP && r0) {
+		const struct ncclbpf_map *m = (const struct ncclbpf_map *)(uintptr_t)a[0];
+
+		add_region(s, r0, m->value_size);
+	} else if (h->id == NBPF_HELPER_RINGBUF_RESERVE && r0) {
+		add_region(s, r0, a[1]);
+	} else if (h->id == NBPF_HELPER_RINGBUF_SUBMIT || h->id == NBPF_HELPER_RINGBUF_DISCARD) {
+		for (int i = 0; i < s->n; i++)
+			if (s->r[i].lo == a[0])
+				s->r[i].lo = s->r[i].hi = 0; /* gone: any later access traps */
+	}
+}
+
+/* ---- program generator ---- */
+
+struct gen {
+	const uint8_t *d;
+	size_t n, i;
+	struct nbpf_insn *p;
+	uint32_t len, cap;
+};
+
+static uint32_t take(struct gen *g, uint32_t mod)
+{
+	uint32_t v = 0;
+
+	for (int k = 0; k < 2; k++)
+		v = (v << 8) | (g->i < g->n ? g->d[g->i++] : (uint8_t)(g->i++ * 131));
+	return mod ? v % mod : v;
+}
+
+static void emit(struct gen *g, uint8_t code, uint8_t dst, uint8_t src, int16_t off, int32_t imm)
+{
+	if (g->len < g->cap) {
+		struct nbpf_insn in = { .code = code, .dst = dst, .src = src, .off = off, .imm = imm };
+
+		g->p[g->len++] = in;
+	}
+}
+
+static void emit_lddw(struct gen *g, uint8_t dst, uint8_t src, int32_t imm, int32_t imm2)
+{
+	emit(g, NBPF_OP_LDDW, dst, src, 0, imm);
+	emit(g, 0, 0, 0, 0, imm2);
+}
+
+static const uint8_t sizes[4] = { NBPF_B, NBPF_H, NBPF_W, NBPF_DW };
+static const uint8_t alu_ops[] = { NBPF_ADD, NBPF_SUB, NBPF_MUL, NBPF_DIV, NBPF_OR, NBPF_AND,
+				   NBPF_LSH, NBPF_RSH, NBPF_NEG, NBPF_MOD, NBPF_XOR, NBPF_MOV,
+				   NBPF_ARSH };
+static const uint8_t jmp_ops[] = { NBPF_JEQ, NBPF_JGT, NBPF_JGE, NBPF_JSET, NBPF_JNE, NBPF_JSGT,
+				   NBPF_JSGE, NBPF_JLT, NBPF_JLE, NBPF_JSLT, NBPF_JSLE };
+
+static uint8_t reg(struct gen *g)
+{
+	return (uint8_t)take(g, 10);
+}
+
+/* One plausible fragment; pending forward jumps are patched to land here or later. */
+static void fragment(struct gen *g, int depth)
+{
+	uint32_t k = take(g, 16);
+	uint8_t r = reg(g), s = reg(g);
+	int small = (int)take(g, 70) - 3;
+
+	switch (k) {
+	case 0: case 1: /* context load, mostly at field offsets */
+		emit(g, NBPF_LDX | NBPF_MEM | sizes[take(g, 4)], r ? r : 2, 6, 0,
+		     0), g->p[g->len - 1].off = (int16_t)(take(g, 2) ? fz_fields[take(g, 8)].off : take(g, 72));
+		break;
+	case 2: /* context store */
+		emit(g, NBPF_STX | NBPF_MEM | sizes[take(g, 4)], 6, s, (int16_t)(take(g, 3) ? 24 + 4 * take(g, 2) : take(g, 64)), 0);
+		break;
+	case 3: case 4: { /* ALU */
+		uint8_t op = alu_ops[take(g, sizeof(alu_ops))];
+		uint8_t cls = take(g, 3) ? NBPF_ALU64 : NBPF_ALU;
+		bool x = take(g, 2);
+
+		if (r == 6)
+			r = 7;
+		if (op == NBPF_NEG)
+			emit(g, cls | op, r, 0, 0, 0);
+		else if (op == NBPF_LSH || op == NBPF_RSH || op == NBPF_ARSH)
+			emit(g, cls | op | NBPF_K, r, 0, 0, (int32_t)take(g, cls == NBPF_ALU ? 32 : 64));
+		else if ((op == NBPF_DIV || op == NBPF_MOD) && !x)
+			emit(g, cls | op | NBPF_K, r, 0, 0, (int32_t)take(g, 9) + 1);
+		else
+			emit(g, cls | op | (x ? NBPF_X : NBPF_K), r, x ? s : 0, 0,
+			     x ? 0 : (int32_t)take(g, 0) - 32768);
+		break;
+	}
+	case 5: /* stack store */
+		if (take(g, 2))
+			emit(g, NBPF_STX | NBPF_MEM | sizes[take(g, 4)], 10, s, (int16_t)-(int)(8 * (take(g, 8) + 1)), 0);
+		else
+			emit(g, NBPF_ST | NBPF_MEM | sizes[take(g, 4)], 10, 0, (int16_t)-(int)(take(g, 72)), (int32_t)take(g, 0));
+		break;
+	case 6: /* stack load */
+		emit(g, NBPF_LDX | NBPF_MEM | sizes[take(g, 4)], r == 6 ? 7 : r, 10, (int16_t)-(int)(8 * (take(g, 8) + 1)), 0);
+		break;
+	case 7: case 8: { /* map lookup, usually null-checked, then an access */
+		uint32_t m = take(g, 4) ? 0 : 3;
+		bool check = take(g, 8) != 0;
+		uint8_t sz = sizes[take(g, 4)];
+
+		if (m == 0)
+			emit(g, NBPF_ST | NBPF_MEM | NBPF_W, 10, 0, -4, (int32_t)take(g, 6));
+		else
+			emit(g, NBPF_ST | NBPF_MEM | NBPF_DW, 10, 0, -8, (int32_t)take(g, 4));
+		emit(g, NBPF_ALU64 | NBPF_MOV | NBPF_X, 2, 10, 0, 0);
+		emit(g, NBPF_ALU64 | NBPF_ADD | NBPF_K, 2, 0, 0, m == 0 ? -4 : -8);
+		emit_lddw(g, 1, NBPF_PSEUDO_MAP_IDX, (int32_t)m, 0);
+		emit(g, NBPF_JMP | NBPF_CALL, 0, 0, 0, NBPF_HELPER_MAP_LOOKUP);
+		if (check)
+			emit(g, NBPF_JMP | NBPF_JEQ | NBPF_K, 0, 0, take(g, 2) ? 3 : 4, 0);
+		if (take(g, 2)) { /* index: clamped or not */
+			emit(g, NBPF_LDX | NBPF_MEM | NBPF_W, 8, 6, 16, 0);
+			emit(g, NBPF_ALU64 | NBPF_AND | NBPF_K, 8, 0, 0, (int32_t)take(g, 24));
+			emit(g, NBPF_ALU64 | NBPF_ADD | NBPF_X, 0, 8, 0, 0);
+		} else {
+			emit(g, NBPF_ALU64 | NBPF_MOV | NBPF_X, 8, 0, 0, 0);
+			emit(g, NBPF_ALU64 | NBPF_MOV | NBPF_K, 9, 0, 0, 1);
+			emit(g, NBPF_ALU64 | NBPF_ADD | NBPF_K, 9, 0, 0, 1);
+		}
+		if (take(g, 2))
+			emit(g, NBPF_LDX | NBPF_MEM | sz, 7, 0, (int16_t)take(g, 18), 0);
+		else
+			emit(g, NBPF_STX | NBPF_MEM | sz, 0, 7, (int16_t)take(g, 18), 0);
+		emit(g, NBPF_ALU64 | NBPF_MOV | NBPF_K, 0, 0, 0, 0);
+		break;
+	}
+	case 9: /* global data */
+		emit_lddw(g, 9, NBPF_PSEUDO_MAP_IDX_VALUE, 1, (int32_t)take(g, 36));
+		if (take(g, 2))
+			emit(g, NBPF_LDX | NBPF_MEM | sizes[take(g, 4)], 7, 9, (int16_t)take(g, 8), 0);
+		else
+			emit(g, NBPF_ST | NBPF_MEM | sizes[take(g, 4)], 9, 0, (int16_t)take(g, 8), 5);
+		break;
+	case 10: case 11: { /* forward branch over a fragment */
+		uint32_t at = g->len;
+
+		emit(g, (take(g, 4) ? NBPF_JMP : NBPF_JMP32) | jmp_ops[take(g, sizeof(jmp_ops))] |
+			 (take(g, 2) ? NBPF_X : NBPF_K), r, 0, 0, (int32_t)take(g, 64));
+		if (NBPF_SRC(g->p[at].code) == NBPF_X)
+			g->p[at].src = s, g->p[at].imm = 0;
+		if (depth < 3)
+			fragment(g, depth + 1);
+		if (at < g->len)
+			g->p[at].off = (int16_t)(g->len - at - 1);
+		break;
+	}
+	case 12: { /* small counted loop */
+		uint32_t head;
+		int n = (int)take(g, 6) + 1;
+
+		emit(g, NBPF_ALU64 | NBPF_MOV | NBPF_K, 9, 0, 0, 0);
+		head = g->len;
+		if (depth < 2)
+			fragment(g, depth + 1);
+		emit(g, NBPF_ALU64 | NBPF_ADD | NBPF_K, 9, 0, 0, take(g, 8) ? 1 : 0);
+		emit(g, NBPF_JMP | NBPF_JLT | NBPF_K, 9, 0, (int16_t)((int)head - (int)g->len - 1), n);
+		break;
+	}
+	case 13: /* helper returning a scalar */
+		emit(g, NBPF_JMP | NBPF_CALL, 0, 0, 0, take(g, 2) ? NBPF_HELPER_KTIME_GET_NS : NBPF_HELPER_PRANDOM_U32);
+		emit(g, NBPF_ALU64 | NBPF_MOV | NBPF_X, r == 6 ? 7 : r, 0, 0, 0);
+		break;
+	case 14: { /* ring buffer record */
+		emit_lddw(g, 1, NBPF_PSEUDO_MAP_IDX, 2, 0);
+		emit(g, NBPF_ALU64 | NBPF_MOV | NBPF_K, 2, 0, 0, 16);
+		emit(g, NBPF_ALU64 | NBPF_MOV | NBPF_K, 3, 0, 0, 0);
+		emit(g, NBPF_JMP | NBPF_CALL, 0, 0, 0, NBPF_HELPER_RINGBUF_RESERVE);
+		emit(g, NBPF_JMP | NBPF_JEQ | NBPF_K, 0, 0, 5, 0);
+		emit(g, NBPF_ST | NBPF_MEM | sizes[take(g, 4)], 0, 0, (int16_t)take(g, 18), 7);
+		emit(g, NBPF_ALU64 | NBPF_MOV | NBPF_X, 1, 0, 0, 0);
+		emit(g, NBPF_ALU64 | NBPF_MOV | NBPF_K, 2, 0, 0, 0);
+		emit(g, NBPF_JMP | NBPF_CALL, 0, 0, 0, take(g, 2) ? NBPF_HELPER_RINGBUF_SUBMIT : NBPF_HELPER_RINGBUF_DISCARD);
+		emit(g, NBPF_ALU64 | NBPF_MOV | NBPF_K, 0, 0, 0, 0);
+		break;
+	}
+	default: /* copy between registers / pointers */
+		emit(g, NBPF_ALU64 | NBPF_MOV | NBPF_X, r == 6 ? 8 : r, s, 0, 0);
+		if (small >= 0 && small < 64)
+			emit(g, NBPF_ALU64 | NBPF_ADD | NBPF_K, r == 6 ? 8 : r, 0, 0, small);
+		break;
+	}
+}
+
+static uint32_t generate(const uint8_t *d, size_t n, struct nbpf_insn *p, uint32_t cap)
+{
+	struct gen g = { .d = d, .n = n, .p = p, .cap = cap - 3 };
+	uint32_t frags = 1 + (n ? d[0] % 12 : 0);
+
+	emit(&g, NBPF_ALU64 | NBPF_MOV | NBPF_X, 6, 1, 0, 0);
+	/* mostly initialised registers and stack, so most programs get far */
+	for (uint8_t r = 0; r < 10; r++)
+		if (r != 1 && r != 6 && take(&g, 8))
+			emit(&g, NBPF_ALU64 | NBPF_MOV | NBPF_K, r, 0, 0, (int32_t)take(&g, 40));
+	for (int k = 1; k <= 8; k++)
+		if (take(&g, 4))
+			emit(&g, NBPF_ST | NBPF_MEM | NBPF_DW, 10, 0, (int16_t)(-8 * k), 0);
+	for (uint32_t f = 0; f < frags; f++)
+		fragment(&g, 0);
+	g.cap += 3;
+	if (take(&g, 3))
+		emit(&g, NBPF_ALU64 | NBPF_MOV | NBPF_X, 0, 7, 0, 0);
+	else
+		emit(&g, NBPF_ALU64 | NBPF_MOV | NBPF_K, 0, 0, 0, (int32_t)take(&g, 0));
+	emit(&g, NBPF_JMP | NBPF_EXIT, 0, 0, 0, 0);
+	return g.len;
+}
+
+static uint64_t xs(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct nbpf_insn prog[256];
+	struct nbpf_verify_input in;
+	struct ncclbpf_verify_result res;
+	uint32_t n;
+	int err;
+
+	if (!maps[0]) {
+		setup_maps();
+		atexit(report);
+	}
+	n_inputs++;
+	if (size && (data[0] & 7) == 7) {
+		n = (uint32_t)((size - 1) / 8);
+		if (n > 256)
+			n = 256;
+		memcpy(prog, data + 1, n * 8);
+	} else {
+		n = generate(data, size, prog, 256);
+	}
+	memset(&in, 0, sizeof(in));
+	in.insns = prog;
+	in.n_insns = n;
+	in.maps = maps;
+	in.n_maps = NMAPS;
+	err = nbpf_verify_insns(&in, &fz_hook, NULL, &res);
+	if (err && getenv("FUZZ_SOUND_REASONS") && res.n_findings)
+		fprintf(stderr, "reject: %s\n", res.findings[0].reason);
+	free(res.findings);
+	if (err)
+		return 0;
+	n_accepted++;
+	{
+		uint64_t seed = 0x9e3779b97f4a7c15ull ^ size ^ 1;
+		struct nbpf_env env = { .maps = maps, .n_maps = NMAPS, .helper = nbpf_helper_find };
+
+		for (size_t i = 0; i < size; i++)
+			seed = (seed ^ data[i]) * 0x100000001b3ull;
+		for (int run = 0; run < 4; run++) {
+			uint8_t ctx[CTX_SIZE];
+			struct checker_state cs = { .ctx = ctx };
+			struct nbpf_checker chk = { .mem = chk_mem, .helper_ret = chk_helper, .user = &cs };
+			uint64_t r0 = 0;
+
+			for (int b = 0; b < CTX_SIZE; b++)
+				ctx[b] = (uint8_t)(run == 0 ? 0 : run == 1 ? 0xff : xs(&seed));
+			add_region(&cs, (uint64_t)(uintptr_t)nbpf_map_value_addr(maps[1], 0), 32);
+			err = nbpf_interp_run(prog, n, &env, ctx, CTX_SIZE, &chk, 1u << 22, &r0);
+			n_runs++;
+			if (err) {
+				fprintf(stderr, "fuzz_sound: accepted program trapped: %s\n", ncclbpf_errmsg());
+				for (uint32_t i = 0; i < n; i++)
+					fprintf(stderr, "  %3u: %02x %u %u %d %d\n", i, prog[i].code, prog[i].dst,
+						prog[i].src, prog[i].off, prog[i].imm);
+				abort();
+			}
+			if ((int64_t)r0 < res.ret_min || (int64_t)r0 > res.ret_max) {
+				fprintf(stderr, "fuzz_sound: r0 %lld outside proven [%lld, %lld]\n",
+					(long long)r0, (long long)res.ret_min, (long long)res.ret_max);
+				abort();
+			}
+		}
+	}
+	return 0;
+}
