@@ -80,6 +80,8 @@ int cmd_sim(struct cli *c, int argc, char **argv)
 			if (parse_range(v, &lo, &hi))
 				return cli_usage_error("sim: --sizes: expected MIN:MAX with suffixes K/M/G, 0 < MIN <= MAX <= 1T, got '%s'", v ? v : "");
 			i++;
+		} else if (!strcmp(a, "--nvls")) {
+			topo.nvls = true; /* NCCL_NVLS_ENABLE=1 on NVSwitch nodes */
 		} else if (a[0] == '-') {
 			return cli_usage_error("sim: unknown option '%s'", a);
 		} else if (!obj) {
@@ -89,12 +91,11 @@ int cmd_sim(struct cli *c, int argc, char **argv)
 		}
 	}
 	if (!obj)
-		return cli_usage_error("usage: ncclbpf sim OBJ [--coll NAME] [--ranks N] [--nodes N] [--sizes MIN:MAX] [-j]");
+		return cli_usage_error("usage: ncclbpf sim OBJ [--coll NAME] [--ranks N] [--nodes N] [--sizes MIN:MAX] [--nvls] [-j]");
 	if (topo.n_nodes > topo.n_ranks)
 		return cli_usage_error("sim: --nodes (%d) exceeds --ranks (%d)", topo.n_nodes, topo.n_ranks);
 	if (stat(obj, &st) || !S_ISREG(st.st_mode))
 		return cli_usage_error("sim: %s: not a readable file", obj);
-	topo.nvls = topo.n_ranks / topo.n_nodes >= 4; /* NVSwitch nodes */
 	err = emu_cli_tuner_open(&pl, &t, obj, 5, &topo, warn, sizeof(warn));
 	if (err)
 		return cli_usage_error("sim: %s", warn[0] ? warn : "cannot load the plugin");

@@ -78,13 +78,17 @@ static int cell_cmp(const void *a, const void *b)
 
 static void print_table(const struct nbpf_tele_set *d, double secs, int iter)
 {
-	printf("\nncclbpf top  %u process%s  interval %.1f s  sample %d\n", d->processes,
-	       d->processes == 1 ? "" : "es", secs, iter);
+	if (iter == 1)
+		printf("\nncclbpf top  %u process%s  sample 1: totals since each process started\n",
+		       d->processes, d->processes == 1 ? "" : "es");
+	else
+		printf("\nncclbpf top  %u process%s  last %.3g s  sample %d\n", d->processes,
+		       d->processes == 1 ? "" : "es", secs, iter);
 	printf("%-18s %-13s %-5s %9s %9s %9s %9s %9s %9s  %s\n", "COMMUNICATOR", "COLLECTIVE", "SIZE",
 	       "CALLS", "CALLS/s", "P50", "P99", "ALGBW", "BUSBW", "ALGO/PROTO");
 	for (size_t i = 0; i < d->n_cells; i++) {
 		const struct nbpf_tele_cell *c = &d->cells[i];
-		char p50[16], p99[16], mix[64], id[24];
+		char p50[16], p99[16], mix[64], id[24], rate[24];
 		double algbw = c->sum_ns ? (double)c->bytes / (double)c->sum_ns : 0; /* GB/s */
 
 		if (!c->count)
@@ -93,10 +97,13 @@ static void print_table(const struct nbpf_tele_set *d, double secs, int iter)
 		fmt_ns(p99, sizeof(p99), nbpf_tele_quantile_ns(c->hist, NBPF_TELE_LAT_BUCKETS, 0.99));
 		fmt_mix(mix, sizeof(mix), c);
 		snprintf(id, sizeof(id), "0x%016" PRIx64, c->comm_id);
-		printf("%-18s %-13s %-5s %9" PRIu64 " %9.0f %9s %9s %8.2fG %8.2fG  %s\n", id,
+		if (iter == 1)
+			snprintf(rate, sizeof(rate), "-");
+		else
+			snprintf(rate, sizeof(rate), "%.0f", (double)c->count / secs);
+		printf("%-18s %-13s %-5s %9" PRIu64 " %9s %9s %9s %8.2fG %8.2fG  %s\n", id,
 		       nbpf_tele_coll_name(c->coll), nbpf_tele_size_name(c->size_cls), c->count,
-		       (double)c->count / secs, p50, p99, algbw,
-		       algbw * nbpf_tele_busbw_factor(c->coll, c->n_ranks), mix);
+		       rate, p50, p99, algbw, algbw * nbpf_tele_busbw_factor(c->coll, c->n_ranks), mix);
 	}
 	for (size_t i = 0; i < d->n_tuners; i++) {
 		const struct nbpf_tele_tuner *t = &d->tuners[i];
@@ -104,10 +111,11 @@ static void print_table(const struct nbpf_tele_set *d, double secs, int iter)
 
 		for (int k = 0; k < NBPF_TELE_REFUSE; k++)
 			refused += t->refused[k];
-		printf("tuner 0x%016" PRIx64 "  ranks %u  calls %" PRIu64 " (%.0f/s)  applied %" PRIu64
-		       "  skipped %" PRIu64 "  refused %" PRIu64 "\n",
-		       t->comm_id, t->n_ranks, t->calls, (double)t->calls / secs, t->applied, t->skipped,
-		       refused);
+		printf("tuner 0x%016" PRIx64 "  ranks %u  calls %" PRIu64, t->comm_id, t->n_ranks, t->calls);
+		if (iter > 1)
+			printf(" (%.0f/s)", (double)t->calls / secs);
+		printf("  applied %" PRIu64 "  skipped %" PRIu64 "  refused %" PRIu64 "\n", t->applied,
+		       t->skipped, refused);
 	}
 	fflush(stdout);
 }

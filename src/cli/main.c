@@ -24,7 +24,7 @@ static const struct cmd cmds[] = {
 	{ "export",   cmd_export,    "export [--listen ADDR:PORT | --textfile PATH] [--interval S] [--count N] [PID...]" },
 	{ "prog",   cmd_prog,   "prog run FILE [PROGRAM] [--mem HEX] [--engine interp|jit]" },
 	{ "verify", cmd_verify, "verify OBJ [PROGRAM] [--strict-consistency]" },
-	{ "sim",    cmd_sim,    "sim OBJ [--coll NAME] [--ranks N] [--nodes N] [--sizes MIN:MAX]" },
+	{ "sim",    cmd_sim,    "sim OBJ [--coll NAME] [--ranks N] [--nodes N] [--sizes MIN:MAX] [--nvls]" },
 	{ "bench",  cmd_bench,  "bench OBJ [--calls N]" },
 };
 

@@ -5,7 +5,10 @@
  *
  * Every entry point returns ncclSuccess for policy problems (NCCL treats any
  * other result as fatal).  The hot path takes no lock, allocates nothing and
- * writes only this context's struct nbpf_comm.
+ * writes only this context's own memory (struct tuner_ctx, its struct
+ * nbpf_comm and its epoch reader record).  It computes only the parts of the
+ * program context the program can read (nbpf_prog_ctx_use, once per image)
+ * and NCCL's pick only when needed; see docs/benchmarks.md for the costs.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -23,14 +26,17 @@
  */
 struct tuner_ctx {
 	_Alignas(64) struct nbpf_comm *comm; /* NULL if registration failed: no counters */
+	/* Epoch reader record of this context: NCCL never calls one context
+	 * concurrently, so its sections need no thread-local (NULL: use TLS). */
+	struct nbpf_epoch_reader *rd;
 	uint64_t calls;            /* owner-thread copy of comm->calls */
 	uint64_t comm_id;
 	uint32_t n_ranks, n_nodes;
 	uint32_t nvl_domains, nvl_min, nvl_max;
 	int abi;
 	bool stats;                /* NCCLBPF_STATS=1: time program runs */
-	bool reads_ctx;            /* the program of image ana_gen may read its context */
-	uint64_t ana_gen;          /* generation reads_ctx was computed for (0: none) */
+	unsigned ctx_use;          /* NBPF_CTX_* the program of image ana_gen may read */
+	uint64_t ana_gen;          /* generation ctx_use was computed for (0: none) */
 };
 
 /* Creates a context; never fails for policy reasons (no policy = NCCL decides). */
@@ -59,6 +65,7 @@ static nbpf_nccl_result_t tuner_init_common(void **ctx, int abi, uint64_t comm_i
 		t->nvl_max = nvl->maxRanksPerNvlDomain > 0 ? (uint32_t)nvl->maxRanksPerNvlDomain : 0;
 	}
 	t->stats = nbpf_host_settings()->stats;
+	t->rd = nbpf_epoch_reader_new();
 	t->comm = nbpf_host_comm_add(NBPF_COMM_TUNER, abi, comm_id, -1, t->n_ranks, t->n_nodes);
 	nbpf_host_log(NBPF_NCCL_LOG_INFO, NBPF_NCCL_INIT | NBPF_NCCL_TUNING,
 		      "tuner v%d ready for comm 0x%llx (%u ranks, %u nodes)", abi,
@@ -74,6 +81,7 @@ static nbpf_nccl_result_t tuner_fini(void *ctx)
 	if (!t)
 		return NBPF_NCCL_SUCCESS;
 	nbpf_host_comm_remove(t->comm);
+	nbpf_epoch_reader_free(t->rd);
 	free(t);
 	nbpf_host_release();
 	return NBPF_NCCL_SUCCESS;
@@ -107,14 +115,34 @@ static __attribute__((noinline)) uint64_t run_interp(const struct nbpf_host_prog
 	return ret;
 }
 
-/* Caches whether the image's tuner program can read its context at all. */
+static inline void section_enter(struct tuner_ctx *t)
+{
+	if (__builtin_expect(t->rd != NULL, 1))
+		nbpf_epoch_enter_rec(t->rd);
+	else
+		nbpf_epoch_enter();
+}
+
+static inline void section_exit(struct tuner_ctx *t)
+{
+	if (__builtin_expect(t->rd != NULL, 1))
+		nbpf_epoch_exit_rec(t->rd);
+	else
+		nbpf_epoch_exit();
+}
+
+/*
+ * Caches which parts of its context the image's tuner program can read
+ * (the interpreter gets everything).  Once per comm and image: a few
+ * microseconds on the first call after a reload.
+ */
 static __attribute__((noinline, cold)) void analyse_prog(struct tuner_ctx *t,
 							  const struct nbpf_image *img,
 							  const struct nbpf_host_prog *hp)
 {
-	t->reads_ctx = !hp->func ||
-		       nbpf_prog_may_read_ctx(ncclbpf_program__insns(hp->prog),
-					      ncclbpf_program__insn_count(hp->prog));
+	t->ctx_use = !hp->func ? NBPF_CTX_ALL
+			       : nbpf_prog_ctx_use(ncclbpf_program__insns(hp->prog),
+						   ncclbpf_program__insn_count(hp->prog));
 	t->ana_gen = img->generation;
 }
 
@@ -130,11 +158,11 @@ tuner_begin(struct tuner_ctx *t, uint64_t seq, const struct nbpf_image **imgp)
 	const struct nbpf_image *img;
 	const struct nbpf_host_prog *hp;
 
-	nbpf_epoch_enter();
+	section_enter(t);
 	img = nbpf_host_image_for(atomic_load_explicit(&nbpf_host_published, memory_order_acquire),
 				  seq);
 	if (!img || !(hp = img->tuner)) {
-		nbpf_epoch_exit();
+		section_exit(t);
 		return NULL;
 	}
 	if (__builtin_expect(img->generation != t->ana_gen, 0))
@@ -171,7 +199,7 @@ tuner_exec(struct tuner_ctx *t, const struct nbpf_image *img, const struct nbpf_
 					      (nbpf_now_ns() - t0), memory_order_relaxed);
 		}
 	}
-	nbpf_epoch_exit();
+	section_exit(t);
 	return ret;
 }
 
@@ -218,10 +246,23 @@ static inline void count_call(struct tuner_ctx *t, int coll)
 	struct nbpf_comm *cm = t->comm;
 
 	t->calls++;
-	if (!cm)
-		return;
-	atomic_store_explicit(&cm->calls, t->calls, memory_order_relaxed);
-	bump(&cm->coll_calls[(unsigned)coll < NCCLBPF_NUM_COLLS ? (unsigned)coll : NCCLBPF_NUM_COLLS]);
+	if (cm)
+		bump(&cm->coll_calls[(unsigned)coll < NCCLBPF_NUM_COLLS ? (unsigned)coll
+									 : NCCLBPF_NUM_COLLS]);
+}
+
+/*
+ * Publishes the call count once this call's image has been chosen.  The
+ * host prunes an image's activation (at_call := 0, prev := NULL) once every
+ * comm's count has reached it; publishing before the choice would let a
+ * prune between the two switch this call to the new image one call early,
+ * and this rank would disagree with the others.
+ */
+static inline nbpf_nccl_result_t calls_done(struct tuner_ctx *t)
+{
+	if (t->comm)
+		atomic_store_explicit(&t->comm->calls, t->calls, memory_order_release);
+	return NBPF_NCCL_SUCCESS;
 }
 
 static inline void count_outcome(struct tuner_ctx *t, const struct nbpf_tuner_outcome *o)
@@ -257,19 +298,27 @@ static nbpf_nccl_result_t get_coll_info_table(void *ctx, int coll, size_t n_byte
 	seq = t->calls;
 	count_call(t, coll);
 	if (!table || num_algo <= 0 || num_proto <= 0)
-		return NBPF_NCCL_SUCCESS;
+		return calls_done(t);
 	if (!(hp = tuner_begin(t, seq, &img)))
-		return NBPF_NCCL_SUCCESS;
-	if (__builtin_expect(t->reads_ctx, 1)) {
+		return calls_done(t);
+	/* Compute only what the program can read ... */
+	if (t->ctx_use) {
 		ctx_fill(t, &c, seq, coll, n_bytes, num_pipe_ops, reg_buff);
-		nbpf_tuner_table_scan((float *)table, num_algo, num_proto, &c);
+		if (t->ctx_use & NBPF_CTX_PICK)
+			nbpf_tuner_table_scan((float *)table, num_algo, num_proto, &c);
+		else if (t->ctx_use & NBPF_CTX_MASK)
+			nbpf_tuner_mask_scan((float *)table, num_algo, num_proto, &c);
 	} else {
 		ctx_keep(&c);
 	}
 	ret = tuner_exec(t, img, hp, &c);
+	/* ... and the rest only when an output needs it to be applied. */
+	if (!(t->ctx_use & NBPF_CTX_PICK) &&
+	    (c.algo != NCCLBPF_KEEP || c.proto != NCCLBPF_KEEP || c.n_channels != NCCLBPF_KEEP))
+		nbpf_tuner_table_scan((float *)table, num_algo, num_proto, &c);
 	nbpf_tuner_apply_table(&c, ret, (float *)table, num_algo, num_proto, n_channels, &o);
 	count_outcome(t, &o);
-	return NBPF_NCCL_SUCCESS;
+	return calls_done(t);
 }
 
 static nbpf_nccl_result_t get_coll_info_v3(void *ctx, int coll, size_t n_bytes,
@@ -297,7 +346,7 @@ static nbpf_nccl_result_t get_coll_info_v2(void *ctx, int coll, size_t n_bytes,
 	seq = t->calls;
 	count_call(t, coll);
 	if (!(hp = tuner_begin(t, seq, &img)))
-		return NBPF_NCCL_SUCCESS;
+		return calls_done(t);
 	ctx_fill(t, &c, seq, coll, n_bytes, num_pipe_ops, 0);
 	c.avail_mask = nbpf_tuner_v2_mask(coll_net, nvls);
 	c.nccl_algo = algorithm && *algorithm >= 0 && *algorithm < NCCLBPF_NUM_ALGOS ? *algorithm : -1;
@@ -307,7 +356,7 @@ static nbpf_nccl_result_t get_coll_info_v2(void *ctx, int coll, size_t n_bytes,
 	ret = tuner_exec(t, img, hp, &c);
 	nbpf_tuner_apply_v2(&c, ret, algorithm, protocol, n_channels, &o);
 	count_outcome(t, &o);
-	return NBPF_NCCL_SUCCESS;
+	return calls_done(t);
 }
 
 static nbpf_nccl_result_t init_v2(size_t n_ranks, size_t n_nodes, nbpf_nccl_logger_t logger,

@@ -23,7 +23,9 @@
 #define NCCLBPF_TUNER_CORE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "abi_tuner.h"
 #include "host.h"
@@ -154,6 +156,33 @@ static inline void nbpf_tuner_scan21(const float *table, struct ncclbpf_tuner_ct
 }
 #undef NBPF_BITS21
 #endif
+
+/* Fills avail_mask only (NCCL's pick left as it is): for programs that read
+ * the mask but not the pick. */
+static inline void nbpf_tuner_mask_scan(const float *table, int num_algo, int num_proto,
+					struct ncclbpf_tuner_ctx *c)
+{
+#if defined(__SSE2__)
+	if (__builtin_expect(num_algo == NCCLBPF_NUM_ALGOS && num_proto == NCCLBPF_NUM_PROTOS, 1)) {
+		const __m128 zero = _mm_setzero_ps();
+		uint32_t m = (uint32_t)_mm_movemask_ps(_mm_cmpge_ps(_mm_loadu_ps(table), zero)) |
+			     (uint32_t)_mm_movemask_ps(_mm_cmpge_ps(_mm_loadu_ps(table + 4), zero)) << 4 |
+			     (uint32_t)_mm_movemask_ps(_mm_cmpge_ps(_mm_loadu_ps(table + 8), zero)) << 8 |
+			     (uint32_t)_mm_movemask_ps(_mm_cmpge_ps(_mm_loadu_ps(table + 12), zero)) << 12 |
+			     (uint32_t)_mm_movemask_ps(_mm_cmpge_ps(_mm_loadu_ps(table + 16), zero)) << 16;
+
+		c->avail_mask = m | (uint32_t)(table[20] >= 0.0f) << 20;
+		return;
+	}
+#endif
+	{
+		int algo = c->nccl_algo, proto = c->nccl_proto;
+
+		nbpf_tuner_scan_any(table, num_algo, num_proto, c);
+		c->nccl_algo = algo;
+		c->nccl_proto = proto;
+	}
+}
 
 /* Fills avail_mask and NCCL's pick in c from table. */
 static inline void nbpf_tuner_table_scan(const float *table, int num_algo, int num_proto,
@@ -305,114 +334,159 @@ static inline void nbpf_tuner_apply_v2(const struct ncclbpf_tuner_ctx *c, uint64
 }
 
 
-/* ---- does a program read its context at all? ------------------------------ */
+/* ---- which parts of its context does a program read? ---------------------- */
+
+/* nbpf_prog_ctx_use bits. */
+#define NBPF_CTX_FIELDS 1u  /* reads some field: fill the context */
+#define NBPF_CTX_MASK   2u  /* reads avail_mask: scan the table for it */
+#define NBPF_CTX_PICK   4u  /* reads nccl_algo/nccl_proto: NCCL's pick too */
+#define NBPF_CTX_ALL    7u
+
+#define NBPF_CTX_SCAN_MAX 4096
+#define NBPF_CTX_SEEN     0x8000u /* st[i]: insn i reached */
+
+static inline unsigned nbpf_ctx_range_use(long off, long size)
+{
+	const long m = (long)offsetof(struct ncclbpf_tuner_ctx, avail_mask);
+	const long p = (long)offsetof(struct ncclbpf_tuner_ctx, nccl_algo);
+	unsigned use = NBPF_CTX_FIELDS;
+
+	if (off < m + 4 && off + size > m)
+		use |= NBPF_CTX_MASK;
+	if (off < p + 8 && off + size > p)
+		use |= NBPF_CTX_PICK;
+	return use;
+}
 
 /*
- * Conservative answer to "can the program read the context?": false only
- * when r1 (the context pointer) is dead at entry, i.e. every path writes r1
- * before anything reads it, so no copy of the pointer can ever exist (a
- * callee only sees it through r1..r5 at a call, which counts as a read).
- * Then the adapter need not fill the context or scan the cost table: the
- * outputs it leaves at KEEP are all the program can return besides its
- * return value.  Unknown opcodes, programs over NBPF_CTX_SCAN_MAX slots and
- * loops that need too many passes answer true.  No allocation: the
- * reachable set is a bitmap on the stack, grown by forward passes.
+ * Conservative answer to "which context bytes can the program load?", so
+ * the adapter computes only what can be read: nothing at all (not even the
+ * context) for a program that never touches it, no cost-table scan for one
+ * that never reads avail_mask or NCCL's pick.  A forward data flow over the
+ * control flow graph tracks which registers may hold the context pointer
+ * (r1 at entry, copies by 64-bit mov); a load through one of them at a
+ * constant offset records the bytes.  Anything that would let the pointer
+ * escape the analysis -- arithmetic on it, storing it, passing it to a
+ * helper or subprogram, atomics -- and any instruction or shape it does not
+ * know (legacy packet loads, callx, programs over NBPF_CTX_SCAN_MAX slots,
+ * loops needing over 64 passes) answers NBPF_CTX_ALL.  Writes through the
+ * pointer (the outputs) are not reads.  No allocation: one 16-bit register
+ * set per instruction on the stack (8 KiB); run once per image, not per call.
  */
-#define NBPF_CTX_SCAN_MAX 4096
-static inline bool nbpf_prog_may_read_ctx(const struct nbpf_insn *insn, size_t n)
+static inline unsigned nbpf_prog_ctx_use(const struct nbpf_insn *insn, size_t n)
 {
-	uint64_t reach[NBPF_CTX_SCAN_MAX / 64] = { 1 };
+	uint16_t st[NBPF_CTX_SCAN_MAX];
+	unsigned use = 0;
 	bool changed = true;
 
 	if (!insn || n == 0 || n > NBPF_CTX_SCAN_MAX)
-		return true;
+		return NBPF_CTX_ALL;
+	memset(st, 0, n * sizeof(st[0]));
+	st[0] = NBPF_CTX_SEEN | 1u << 1;
 	for (int pass = 0; changed; pass++) {
 		if (pass > 64)
-			return true;
+			return NBPF_CTX_ALL;
 		changed = false;
 		for (size_t i = 0; i < n; i++) {
 			const struct nbpf_insn *in = &insn[i];
 			uint8_t cls = NBPF_CLASS(in->code), op = NBPF_OP(in->code);
-			bool reads, writes = false, falls = true, jumps = false;
-			long tgt = 0;
+			uint16_t s = st[i], d = (uint16_t)(1u << in->dst), r = (uint16_t)(1u << in->src);
+			bool falls = true, jumps = false;
 			size_t next = i + 1;
+			long tgt = 0;
 
-			if (!(reach[i / 64] >> (i % 64) & 1))
+			if (!(s & NBPF_CTX_SEEN))
 				continue;
+			if (in->dst >= 11 || in->src >= 11)
+				return NBPF_CTX_ALL;
 			switch (cls) {
 			case NBPF_LD:
 				if (in->code != (NBPF_LD | NBPF_IMM | NBPF_DW))
-					return true; /* legacy packet loads: not for tuners */
-				reads = false;
-				writes = in->dst == 1;
+					return NBPF_CTX_ALL;
+				s &= (uint16_t)~d;
 				next = i + 2;
 				break;
-			case NBPF_LDX:
-				reads = in->src == 1;
-				writes = in->dst == 1;
+			case NBPF_LDX: {
+				static const long sz[4] = { 4, 2, 1, 8 }; /* W, H, B, DW */
+
+				if (NBPF_MODE(in->code) != NBPF_MEM && NBPF_MODE(in->code) != NBPF_MEMSX)
+					return NBPF_CTX_ALL;
+				if (s & r)
+					use |= nbpf_ctx_range_use(in->off, sz[NBPF_SIZE(in->code) >> 3]);
+				s &= (uint16_t)~d;
 				break;
+			}
 			case NBPF_ST:
-				reads = in->dst == 1;
 				break;
 			case NBPF_STX:
-				reads = in->dst == 1 || in->src == 1;
+				if ((s & r) || (NBPF_MODE(in->code) != NBPF_MEM && (s & d)))
+					return NBPF_CTX_ALL; /* pointer stored, or atomics on the context */
 				break;
 			case NBPF_ALU:
 			case NBPF_ALU64:
-				if (op == NBPF_MOV) {
-					reads = NBPF_SRC(in->code) == NBPF_X && in->src == 1;
-					writes = in->dst == 1;
-				} else {
-					reads = in->dst == 1 ||
-						(NBPF_SRC(in->code) == NBPF_X && in->src == 1);
+				if (op == NBPF_MOV && NBPF_SRC(in->code) == NBPF_X && cls == NBPF_ALU64 &&
+				    in->off == 0) {
+					s = (s & r) ? (uint16_t)(s | d) : (uint16_t)(s & ~d);
+				} else if (op == NBPF_MOV) {
+					if (NBPF_SRC(in->code) == NBPF_X && (s & r))
+						return NBPF_CTX_ALL;
+					s &= (uint16_t)~d;
+				} else if ((s & d) || (NBPF_SRC(in->code) == NBPF_X && (s & r))) {
+					return NBPF_CTX_ALL; /* arithmetic on the pointer */
 				}
 				break;
 			case NBPF_JMP:
 			case NBPF_JMP32:
-				if (op == NBPF_CALL)
-					return true; /* arguments r1..r5 with r1 never written */
+				if (op == NBPF_CALL) {
+					if (in->code == (NBPF_JMP | NBPF_CALL | NBPF_X) || cls != NBPF_JMP ||
+					    (s & 0x3eu))
+						return NBPF_CTX_ALL; /* callx, or the pointer as an argument */
+					s &= (uint16_t)~0x3fu;  /* r0..r5 clobbered */
+					break;
+				}
 				if (op == NBPF_EXIT) {
-					reads = false;
 					falls = false;
 					break;
 				}
-				if (op == NBPF_JA) {
-					reads = false;
-					falls = false;
-					jumps = true;
-					tgt = (long)i + 1 + (cls == NBPF_JMP32 ? in->imm : in->off);
-					break;
-				}
-				reads = in->dst == 1 || (NBPF_SRC(in->code) == NBPF_X && in->src == 1);
 				jumps = true;
-				tgt = (long)i + 1 + in->off;
+				if (op == NBPF_JA) {
+					falls = false;
+					tgt = (long)i + 1 + (cls == NBPF_JMP32 ? in->imm : in->off);
+				} else {
+					tgt = (long)i + 1 + in->off;
+				}
 				break;
 			default:
-				return true;
+				return NBPF_CTX_ALL;
 			}
-			if (reads)
-				return true;
-			if (writes)
-				continue; /* r1 no longer holds the context past here */
+			if (use == NBPF_CTX_ALL)
+				return use;
+			s |= NBPF_CTX_SEEN;
 			if (falls) {
 				if (next >= n)
-					return true; /* falls off the end: not a verified program */
-				if (!(reach[next / 64] >> (next % 64) & 1)) {
-					reach[next / 64] |= 1ull << (next % 64);
-					changed |= next < i;
+					return NBPF_CTX_ALL; /* falls off the end: not a verified program */
+				if ((st[next] | s) != st[next]) {
+					st[next] |= s;
+					changed |= next <= i;
 				}
 			}
 			if (jumps) {
 				if (tgt < 0 || (size_t)tgt >= n)
-					return true;
-				if (!(reach[tgt / 64] >> (tgt % 64) & 1)) {
-					reach[tgt / 64] |= 1ull << (tgt % 64);
+					return NBPF_CTX_ALL;
+				if ((st[tgt] | s) != st[tgt]) {
+					st[tgt] |= s;
 					changed |= (size_t)tgt <= i;
 				}
 			}
 		}
 	}
-	return false;
+	return use;
+}
+
+/* Whether the program can read its context at all. */
+static inline bool nbpf_prog_may_read_ctx(const struct nbpf_insn *insn, size_t n)
+{
+	return nbpf_prog_ctx_use(insn, n) != 0;
 }
 
 #endif

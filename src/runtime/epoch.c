@@ -15,14 +15,16 @@
 #include "ncclbpf/runtime.h"
 
 /*
- * One record per live thread, on its own cache line.  state is written only
- * by its thread: (announced epoch << 1) | 1 inside a section, 0 outside.
- * Records stay on the registry while the library is loaded; exited threads
- * give theirs back (in_use = 0) for the next new thread.
+ * One record per live thread or caller-owned reader, its announcement on
+ * its own cache line.  rd.state is written only by its reader:
+ * (announced epoch << 1) | 1 inside a section, 0 outside.  Records stay on
+ * the registry while the library is loaded; exited threads and freed
+ * readers give theirs back (in_use = 0) for the next one.
  */
 struct nbpf_thread_rec {
-	_Alignas(64) _Atomic uint64_t state;
+	struct nbpf_epoch_reader rd;   /* first: TLS holds &rd.state */
 	atomic_int in_use;
+	atomic_bool is_reader;         /* owned through nbpf_epoch_reader_new */
 	uint32_t slot;
 	bool slot_owned;
 	struct nbpf_thread_rec *next;  /* registry list, append-only */
@@ -93,7 +95,7 @@ static void thread_exit(void *p)
 
 	if (!rec)
 		return;
-	atomic_store_explicit(&rec->state, 0, memory_order_release);
+	atomic_store_explicit(&rec->rd.state, 0, memory_order_release);
 	if (rec->slot_owned)
 		atomic_fetch_and(&slot_bitmap, ~(1ull << rec->slot));
 	rec->slot_owned = false;
@@ -131,7 +133,7 @@ __attribute__((destructor)) static void epoch_fini(void)
 		key_ok = false;
 	}
 	for (rec = atomic_load(&registry); rec; rec = rec->next)
-		if (atomic_load(&rec->state) & 1)
+		if (atomic_load(&rec->rd.state) & 1)
 			quiet = false;
 	if (quiet) {
 		struct nbpf_deferred *d;
@@ -150,7 +152,7 @@ __attribute__((destructor)) static void epoch_fini(void)
 	}
 	for (rec = atomic_exchange(&registry, NULL); rec; rec = next) {
 		next = rec->next;
-		if (is_static_rec(rec) || (atomic_load(&rec->state) & 1)) {
+		if (is_static_rec(rec) || (atomic_load(&rec->rd.state) & 1)) {
 			rec->next = keep;
 			keep = rec;
 		} else {
@@ -185,22 +187,17 @@ static struct nbpf_thread_rec *new_rec(void)
 	while (i < NBPF_EPOCH_STATIC_RECS)
 		if (atomic_compare_exchange_weak(&static_used, &i, i + 1))
 			return &static_recs[i];
-	rec = aligned_alloc(64, sizeof(*rec));
-	if (!rec)
-		abort(); /* a few bytes per thread: nothing sane to do without them */
-	return rec;
+	return aligned_alloc(_Alignof(struct nbpf_thread_rec), sizeof(*rec));
 }
 
 /*
- * First use on a thread: reuse a record of an exited thread or take a new
- * one.  A failed 64-byte allocation cannot be reported from the hot path
- * and a thread without a record would break grace periods, so it aborts.
+ * Reuses a given-back record or links a new one (NULL only when allocation
+ * fails).  The record comes back in use, outside any section.
  */
-static struct nbpf_thread_rec *thread_register(void)
+static struct nbpf_thread_rec *take_rec(bool reader)
 {
 	struct nbpf_thread_rec *rec;
 
-	pthread_once(&key_once, make_key);
 	for (rec = atomic_load_explicit(&registry, memory_order_acquire); rec; rec = rec->next) {
 		int expect = 0;
 
@@ -210,8 +207,12 @@ static struct nbpf_thread_rec *thread_register(void)
 	}
 	if (!rec) {
 		rec = new_rec();
-		atomic_init(&rec->state, 0);
+		if (!rec)
+			return NULL;
+		atomic_init(&rec->rd.state, 0);
+		atomic_init(&rec->rd.owner, NULL);
 		atomic_init(&rec->in_use, 1);
+		atomic_init(&rec->is_reader, reader);
 		rec->next = atomic_load_explicit(&registry, memory_order_relaxed);
 		/* seq_cst: a reclaimer whose scan misses this record has its
 		 * membarrier ordered before our first announcement's loads. */
@@ -220,16 +221,34 @@ static struct nbpf_thread_rec *thread_register(void)
 							      memory_order_relaxed))
 			;
 	}
+	atomic_store_explicit(&rec->is_reader, reader, memory_order_relaxed);
+	rec->slot_owned = false;
+	return rec;
+}
+
+/*
+ * First use on a thread: reuse a record of an exited thread or take a new
+ * one.  A failed allocation cannot be reported from the hot path and a
+ * thread without a record would break grace periods, so it aborts.
+ */
+static struct nbpf_thread_rec *thread_register(void)
+{
+	struct nbpf_thread_rec *rec;
+
+	pthread_once(&key_once, make_key);
+	rec = take_rec(false);
+	if (!rec)
+		abort(); /* a few bytes per thread: nothing sane to do without them */
 	rec->slot = claim_slot(&rec->slot_owned);
 	if (key_ok)
 		pthread_setspecific(thread_key, rec);
-	nbpf_epoch_tls_.state = &rec->state;
+	nbpf_epoch_tls_.state = &rec->rd.state;
 	return rec;
 }
 
 _Atomic uint64_t *nbpf_epoch_register_(void)
 {
-	return &thread_register()->state;
+	return &thread_register()->rd.state;
 }
 
 static inline struct nbpf_thread_rec *thread_rec(void)
@@ -245,6 +264,46 @@ uint32_t nbpf_epoch_thread_slot(void)
 	return thread_rec()->slot;
 }
 
+struct nbpf_epoch_reader *nbpf_epoch_reader_new(void)
+{
+	struct nbpf_thread_rec *rec = take_rec(true);
+
+	return rec ? &rec->rd : NULL;
+}
+
+void nbpf_epoch_reader_free(struct nbpf_epoch_reader *r)
+{
+	struct nbpf_thread_rec *rec = (struct nbpf_thread_rec *)r;
+
+	if (!rec)
+		return;
+	atomic_store_explicit(&rec->rd.state, 0, memory_order_release);
+	atomic_store_explicit(&rec->in_use, 0, memory_order_release);
+}
+
+/*
+ * A caller-owned reader in a section entered by this thread?  Scans the
+ * registry: only the slow paths (synchronize's deadlock check, map code
+ * deciding whether it may wait) ask.
+ */
+static bool reader_section_here(void)
+{
+	void *self = __builtin_thread_pointer();
+	struct nbpf_thread_rec *rec;
+
+	for (rec = atomic_load_explicit(&registry, memory_order_acquire); rec; rec = rec->next)
+		if (atomic_load_explicit(&rec->is_reader, memory_order_relaxed) &&
+		    (atomic_load_explicit(&rec->rd.state, memory_order_relaxed) & 1) &&
+		    atomic_load_explicit(&rec->rd.owner, memory_order_relaxed) == self)
+			return true;
+	return false;
+}
+
+bool nbpf_epoch_in_section(void)
+{
+	return nbpf_epoch_tls_.depth != 0 || reader_section_here();
+}
+
 /* True when some reader visibly sits in a section of an epoch other than e. */
 static bool reader_behind(uint64_t e)
 {
@@ -252,7 +311,7 @@ static bool reader_behind(uint64_t e)
 	uint64_t s;
 
 	for (rec = atomic_load_explicit(&registry, memory_order_acquire); rec; rec = rec->next) {
-		s = atomic_load_explicit(&rec->state, memory_order_acquire);
+		s = atomic_load_explicit(&rec->rd.state, memory_order_acquire);
 		if ((s & 1) && (s >> 1) != e)
 			return true;
 	}
@@ -389,7 +448,7 @@ static void wait_epoch(uint64_t target)
 
 int nbpf_epoch_synchronize(void)
 {
-	if (nbpf_epoch_tls_.depth)
+	if (nbpf_epoch_in_section())
 		return -EDEADLK;
 	wait_epoch(nbpf_epoch_retire_stamp() + 2);
 	run_list(take_ripe(false, 0));
@@ -400,7 +459,7 @@ int nbpf_epoch_barrier(void)
 {
 	uint64_t limit;
 
-	if (nbpf_epoch_tls_.depth)
+	if (nbpf_epoch_in_section())
 		return -EDEADLK;
 	limit = nbpf_epoch_retire_stamp();
 	wait_epoch(limit + 2);

@@ -7,7 +7,18 @@
  * are nearly free: the outermost enter loads the global epoch and stores
  * this thread's announcement in its own cache line (a plain store on
  * x86-64), exit is one release store.  No locks, no fences, no writes to
- * shared cache lines, no __tls_get_addr (the thread-local is initial-exec).
+ * shared cache lines.  The one thread-local access is general-dynamic
+ * (initial-exec would force the whole plugin's TLS, over 1 KiB with the
+ * error buffers, into glibc's small static-TLS surplus, and dlopen could
+ * then fail in a process with other such libraries).
+ *
+ * A caller whose sections are serialised by other means (the tuner
+ * adapter: NCCL never calls one tuner context concurrently) can own a
+ * reader record instead, nbpf_epoch_reader_new(), and bracket with
+ * nbpf_epoch_enter_rec()/nbpf_epoch_exit_rec(): no thread-local at all.
+ * Such a section does not nest with itself, but TLS sections may run
+ * inside it, and nbpf_epoch_in_section()/synchronize() see it on the
+ * thread that entered it (the record remembers the thread pointer).
  *
  * Fences are asymmetric (the "memb" scheme of liburcu): instead of every
  * reader ordering its announcement before its loads with a full fence, the
@@ -38,9 +49,9 @@
  *
  * Thread records are recycled when threads exit (a pthread key destructor
  * that the library's own destructor unregisters, so an unloaded plugin
- * leaves no destructor pointing into unmapped code).  The first
- * NBPF_EPOCH_STATIC_RECS records live in the library image; more are
- * allocated and freed by the library destructor.  Each record also owns
+ * leaves no destructor pointing into unmapped code).  The first 64
+ * records live in the library image; more are allocated, and freed by the
+ * library destructor.  Each record also owns
  * the thread's slot for per-thread ("percpu") maps.
  */
 #ifndef NCCLBPF_EPOCH_H
@@ -57,11 +68,6 @@ struct nbpf_epoch_tls {
 	uint32_t depth;           /* section nesting */
 };
 
-/*
- * Initial-exec: one %fs-relative access.  glibc reserves static TLS space
- * for a few small initial-exec variables of dlopen'ed libraries; this one
- * is 16 bytes.
- */
 extern _Thread_local struct nbpf_epoch_tls nbpf_epoch_tls_;
 extern _Atomic uint64_t nbpf_epoch_global_;
 /* Readers fence (no membarrier).  Written only before the first section. */
@@ -70,25 +76,31 @@ extern bool nbpf_epoch_fenced_;
 /* First section of a thread: finds or allocates its record. */
 _Atomic uint64_t *nbpf_epoch_register_(void);
 
+/* Announces e in *st and orders it before the section's loads. */
+static inline void nbpf_epoch_announce_(_Atomic uint64_t *st)
+{
+	/* Acquire: a reader that sees epoch E also sees every unlink that was
+	 * stamped before E was reached, so it cannot pick up those objects. */
+	uint64_t e = atomic_load_explicit(&nbpf_epoch_global_, memory_order_acquire);
+
+	atomic_store_explicit(st, (e << 1) | 1, memory_order_release);
+	if (__builtin_expect(nbpf_epoch_fenced_, 0))
+		atomic_thread_fence(memory_order_seq_cst);
+	else
+		atomic_signal_fence(memory_order_seq_cst); /* the reclaimer's membarrier fences for us */
+}
+
 static inline void nbpf_epoch_enter(void)
 {
 	struct nbpf_epoch_tls *t = &nbpf_epoch_tls_;
 	_Atomic uint64_t *st;
-	uint64_t e;
 
 	if (t->depth++)
 		return;
 	st = t->state;
 	if (__builtin_expect(!st, 0))
 		st = nbpf_epoch_register_();
-	/* Acquire: a reader that sees epoch E also sees every unlink that was
-	 * stamped before E was reached, so it cannot pick up those objects. */
-	e = atomic_load_explicit(&nbpf_epoch_global_, memory_order_acquire);
-	atomic_store_explicit(st, (e << 1) | 1, memory_order_release);
-	if (__builtin_expect(nbpf_epoch_fenced_, 0))
-		atomic_thread_fence(memory_order_seq_cst);
-	else
-		atomic_signal_fence(memory_order_seq_cst); /* the reclaimer's membarrier fences for us */
+	nbpf_epoch_announce_(st);
 }
 
 static inline void nbpf_epoch_exit(void)
@@ -100,10 +112,31 @@ static inline void nbpf_epoch_exit(void)
 	atomic_store_explicit(t->state, 0, memory_order_release);
 }
 
-/* True while this thread is inside a section. */
-static inline bool nbpf_epoch_in_section(void)
+/* True while this thread is inside a section (TLS or a reader record). */
+bool nbpf_epoch_in_section(void);
+
+/* ---- caller-owned reader records ----------------------------------------- */
+
+struct nbpf_epoch_reader {
+	_Alignas(64) _Atomic uint64_t state;  /* as a thread record's */
+	_Atomic(void *) owner;                /* thread pointer of the entering thread */
+};
+
+/* A record for one serialised reader; NULL when none can be allocated
+ * (then use nbpf_epoch_enter/exit).  Free with nbpf_epoch_reader_free. */
+struct nbpf_epoch_reader *nbpf_epoch_reader_new(void);
+/* Gives the record back (outside its section; NULL ok). */
+void nbpf_epoch_reader_free(struct nbpf_epoch_reader *r);
+
+static inline void nbpf_epoch_enter_rec(struct nbpf_epoch_reader *r)
 {
-	return nbpf_epoch_tls_.depth != 0;
+	atomic_store_explicit(&r->owner, __builtin_thread_pointer(), memory_order_relaxed);
+	nbpf_epoch_announce_(&r->state);
+}
+
+static inline void nbpf_epoch_exit_rec(struct nbpf_epoch_reader *r)
+{
+	atomic_store_explicit(&r->state, 0, memory_order_release);
 }
 
 /* ---- reclaimer side ---------------------------------------------------- */

@@ -50,6 +50,8 @@ static const int bpf2x86[NBPF_NREGS] = {
 #define KEY_CONST 1u /* on the call: the key is key_imm[i] */
 #define KEY_R9    2u /* on the call: the key is in r9d */
 #define KEY_COPY  4u /* on the store: also copy the stored value to r9d */
+#define KEY_STORE 8u /* on the store: its slot is read only by the forwarded lookup */
+#define KEY_FPMOV 16u /* on mov r2, r10: only feeds the forwarded lookup */
 
 struct jit {
 	const struct nbpf_insn *insns;
@@ -69,6 +71,7 @@ struct jit {
 	uint8_t *kflags;     /* key forwarding for inlined lookups (KEY_*) */
 	uint32_t *key_imm;   /* KEY_CONST: the key */
 	bool uses_fp, has_calls, has_bpf_calls, needs_r12;
+	bool no_frame;       /* r10 only feeds forwarded keys: no frame, key stores elided */
 	int pushes[6], npush;
 	int32_t alloc;       /* main frame bytes below the pushes */
 	int32_t fp_off;      /* r10 - rsp in the function being emitted */
@@ -498,6 +501,8 @@ static int emit_mem(struct jit *j, uint32_t i, const struct nbpf_insn *in)
 	case NBPF_ST:
 		if (mode != NBPF_MEM)
 			return nbpf_err(-EINVAL, "jit: insn %u: unknown store opcode 0x%02x", i, in->code);
+		if (j->no_frame && (j->kflags[i] & KEY_STORE))
+			return 0; /* the lookup takes the key as an immediate */
 		mem_operand(j, in->dst, in->off, &base, &off);
 		x86_store_i(e, size, base, off, in->imm);
 		return 0;
@@ -509,8 +514,10 @@ static int emit_mem(struct jit *j, uint32_t i, const struct nbpf_insn *in)
 		if (mode != NBPF_MEM)
 			return nbpf_err(-EINVAL, "jit: insn %u: unknown store opcode 0x%02x", i, in->code);
 		src = reg_val(j, in->src);
-		mem_operand(j, in->dst, in->off, &base, &off);
-		x86_store_r(e, size, base, off, src);
+		if (!(j->no_frame && (j->kflags[i] & KEY_STORE))) {
+			mem_operand(j, in->dst, in->off, &base, &off);
+			x86_store_r(e, size, base, off, src);
+		}
 		if (j->kflags[i] & KEY_COPY)
 			x86_mov_rr(e, 0, X_R9, src);
 		return 0;
@@ -819,6 +826,31 @@ static uint32_t insn_writes(const struct nbpf_insn *in)
 	}
 }
 
+/* Whether in names register r as an operand (read or written). */
+static bool insn_mentions(const struct nbpf_insn *in, unsigned r)
+{
+	uint8_t cls = NBPF_CLASS(in->code), op = NBPF_OP(in->code);
+
+	switch (cls) {
+	case NBPF_LD:
+		return in->dst == r;
+	case NBPF_ALU: case NBPF_ALU64:
+		return in->dst == r || (NBPF_SRC(in->code) == NBPF_X && in->src == r);
+	case NBPF_LDX: case NBPF_STX:
+		return in->dst == r || in->src == r;
+	case NBPF_ST:
+		return in->dst == r;
+	case NBPF_JMP: case NBPF_JMP32:
+		if (op == NBPF_CALL)
+			return r >= 1 && r <= 5;
+		if (op == NBPF_EXIT)
+			return r == 0;
+		return in->dst == r || (NBPF_SRC(in->code) == NBPF_X && in->src == r);
+	default:
+		return true;
+	}
+}
+
 /*
  * For the inlined lookup at call i, looks back through its basic block for
  * where the key comes from: r2 must be r10 + c (mov r2, r10; add r2, K...)
@@ -831,7 +863,8 @@ static void find_key(struct jit *j, const uint8_t *target, uint32_t i)
 {
 	const struct nbpf_insn *ins = j->insns;
 	int64_t c = 0;
-	int r2_done = 0, store = -1;
+	int r2_done = 0, store = -1, mov = -1;
+	bool r2_other = false; /* r2 read between its mov and the call */
 
 	for (uint32_t k = i; k > 0 && !target[k] && !j->entry[k];) {
 		const struct nbpf_insn *in;
@@ -857,13 +890,17 @@ static void find_key(struct jit *j, const uint8_t *target, uint32_t i)
 			}
 		}
 		if (!r2_done && (insn_writes(in) & 4u)) {
-			if (in->code == (NBPF_ALU64 | NBPF_ADD | NBPF_K) && in->dst == 2)
+			if (in->code == (NBPF_ALU64 | NBPF_ADD | NBPF_K) && in->dst == 2) {
 				c += in->imm;
-			else if (in->code == (NBPF_ALU64 | NBPF_MOV | NBPF_X) && in->dst == 2 &&
-				 in->src == NBPF_REG_FP && in->off == 0)
+			} else if (in->code == (NBPF_ALU64 | NBPF_MOV | NBPF_X) && in->dst == 2 &&
+				   in->src == NBPF_REG_FP && in->off == 0) {
 				r2_done = 1;
-			else
+				mov = (int)k;
+			} else {
 				return;
+			}
+		} else if (!r2_done && (insn_mentions(in, 2) || cls == NBPF_JMP || cls == NBPF_JMP32)) {
+			r2_other = true; /* read, or a branch out of the block with r2 live */
 		}
 		if (r2_done && store >= 0)
 			break;
@@ -876,6 +913,11 @@ static void find_key(struct jit *j, const uint8_t *target, uint32_t i)
 	} else {
 		j->kflags[i] = KEY_R9;
 		j->kflags[store] |= KEY_COPY;
+	}
+	/* The slot's address went nowhere else: the store may go (see analyze). */
+	if (!r2_other) {
+		j->kflags[store] |= KEY_STORE;
+		j->kflags[mov] |= KEY_FPMOV;
 	}
 }
 
@@ -1007,6 +1049,29 @@ static int analyze(struct jit *j)
 				j->pushes[j->npush++] = bpf2x86[reg_of[k]];
 		if (j->needs_r12)
 			j->pushes[j->npush++] = X_R12;
+	}
+	/*
+	 * No frame when r10 only appears in forwarded keys (store + mov r2,
+	 * r10 with the address going nowhere else): nothing can read the
+	 * slots, so the key stores are dropped and the 512 bytes never
+	 * allocated.  A JA/exit mentions no register, so the check is exact.
+	 */
+	if (j->uses_fp && !j->has_bpf_calls) {
+		bool only_keys = true;
+
+		for (uint32_t i = 0; i < n && only_keys; i++) {
+			if (ins[i].code == NBPF_OP_CALL || ins[i].code == NBPF_OP_CALLX)
+				continue; /* src is a flag, not a register */
+			if (insn_mentions(&ins[i], NBPF_REG_FP) &&
+			    !(j->kflags[i] & (KEY_STORE | KEY_FPMOV)))
+				only_keys = false;
+			if (ins[i].code == NBPF_OP_LDDW)
+				i++;
+		}
+		if (only_keys) {
+			j->no_frame = true;
+			j->uses_fp = false;
+		}
 	}
 	j->alloc = j->uses_fp ? NBPF_STACK_SIZE : 0;
 	if (j->has_calls && (8 + 8 * j->npush + j->alloc) % 16)

@@ -280,7 +280,7 @@ static void test_cli_views(void)
 		size_t n;
 
 		snprintf(cmd, sizeof(cmd),
-			 "%s export --listen 127.0.0.1:%d --count 1 & pid=$!; "
+			 "timeout 20 %s export --listen 127.0.0.1:%d --count 1 & pid=$!; "
 			 "for i in 1 2 3 4 5 6 7 8 9 10; do sleep 0.2; "
 			 "curl -sf http://127.0.0.1:%d/metrics && break; done; wait $pid",
 			 CTL_CLI, port, port);

@@ -1,115 +1,15 @@
 /*
- * emu.c - the NCCL emulator's cost model, plugin loading and tuner calls
- * (see emu.h).
+ * emu.c - the NCCL emulator's plugin loading and tuner calls (see emu.h;
+ * the cost model is in emu_model.c).
  */
 #include "emu.h"
 
 #include <dlfcn.h>
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-/* ---- cost model ----------------------------------------------------------- */
-
-/*
- * Constants in the spirit of NCCL's tuning.cc for Hopper on NVLink: base
- * latencies per algorithm/protocol (us), per-hop latencies, and bus
- * bandwidths (GB/s) per protocol.  Not NCCL's exact numbers; what matters is
- * the shape: LL wins small messages, LL128 the middle, Simple (and NVLS on
- * NVSwitch) large ones, and unsupported cells are IGNORE.
- */
-static const double base_lat[NBPF_NCCL_NUM_ALGORITHMS][3] = {
-	{ 6.8, 14.0, 8.4 },  /* TREE */
-	{ 6.6, 14.0, 8.4 },  /* RING */
-	{ 0.0, 0.0, 10.0 },  /* COLLNET_DIRECT */
-	{ 0.0, 0.0, 14.0 },  /* COLLNET_CHAIN */
-	{ 0.0, 0.0, 25.0 },  /* NVLS */
-	{ 0.0, 0.0, 25.0 },  /* NVLS_TREE */
-	{ 8.0, 14.0, 8.4 },  /* PAT */
-};
-static const double hop_lat_nvl[3] = { 0.6, 1.25, 3.4 };
-static const double hop_lat_net[3] = { 5.0, 8.0, 14.0 };
-static const double bus_bw_nvl[3] = { 60.0, 330.0, 360.0 };
-static const double bus_bw_net[3] = { 12.0, 42.0, 46.0 };
-
-static double bus_factor(int coll, int n)
-{
-	switch (coll) {
-	case 4: return 2.0 * (n - 1) / n;               /* AllReduce */
-	case 2: case 3: return (double)(n - 1) / n;     /* AllGather, ReduceScatter */
-	default: return 1.0;                            /* Broadcast, Reduce */
-	}
-}
-
-void emu_cost_table(const struct emu_topo *topo, int coll, uint64_t n_bytes,
-		    float table[NBPF_NCCL_NUM_ALGORITHMS][NBPF_NCCL_NUM_PROTOCOLS])
-{
-	int n = topo->n_ranks > 1 ? topo->n_ranks : 2;
-	int nodes = topo->n_nodes > 0 ? topo->n_nodes : 1;
-	bool multi = nodes > 1;
-	double factor = bus_factor(coll, n), mb = (double)n_bytes;
-
-	for (int a = 0; a < NBPF_NCCL_NUM_ALGORITHMS; a++)
-		for (int p = 0; p < 3; p++)
-			table[a][p] = NBPF_NCCL_ALGO_PROTO_IGNORE;
-	for (int p = 0; p < 3; p++) {
-		double hop = multi ? hop_lat_net[p] : hop_lat_nvl[p];
-		double bw = multi ? bus_bw_net[p] * (p == 2 ? 1.0 : 1.0) : bus_bw_nvl[p];
-		double steps = coll == 4 ? 2.0 * (n - 1) : (double)(n - 1);
-
-		/* Ring: every collective. */
-		table[1][p] = (float)(base_lat[1][p] + steps * hop * (multi ? 0.25 : 1.0) +
-				      mb * factor / (1000.0 * bw));
-		/* Tree: AllReduce only; log-depth latency, a little less bandwidth. */
-		if (coll == 4)
-			/* Within one node NCCL's tree is a chain: no latency advantage. */
-			table[0][p] = (float)(base_lat[0][p] +
-					      2.0 * (multi ? log2((double)nodes) + (double)(n / nodes - 1) * 0.25
-							   : (double)(n - 1)) * hop +
-					      mb * factor / (1000.0 * bw * (multi ? 0.95 : 0.8)));
-		/* PAT: AllGather/ReduceScatter with one rank per node. */
-		if ((coll == 2 || coll == 3) && multi && n == nodes)
-			table[6][p] = (float)(base_lat[6][p] + log2((double)n) * hop +
-					      mb * factor / (1000.0 * bw));
-	}
-	/* NVLS: AllReduce (and AllGather/ReduceScatter) on NVSwitch, Simple only. */
-	if (topo->nvls && (coll == 4 || coll == 2 || coll == 3)) {
-		double bw = multi ? bus_bw_net[2] * 1.1 : 480.0;
-
-		if (!multi) /* across nodes NVLS runs as NVLS Tree */
-			table[4][2] = (float)(base_lat[4][2] + mb * factor / (1000.0 * bw));
-		else if (coll == 4)
-			table[5][2] = (float)(base_lat[5][2] + 2.0 * hop_lat_net[2] +
-					      mb * factor / (1000.0 * bw * 0.95));
-	}
-	if (topo->collnet && multi && coll == 4) {
-		table[2][2] = (float)(base_lat[2][2] + mb / (1000.0 * bus_bw_net[2] * 1.8));
-		table[3][2] = (float)(base_lat[3][2] + mb / (1000.0 * bus_bw_net[2] * 1.6));
-	}
-}
-
-void emu_pick(const float table[NBPF_NCCL_NUM_ALGORITHMS][NBPF_NCCL_NUM_PROTOCOLS],
-	      int *algo, int *proto)
-{
-	float min = NBPF_NCCL_COST_START_MIN;
-
-	*algo = *proto = -1;
-	for (int a = 0; a < NBPF_NCCL_NUM_ALGORITHMS; a++)
-		for (int p = 0; p < NBPF_NCCL_NUM_PROTOCOLS; p++) {
-			float v = table[a][p];
-
-			if (v == NBPF_NCCL_ALGO_PROTO_IGNORE)
-				continue;
-			if (v >= 0.0f && v < min) {
-				min = v;
-				*algo = a;
-				*proto = p;
-			}
-		}
-}
 
 /* ---- loading ---------------------------------------------------------------- */
 

@@ -19,20 +19,23 @@
 
 struct emu_topo {
 	int n_ranks;
-	int n_nodes;
-	bool nvls;      /* NVLink SHARP (NVSwitch) available */
-	bool collnet;   /* in-network reduction available */
+	int n_nodes;    /* ranks are spread evenly; 1 GPU per node enables PAT */
+	bool nvls;      /* NVLink SHARP enabled (NVSwitch and NCCL_NVLS_ENABLE=1) */
+	bool collnet;   /* unused: CollNet is never offered (collnetEnable=0) */
 };
 
-/* An 8-GPU NVLink node (NVSwitch, NVLS) unless told otherwise. */
-#define EMU_TOPO_DEFAULT ((struct emu_topo){ .n_ranks = 8, .n_nodes = 1, .nvls = true })
+/* One node of 8 Hopper GPUs on NVSwitch, NVLS off as operators run it. */
+#define EMU_TOPO_DEFAULT ((struct emu_topo){ .n_ranks = 8, .n_nodes = 1 })
 
 /*
- * Fills table[algo][proto] (us) with an alpha-beta model of NCCL 2.28 on
- * topo: latency + bytes / bandwidth per algorithm and protocol, IGNORE
- * (-1.0) for cells NCCL would not offer (Tree and NVLS only for AllReduce,
- * NVLS only Simple and only with NVSwitch, NVLS Tree and PAT only across
- * nodes, CollNet only with collnet).
+ * Fills table[algo][proto] (us) as NCCL 2.28 does for Hopper GPUs on topo
+ * (emu_model.c): NCCL's tune model (default tuner constants, typical
+ * topology graphs: NVSwitch within a node, one 400 Gb/s NIC per GPU across
+ * nodes) and its per-call time, latency + bytes / bandwidth.  Cells NCCL
+ * would not offer are IGNORE (-1.0): Tree only for AllReduce, NVLS only
+ * Simple and only when enabled (NVLS within a node, NVLS Tree across
+ * nodes), PAT only for AllGather/ReduceScatter with one GPU per node,
+ * CollNet never.  Pure and cheap (a few hundred flops).
  */
 void emu_cost_table(const struct emu_topo *topo, int coll, uint64_t n_bytes,
 		    float table[NBPF_NCCL_NUM_ALGORITHMS][NBPF_NCCL_NUM_PROTOCOLS]);

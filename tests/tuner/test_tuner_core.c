@@ -66,6 +66,11 @@ static void test_scan(void)
 		for (int i = 0; i < na * np; i++)
 			t[i] = random_cost(&seed);
 		reference(t, na, np, &m, &a, &p);
+		c.nccl_algo = c.nccl_proto = 77;
+		nbpf_tuner_mask_scan(t, na, np, &c);
+		if (c.avail_mask != m || c.nccl_algo != 77 || c.nccl_proto != 77)
+			if (bad++ < 5)
+				fprintf(stderr, "mask scan %dx%d: %#x/%#x\n", na, np, c.avail_mask, m);
 		nbpf_tuner_table_scan(t, na, np, &c);
 		if (c.avail_mask != m || c.nccl_algo != a || c.nccl_proto != p) {
 			if (bad++ < 5)
@@ -129,7 +134,7 @@ static void test_may_read_ctx(void)
 
 	CHECK(!nbpf_prog_may_read_ctx(noop, 2));
 	CHECK(nbpf_prog_may_read_ctx(reads, 3));
-	CHECK(nbpf_prog_may_read_ctx(copies, 4));
+	CHECK(!nbpf_prog_may_read_ctx(copies, 4)); /* copied, never loaded through */
 	CHECK(!nbpf_prog_may_read_ctx(overwritten, 4));
 	CHECK(nbpf_prog_may_read_ctx(one_branch, 5));
 	CHECK(!nbpf_prog_may_read_ctx(both_branches, 7));
@@ -138,17 +143,46 @@ static void test_may_read_ctx(void)
 	CHECK(nbpf_prog_may_read_ctx(loop, 9));
 	CHECK(!nbpf_prog_may_read_ctx(loop_safe, 9));
 	CHECK(nbpf_prog_may_read_ctx(off_end, 3));
-	CHECK(nbpf_prog_may_read_ctx(branch_on_r1, 3));
+	CHECK(!nbpf_prog_may_read_ctx(branch_on_r1, 3)); /* compares the pointer only */
 	CHECK(nbpf_prog_may_read_ctx(NULL, 0));
+
+	/* Field-level answers. */
+	const struct nbpf_insn n_bytes[] = { MOV64_X(6, 1), INSN(NBPF_LDX | NBPF_MEM | NBPF_DW, 2, 6, 0, 0),
+					     MOV64_K(0, 1), EXIT() };
+	const struct nbpf_insn mask[] = { LDX_W(2, 1, 44), MOV64_K(0, 1), EXIT() };
+	const struct nbpf_insn pick[] = { LDX_W(2, 1, 52), MOV64_K(0, 1), EXIT() };
+	const struct nbpf_insn wide[] = { INSN(NBPF_LDX | NBPF_MEM | NBPF_DW, 2, 1, 40, 0), MOV64_K(0, 1), EXIT() };
+	const struct nbpf_insn arith[] = { INSN(NBPF_ALU64 | NBPF_ADD | NBPF_K, 1, 0, 0, 8), LDX_W(2, 1, 0),
+					   MOV64_K(0, 1), EXIT() };
+	const struct nbpf_insn spill[] = { INSN(NBPF_STX | NBPF_MEM | NBPF_DW, 10, 1, -8, 0), MOV64_K(0, 1), EXIT() };
+	const struct nbpf_insn writes[] = { INSN(NBPF_ST | NBPF_MEM | NBPF_W, 1, 0, 72, 2), MOV64_K(0, 1), EXIT() };
+	/* r6 = ctx; r1 = 0; call; r2 = *(u32 *)(r6 + 44): the copy survives the call. */
+	const struct nbpf_insn after_call[] = { MOV64_X(6, 1), MOV64_K(1, 0), CALL(5), LDX_W(2, 6, 44),
+						MOV64_K(0, 1), EXIT() };
+	/* r2 = r1 only on one branch, then a load through r2 after the join. */
+	const struct nbpf_insn joined[] = { MOV64_K(2, 0), MOV64_K(0, 1), JEQ_K(0, 0, 1), MOV64_X(2, 1),
+					    LDX_W(3, 2, 48), EXIT() };
+
+	CHECK_EQ_U64(nbpf_prog_ctx_use(n_bytes, 4), NBPF_CTX_FIELDS);
+	CHECK_EQ_U64(nbpf_prog_ctx_use(mask, 3), NBPF_CTX_FIELDS | NBPF_CTX_MASK);
+	CHECK_EQ_U64(nbpf_prog_ctx_use(pick, 3), NBPF_CTX_FIELDS | NBPF_CTX_PICK);
+	CHECK_EQ_U64(nbpf_prog_ctx_use(wide, 3), NBPF_CTX_FIELDS | NBPF_CTX_MASK); /* bytes 40..47 */
+	CHECK_EQ_U64(nbpf_prog_ctx_use(arith, 4), NBPF_CTX_ALL);
+	CHECK_EQ_U64(nbpf_prog_ctx_use(spill, 3), NBPF_CTX_ALL);
+	CHECK_EQ_U64(nbpf_prog_ctx_use(writes, 3), 0);
+	CHECK_EQ_U64(nbpf_prog_ctx_use(after_call, 6), NBPF_CTX_FIELDS | NBPF_CTX_MASK);
+	CHECK_EQ_U64(nbpf_prog_ctx_use(joined, 6), NBPF_CTX_FIELDS | NBPF_CTX_PICK);
+	CHECK_EQ_U64(nbpf_prog_ctx_use(noop, 2), 0);
 }
 
-/* The shipped policies: only noop never touches its context. */
+/* The shipped policies: noop and bad_channels never load from the context; slo_enforcer
+ * reads avail_mask but never NCCL's pick. */
 static void test_policies(void)
 {
 	static const struct { const char *obj, *prog; bool reads; } want[] = {
 		{ "noop", "noop", false },
 		{ "size_aware", "size_aware", true },
-		{ "bad_channels", "bad_channels", true },
+		{ "bad_channels", "bad_channels", false }, /* writes n_channels only */
 		{ "slo_enforcer", "slo_enforcer_tune", true },
 		{ "nvlink_ring_mid", "nvlink_ring_mid", true },
 	};
@@ -165,11 +199,15 @@ static void test_policies(void)
 		}
 		prog = ncclbpf_object__find_program(obj, want[i].prog);
 		CHECK_MSG(prog != NULL, "%s: no program %s", path, want[i].prog);
-		if (prog)
-			CHECK_MSG(nbpf_prog_may_read_ctx(ncclbpf_program__insns(prog),
-							 ncclbpf_program__insn_count(prog)) ==
-					  want[i].reads,
-				  "%s", want[i].prog);
+		if (prog) {
+			unsigned use = nbpf_prog_ctx_use(ncclbpf_program__insns(prog),
+							 ncclbpf_program__insn_count(prog));
+
+			printf("%s: context use %#x\n", want[i].prog, use);
+			CHECK_MSG((use != 0) == want[i].reads, "%s", want[i].prog);
+			if (!strcmp(want[i].prog, "slo_enforcer_tune"))
+				CHECK_EQ_U64(use, NBPF_CTX_FIELDS | NBPF_CTX_MASK); /* never the pick */
+		}
 		ncclbpf_object__close(obj);
 	}
 }

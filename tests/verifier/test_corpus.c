@@ -1,7 +1,8 @@
 /*
  * test_corpus.c - the verifier's corpus checks, one invocation per file:
  *
- *   test_corpus safe OBJ             every program of OBJ is accepted
+ *   test_corpus safe OBJ [MAX]       every program of OBJ is accepted (with at most
+ *                                    MAX instructions processed, when given)
  *   test_corpus unsafe SRC OBJ       some program of OBJ is rejected and the first
  *                                    error's reason or detail contains the text
  *                                    of SRC's "// EXPECT: <text>" line
@@ -79,6 +80,9 @@ static void print_findings(const char *what, const struct ncclbpf_verify_result 
 			r->findings[i].reason, r->findings[i].detail);
 }
 
+/* max_processed: when nonzero, every accepted program must need at most this many. */
+static uint32_t max_processed;
+
 static int run_objects(const char *mode, const char *src, const char *path)
 {
 	struct ncclbpf_object *obj = NULL;
@@ -109,6 +113,10 @@ static int run_objects(const char *mode, const char *src, const char *path)
 			CHECK_MSG(!err && r.accepted, "%s: %s rejected", path, ncclbpf_program__name(p));
 			if (err)
 				print_findings(ncclbpf_program__name(p), &r);
+			else if (max_processed)
+				CHECK_MSG(r.insns_processed <= max_processed,
+					  "%s: %s: %u instructions processed, expected at most %u", path,
+					  ncclbpf_program__name(p), r.insns_processed, max_processed);
 		} else if (!strcmp(mode, "unsafe")) {
 			if (err) {
 				any_rejected = true;
@@ -195,10 +203,14 @@ int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "safe"))
 		return run_objects("safe", NULL, argv[2]);
+	if (argc == 4 && !strcmp(argv[1], "safe")) {
+		max_processed = (uint32_t)strtoul(argv[3], NULL, 10);
+		return run_objects("safe", NULL, argv[2]);
+	}
 	if (argc == 4 && (!strcmp(argv[1], "unsafe") || !strcmp(argv[1], "consistency")))
 		return run_objects(argv[1], argv[2], argv[3]);
 	if (argc == 3 && !strcmp(argv[1], "asm"))
 		return run_asm(argv[2]);
-	fprintf(stderr, "usage: test_corpus safe OBJ | unsafe SRC OBJ | asm FILE | consistency SRC OBJ\n");
+	fprintf(stderr, "usage: test_corpus safe OBJ [MAX] | unsafe SRC OBJ | asm FILE | consistency SRC OBJ\n");
 	return 2;
 }

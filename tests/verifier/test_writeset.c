@@ -151,6 +151,14 @@ static void check_synthetic(void)
 		const struct nbpf_insn l[] = { EXIT0, I(NBPF_OP_LDDW, 1, 0, 0, 0) };
 		const struct nbpf_insn r[] = { I(NBPF_ALU64 | NBPF_MOV | NBPF_K, 12, 0, 0, 0), EXIT0 };
 
+		/* a jump into a lddw whose second slot is a wild jump: no crash, no answer */
+		const struct nbpf_insn m[] = {
+			I(NBPF_JMP | NBPF_JEQ | NBPF_K, 1, 0, 1, 0),
+			I(NBPF_OP_LDDW, 1, 0, 0, 0), I(NBPF_JMP | NBPF_JA, 0, 0, 30000, 0),
+			EXIT0,
+		};
+
+		CHECK(scan(m, 5, w) == -EAGAIN);
 		CHECK(scan(j, 3, w) == -EAGAIN);
 		CHECK(scan(l, 3, w) == -EAGAIN);
 		CHECK(scan(r, 3, w) == -EAGAIN);

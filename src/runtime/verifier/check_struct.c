@@ -7,6 +7,7 @@
  * the exploration needs: prune points, functions, register liveness.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -443,7 +444,7 @@ static uint16_t relevant_transfer(const struct venv *e, uint32_t k, uint16_t out
 		if (op == NBPF_CALL)
 			rin = (uint16_t)((rin & ~0x3fu) | helper_arg_mask(e, in, true));
 		else if (op == NBPF_EXIT)
-			rin = 0;
+			rin = 1; /* r0: the return range check (main), the caller's r0 (functions) */
 		else if (op != NBPF_JA && (e->flags[k] & IF_LOOPEXIT))
 			rin |= (uint16_t)((1u << in->dst) | (x ? 1u << in->src : 0));
 		break;
@@ -539,40 +540,204 @@ out:
 }
 
 /*
- * Marks conditional jumps that can leave a loop: a successor lies outside
- * the span [head, back edge] of a loop containing the jump.  Their operands
- * decide termination, so joins must not merge different values of them
- * (a widened counter makes a bounded loop look unbounded).  Precision only:
- * a missed mark never makes the verifier unsound, so a work budget caps
- * the cost on adversarial programs.
+ * One round of the loop decomposition: Tarjan's SCC algorithm (iterative,
+ * no recursion on program input) over the active instructions, following
+ * only edges that stay inside the previous round's component (lab) and do
+ * not enter a header.  Writes the new component of every active node to
+ * nl (components numbered from *ncomp) and returns how many nodes lie in
+ * nontrivial components (size > 1 or a self edge).
  */
-static void mark_loop_exits(struct venv *e)
+struct loopscc {
+	uint32_t *lab, *nl, *idx, *low, *stk, *cs, *csz;
+	uint8_t *act, *hdr, *onstk, *cj, *self;
+};
+
+static bool loop_edge(const struct venv *e, const struct loopscc *w, uint32_t j, int64_t s)
 {
-	uint64_t work = 0;
+	(void)e;
+	return s >= 0 && w->act[s] && !w->hdr[s] && w->lab[s] == w->lab[j];
+}
 
-	for (uint32_t b = 0; b < e->n; b++) {
-		const struct nbpf_insn *in = &e->insns[b];
-		int64_t h;
+static uint32_t scc_round(const struct venv *e, struct loopscc *w, uint32_t *ncomp)
+{
+	uint32_t n = e->n, counter = 0, nst = 0, ncs = 0, nontriv = 0;
 
-		if ((e->flags[b] & IF_LDDW2) || in->code == NBPF_OP_CALL)
+	for (uint32_t k = 0; k < n; k++)
+		w->idx[k] = UINT32_MAX;
+	for (uint32_t r = 0; r < n; r++) {
+		if (!w->act[r] || w->idx[r] != UINT32_MAX)
 			continue;
-		h = jump_target(in, b);
-		if (h == NO_TARGET || h > b)
-			continue;
-		for (uint32_t pc = (uint32_t)h; pc <= b; pc++) {
-			int64_t s[2];
-			int ns;
+		/* call stack of (node, next successor to try) */
+		w->cs[ncs] = r;
+		w->cj[ncs++] = 0;
+		w->idx[r] = w->low[r] = counter++;
+		w->stk[nst++] = r;
+		w->onstk[r] = 1;
+		while (ncs) {
+			uint32_t v = w->cs[ncs - 1];
+			int64_t sc[2];
+			int ns = successors(e, v, sc);
 
-			if (++work > (1u << 22))
-				return;
-			if ((e->flags[pc] & IF_LDDW2) || !is_cond_jmp(e->insns[pc].code))
+			if (w->cj[ncs - 1] < ns) {
+				int64_t s = sc[w->cj[ncs - 1]++];
+
+				if (!loop_edge(e, w, v, s))
+					continue;
+				if (w->idx[s] == UINT32_MAX) {
+					w->idx[s] = w->low[s] = counter++;
+					w->stk[nst++] = (uint32_t)s;
+					w->onstk[s] = 1;
+					w->cs[ncs] = (uint32_t)s;
+					w->cj[ncs++] = 0;
+				} else if (w->onstk[s] && w->idx[s] < w->low[v]) {
+					w->low[v] = w->idx[s];
+				}
 				continue;
-			ns = successors(e, pc, s);
-			for (int j = 0; j < ns; j++)
-				if (s[j] < h || s[j] > b)
-					e->flags[pc] |= IF_LOOPEXIT;
+			}
+			ncs--;
+			if (ncs && w->low[v] < w->low[w->cs[ncs - 1]])
+				w->low[w->cs[ncs - 1]] = w->low[v];
+			if (w->low[v] == w->idx[v]) {
+				uint32_t c = (*ncomp)++, size = 0, x;
+
+				do {
+					x = w->stk[--nst];
+					w->onstk[x] = 0;
+					w->nl[x] = c;
+					size++;
+				} while (x != v);
+				w->csz[c] = size;
+			}
 		}
 	}
+	for (uint32_t k = 0; k < n; k++) {
+		int64_t sc[2];
+		int ns;
+
+		if (!w->act[k])
+			continue;
+		w->self[k] = 0;
+		ns = successors(e, k, sc);
+		for (int j = 0; j < ns; j++)
+			if (sc[j] == (int64_t)k && loop_edge(e, w, k, sc[j]))
+				w->self[k] = 1;
+	}
+	for (uint32_t k = 0; k < n; k++)
+		if (w->act[k] && (w->csz[w->nl[k]] > 1 || w->self[k]))
+			nontriv++;
+	return nontriv;
+}
+
+/*
+ * Marks conditional jumps that can leave a loop, from the loop nesting
+ * forest: the strongly connected components of the control flow graph are
+ * the outermost loops; inside each, the edges into its headers (nodes
+ * entered from outside, or the function entry) are removed and the
+ * decomposition repeats for the inner loops.  A jump leaves a loop when one
+ * of its successors lies outside a nontrivial component that holds the
+ * jump, at any level.  Branches that only select between paths of one
+ * iteration (if (cost < best) ...) are not marked, whatever the code
+ * layout, so their operands do not become relevant.  Their operands decide
+ * termination, so joins must not merge different values of them (a widened
+ * counter makes a bounded loop look unbounded).  Precision only: marks are
+ * never needed for soundness; past 64 nesting levels every conditional
+ * jump still inside a loop is marked (the conservative answer).
+ */
+static int mark_loop_exits(struct venv *e)
+{
+	uint32_t n = e->n, ncomp, round;
+	struct loopscc w = { 0 };
+	int err = 0;
+
+	w.lab = calloc(n, sizeof(uint32_t));
+	w.nl = calloc(n, sizeof(uint32_t));
+	w.idx = calloc(n, sizeof(uint32_t));
+	w.low = calloc(n, sizeof(uint32_t));
+	w.stk = calloc(n, sizeof(uint32_t));
+	w.cs = calloc(n, sizeof(uint32_t));
+	w.csz = calloc(n, sizeof(uint32_t));
+	w.act = calloc(n, 1);
+	w.hdr = calloc(n, 1);
+	w.onstk = calloc(n, 1);
+	w.cj = calloc(n, 1);
+	w.self = calloc(n, 1);
+	if (!w.lab || !w.nl || !w.idx || !w.low || !w.stk || !w.cs || !w.csz || !w.act ||
+	    !w.hdr || !w.onstk || !w.cj || !w.self) {
+		err = venv_oom(e);
+		goto out;
+	}
+	for (uint32_t k = 0; k < n; k++)
+		w.act[k] = !(e->flags[k] & IF_LDDW2);
+	for (round = 0;; round++) {
+		uint32_t nontriv;
+
+		ncomp = 0;
+		nontriv = scc_round(e, &w, &ncomp);
+		if (!nontriv)
+			break;
+		for (uint32_t k = 0; k < n; k++) {
+			int64_t sc[2];
+			int ns;
+
+			if (!w.act[k] || !(w.csz[w.nl[k]] > 1 || w.self[k]))
+				continue;
+			if (round == 64) {
+				if (is_cond_jmp(e->insns[k].code))
+					e->flags[k] |= IF_LOOPEXIT;
+				continue;
+			}
+			ns = successors(e, k, sc);
+			for (int j = 0; j < ns; j++) {
+				int64_t s = sc[j];
+
+				if (is_cond_jmp(e->insns[k].code) &&
+				    (!w.act[s] || w.lab[s] != w.lab[k] || w.nl[s] != w.nl[k] ||
+				     (w.hdr[s] && s != (int64_t)k)))
+					e->flags[k] |= IF_LOOPEXIT;
+			}
+		}
+		if (round == 64)
+			break;
+		/* headers of the nontrivial components: entered from outside them */
+		for (uint32_t k = 0; k < n; k++) {
+			int64_t sc[2];
+			int ns;
+
+			if (e->flags[k] & IF_LDDW2)
+				continue;
+			if (w.act[k] && (w.csz[w.nl[k]] > 1 || w.self[k]) &&
+			    e->subs[subprog_of(e, k)].start == k)
+				w.hdr[k] = 1;
+			ns = successors(e, k, sc);
+			for (int j = 0; j < ns; j++) {
+				int64_t s = sc[j];
+
+				if (s >= 0 && w.act[s] && (w.csz[w.nl[s]] > 1 || w.self[s]) &&
+				    (!w.act[k] || w.lab[s] != w.lab[k] || w.nl[s] != w.nl[k]))
+					w.hdr[s] = 1;
+			}
+		}
+		/* the next round looks inside the nontrivial components only */
+		for (uint32_t k = 0; k < n; k++) {
+			if (w.act[k] && !(w.csz[w.nl[k]] > 1 || w.self[k]))
+				w.act[k] = 0;
+			w.lab[k] = w.nl[k];
+		}
+	}
+out:
+	free(w.lab);
+	free(w.nl);
+	free(w.idx);
+	free(w.low);
+	free(w.stk);
+	free(w.cs);
+	free(w.csz);
+	free(w.act);
+	free(w.hdr);
+	free(w.onstk);
+	free(w.cj);
+	free(w.self);
+	return err;
 }
 
 /*
@@ -619,6 +784,25 @@ static int solve_relevant(struct venv *e)
 		if (round == 7)
 			for (uint32_t s = 0; s < e->n_subs; s++)
 				e->subs[s].rel_slots = UINT64_MAX;
+	}
+}
+
+/*
+ * Debug aid (NCCLBPF_VERIFIER_DUMP_RELEVANCE set): prints, per instruction,
+ * the live and relevant registers and the loop-exit mark, and per function
+ * the relevant stack slots, to stderr.  Read-only; never changes a verdict.
+ */
+static void dump_relevance(const struct venv *e)
+{
+	for (uint32_t s = 0; s < e->n_subs; s++)
+		fprintf(stderr, "func %u at %u: rel_slots %#018llx\n", s, e->subs[s].start,
+			(unsigned long long)e->subs[s].rel_slots);
+	for (uint32_t k = 0; k < e->n; k++) {
+		if (e->flags[k] & IF_LDDW2)
+			continue;
+		fprintf(stderr, "%5u: code %#04x live %#06x rel %#06x%s%s\n", k, e->insns[k].code,
+			e->live[k], e->relevant[k], (e->flags[k] & IF_LOOPEXIT) ? " loopexit" : "",
+			(e->flags[k] & IF_LOOP) ? " loophead" : "");
 	}
 }
 
@@ -759,8 +943,11 @@ int vcheck_structure(struct venv *e)
 		e->flags[e->subs[s].start] |= IF_PRUNE;
 	if ((err = backward_solve(e, e->live, live_transfer)))
 		goto out;
-	mark_loop_exits(e);
+	if ((err = mark_loop_exits(e)))
+		goto out;
 	err = solve_relevant(e);
+	if (!err && getenv("NCCLBPF_VERIFIER_DUMP_RELEVANCE"))
+		dump_relevance(e);
 out:
 	free(entries);
 	free(work);

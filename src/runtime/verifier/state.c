@@ -10,13 +10,14 @@
  * are ignored by both tests.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "vstate.h"
 
-#define MAX_PER_INSN 64
+#define MAX_PER_INSN 16
 #define MAX_IDMAP 128
 #define JOIN_AFTER 4
 #define WIDEN_AFTER 8
@@ -115,13 +116,78 @@ void vstate_pop(struct venv *e)
 /*
  * Checkpoints are never freed before the run ends: they come from a bump
  * arena of 64 KiB chunks (bigger for an oversized state), all released by
- * vstate_release_all.
+ * vstate_release_all.  Up to CHUNK_CACHE standard chunks are kept for the
+ * next verification (any thread): returning them to the allocator lets it
+ * trim the heap, and the next run would fault every page in again.
  */
+#define CHUNK_SIZE 65536
+#define CHUNK_CACHE 32
+
 struct achunk {
 	struct achunk *next;
 	size_t used, cap;
 	max_align_t data[];
 };
+
+static struct achunk *chunk_cache;
+static unsigned chunk_cached;
+static pthread_mutex_t chunk_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct achunk *chunk_get(size_t cap)
+{
+	struct achunk *c = NULL;
+
+	if (cap == CHUNK_SIZE - sizeof(*c)) {
+		pthread_mutex_lock(&chunk_lock);
+		c = chunk_cache;
+		if (c) {
+			chunk_cache = c->next;
+			chunk_cached--;
+		}
+		pthread_mutex_unlock(&chunk_lock);
+	}
+	if (!c) {
+		c = malloc(sizeof(*c) + cap);
+		if (!c)
+			return NULL;
+		c->cap = cap;
+	}
+	c->used = 0;
+	return c;
+}
+
+static void chunk_put(struct achunk *c)
+{
+	if (c->cap == CHUNK_SIZE - sizeof(*c)) {
+		pthread_mutex_lock(&chunk_lock);
+		if (chunk_cached < CHUNK_CACHE) {
+			c->next = chunk_cache;
+			chunk_cache = c;
+			chunk_cached++;
+			c = NULL;
+		}
+		pthread_mutex_unlock(&chunk_lock);
+	}
+	free(c);
+}
+
+/* Frees the chunks kept between verifications (library unload, tests). */
+void nbpf_vstate_chunk_flush(void)
+{
+	struct achunk *c;
+
+	pthread_mutex_lock(&chunk_lock);
+	c = chunk_cache;
+	chunk_cache = NULL;
+	chunk_cached = 0;
+	pthread_mutex_unlock(&chunk_lock);
+	while (c) {
+		struct achunk *next = c->next;
+
+		free(c);
+		c = next;
+	}
+}
 
 static void *arena_alloc(struct venv *e, size_t n)
 {
@@ -129,14 +195,12 @@ static void *arena_alloc(struct venv *e, size_t n)
 
 	n = (n + 15) & ~(size_t)15;
 	if (!c || c->cap - c->used < n) {
-		size_t cap = n > 65536 - sizeof(*c) ? n : 65536 - sizeof(*c);
+		size_t cap = n > CHUNK_SIZE - sizeof(*c) ? n : CHUNK_SIZE - sizeof(*c);
 
-		c = malloc(sizeof(*c) + cap);
+		c = chunk_get(cap);
 		if (!c)
 			return NULL;
 		c->next = e->arena;
-		c->used = 0;
-		c->cap = cap;
 		e->arena = c;
 	}
 	c->used += n;
@@ -148,23 +212,6 @@ static const struct vslot zero_slot;
 static const struct vslot *slot_at(const struct vframe *f, uint32_t k)
 {
 	return k < f->nslots ? &f->slots[k] : &zero_slot;
-}
-
-struct vstate *vstate_dup(struct venv *e, const struct vstate *s)
-{
-	struct vstate *d = malloc(vstate_size(s));
-
-	if (!d) {
-		venv_oom(e);
-		return NULL;
-	}
-	memcpy(d, s, vstate_size(s));
-	return d;
-}
-
-void vstate_free(struct vstate *s)
-{
-	free(s);
 }
 
 /* 8 stack byte kinds at once (memcmp would be a library call per slot). */
@@ -318,13 +365,27 @@ static bool states_equal(const struct venv *e, const struct vstate *o, const str
 
 		if (of->callsite != cf->callsite)
 			return false;
-		if (f + 1 == o->nframes)
+		if (f + 1 == o->nframes) {
+			uint8_t hr = e->fail_hint ? e->fail_hint[c->pc] : NBPF_REG_FP;
+
 			live = e->live[c->pc];
-		else
-			live = e->live[o->frames[f + 1].callsite + 1] & 0x3c0;
-		for (uint8_t r = 0; r < NBPF_REG_FP; r++)
-			if ((live & (1u << r)) && !regsafe(&of->regs[r], &cf->regs[r], &m, exact))
+			/*
+			 * The register that failed last time here usually fails
+			 * again: test it first.  Testing it twice is harmless (the
+			 * id correspondence is the same however it was built).
+			 */
+			if (hr < NBPF_REG_FP && (live & (1u << hr)) &&
+			    !regsafe(&of->regs[hr], &cf->regs[hr], &m, exact))
 				return false;
+		} else {
+			live = e->live[o->frames[f + 1].callsite + 1] & 0x3c0;
+		}
+		for (uint8_t r = 0; r < NBPF_REG_FP; r++)
+			if ((live & (1u << r)) && !regsafe(&of->regs[r], &cf->regs[r], &m, exact)) {
+				if (e->fail_hint && f + 1 == o->nframes)
+					e->fail_hint[c->pc] = r;
+				return false;
+			}
 		if (!stack_safe(of, cf, &m, exact))
 			return false;
 	}
@@ -366,15 +427,31 @@ static bool can_join_reg(const struct vreg *o, const struct vreg *c, bool releva
 	       o->id == c->id && range_equal(o, c);
 }
 
-static void join_reg(struct vreg *c, const struct vreg *o, bool widen)
+/*
+ * Joins o into c.  level 0: the hull of both; level 1 (a chain of joins at
+ * one prune point, or many explored states there): when c is not within o,
+ * the bounds the joined tnum implies, with every bit below the highest
+ * unknown one made unknown too, so a value growing by one bit at a time
+ * needs one join, not one per bit; level 2 (a longer chain): when c is not
+ * within o, any value.  Only scalars that differ can grow, and relevant
+ * ones never differ here (try_join), so widening keeps what safety needs.
+ */
+static void join_reg(struct vreg *c, const struct vreg *o, int level)
 {
 	uint64_t mu;
 
 	if (c->type != VT_SCALAR)
 		return;
 	mu = o->var_off.mask | c->var_off.mask | (o->var_off.value ^ c->var_off.value);
+	if (level && (c->umin < o->umin || c->umax > o->umax || c->smin < o->smin ||
+		      c->smax > o->smax)) {
+		if (level >= 2)
+			mu = UINT64_MAX;
+		else if (mu)
+			mu |= UINT64_MAX >> __builtin_clzll(mu);
+	}
 	c->var_off = TNUM(c->var_off.value & ~mu, mu);
-	if (widen && (c->umin < o->umin || c->umax > o->umax || c->smin < o->smin ||
+	if (level && (c->umin < o->umin || c->umax > o->umax || c->smin < o->smin ||
 		      c->smax > o->smax)) {
 		/* keep only what the joined tnum implies: chains of joins stay short */
 		c->umin = 0;
@@ -403,7 +480,7 @@ static void join_reg(struct vreg *c, const struct vreg *o, bool widen)
  * correlation between scalars, which is why it only happens once a prune
  * point already holds JOIN_AFTER explored states.
  */
-static bool try_join(const struct venv *e, const struct vstate *o, struct vstate *c, bool widen)
+static bool try_join(const struct venv *e, const struct vstate *o, struct vstate *c, int level)
 {
 	if (o->nframes != c->nframes || o->nrefs != c->nrefs || o->nctrl != c->nctrl ||
 	    !eq32s(o->refs, c->refs, o->nrefs) || !eq32s(o->ctrl, c->ctrl, o->nctrl))
@@ -441,11 +518,11 @@ static bool try_join(const struct venv *e, const struct vstate *o, struct vstate
 							     : e->live[o->frames[f + 1].callsite + 1];
 
 			if (live & (1u << r))
-				join_reg(&cf->regs[r], &of->regs[r], widen);
+				join_reg(&cf->regs[r], &of->regs[r], level);
 		}
 		for (uint32_t k = 0; k < of->nslots; k++)
 			if (slot_spill_mask(&of->slots[k]))
-				join_reg(&cf->slots[k].spill, &of->slots[k].spill, widen);
+				join_reg(&cf->slots[k].spill, &of->slots[k].spill, level);
 	}
 	return true;
 }
@@ -460,6 +537,72 @@ void vstate_path_done(struct venv *e)
 }
 
 /*
+ * Quick rejection before states_equal: a checkpoint register holding a
+ * constant scalar subsumes only that same constant, so the hash of the
+ * current values over the checkpoint's constant registers must equal the
+ * hash of its constants.  cv[r] is the current constant, or a value no
+ * constant register hashes to when r is not a constant scalar (then the
+ * full test would fail too; a collision only costs the full test).
+ */
+#define CV_NONCONST 0x9e3779b97f4a7c15ull
+
+static void const_values(const struct vstate *s, uint64_t cv[NBPF_REG_FP], uint16_t *mask)
+{
+	const struct vframe *f = &s->frames[s->nframes - 1];
+
+	*mask = 0;
+	for (int r = 0; r < NBPF_REG_FP; r++) {
+		const struct vreg *v = &f->regs[r];
+
+		if (v->type == VT_SCALAR && !v->var_off.mask) {
+			cv[r] = v->var_off.value;
+			*mask |= (uint16_t)(1u << r);
+		} else {
+			cv[r] = CV_NONCONST ^ ((uint64_t)v->type << 56);
+		}
+	}
+}
+
+static uint64_t const_hash(const uint64_t cv[NBPF_REG_FP], uint16_t mask)
+{
+	uint64_t h = 0x243f6a8885a308d3ull;
+
+	for (int r = 0; mask; r++, mask >>= 1)
+		if (mask & 1)
+			h = (h ^ cv[r] ^ ((uint64_t)r << 59)) * 0x100000001b3ull;
+	return h;
+}
+
+/*
+ * Unlinks an explored checkpoint of pc whose memory can hold a state of
+ * need bytes and returns it for reuse: victim itself, or when victim is
+ * NULL the last fitting one (the list is kept most recently pruning
+ * first).  Checkpoints still being explored stay: they detect infinite
+ * loops and count pending branches.  NULL when none fits.
+ */
+static struct vnode *take_explored(struct venv *e, uint32_t pc, const struct vnode *victim,
+				   size_t need)
+{
+	struct vnode **link, **pick = NULL, *n;
+
+	for (link = &e->explored[pc]; *link; link = &(*link)->next) {
+		n = *link;
+		if (n->branches || vstate_size(n->st) < need)
+			continue;
+		if (!victim || n == victim)
+			pick = link;
+		if (n == victim)
+			break;
+	}
+	if (!pick)
+		return NULL;
+	n = *pick;
+	*pick = n->next;
+	e->n_explored[pc]--;
+	return n;
+}
+
+/*
  * At a prune point: 1 when the current path is covered by an explored
  * checkpoint, 0 to continue (a checkpoint may be stored), <0 on rejection.
  */
@@ -469,18 +612,13 @@ int vstate_visit(struct venv *e)
 	uint32_t pc = cur->pc;
 	uint32_t h = 0;
 	bool hashed = false;
-	struct vnode *n, **link;
+	struct vnode *n, **link, *jn = NULL;
+	uint8_t joins;
 	uint32_t complete = 0;
 	bool joined = false;
-
-	/*
-	 * Right after a checkpoint on this path, comparing again costs more than
-	 * the few instructions a prune could save (and no checkpoint would be
-	 * stored here either).  Loop heads are always checked: that is where
-	 * repetition is detected.  Skipping a prune never skips a check.
-	 */
-	if (!(e->flags[pc] & IF_LOOP) && cur->parent && e->insns_processed - cur->last_ckpt < 4)
-		return 0;
+	uint64_t cv[NBPF_REG_FP];
+	uint16_t cmask = 0, live = e->live[pc];
+	bool have_cv = false;
 
 	for (link = &e->explored[pc]; (n = *link); link = &n->next) {
 		if (n->branches) {
@@ -494,7 +632,12 @@ int vstate_visit(struct venv *e)
 					    "the state at insn %u repeats", pc);
 			continue;
 		}
-		if (states_equal(e, n->st, cur, false)) {
+		if (n->cmask && !have_cv) {
+			const_values(cur, cv, &cmask);
+			have_cv = true;
+		}
+		if ((!n->cmask || const_hash(cv, n->cmask) == n->chash) &&
+		    states_equal(e, n->st, cur, false)) {
 			/* move to front: a checkpoint that prunes once tends to prune again */
 			*link = n->next;
 			n->next = e->explored[pc];
@@ -505,8 +648,10 @@ int vstate_visit(struct venv *e)
 	}
 	if (complete >= JOIN_AFTER) {
 		for (n = e->explored[pc]; n && !joined; n = n->next)
-			if (!n->branches)
-				joined = try_join(e, n->st, cur, complete >= WIDEN_AFTER);
+			if (!n->branches &&
+			    (joined = try_join(e, n->st, cur,
+					       n->joins > 1 ? 2 : n->joins || complete >= WIDEN_AFTER)))
+				jn = n;
 
 		if (joined) {
 			hashed = false; /* cur changed */
@@ -515,30 +660,50 @@ int vstate_visit(struct venv *e)
 					return 1;
 		}
 	}
-	if (e->n_explored[pc] >= MAX_PER_INSN)
-		return 0;
 	/* Checkpoints cost memory and time: not closer than 4 insns, except at loop heads. */
 	if (!(e->flags[pc] & IF_LOOP) && cur->parent && e->insns_processed - cur->last_ckpt < 4)
 		return 0;
-	if (e->states >= e->max_states)
-		return verr(e, pc, VM_BUDGET_STATES, NULL, "%u states", e->states);
-	n = arena_alloc(e, sizeof(*n) + vstate_size(cur));
-	if (!n)
-		return venv_oom(e);
+	/*
+	 * The joined state contains the checkpoint it was joined with, so that
+	 * one makes room for it (join chains replace, not pile up); at the cap
+	 * the least recently useful explored checkpoint does.  Dropping an
+	 * explored checkpoint only loses pruning: no path below it is pending.
+	 * Its memory is reused, so the stored-state budget still bounds memory.
+	 */
+	n = NULL;
+	joins = jn ? (uint8_t)(jn->joins < 255 ? jn->joins + 1 : 255) : 0;
+	if (jn)
+		n = take_explored(e, pc, jn, vstate_size(cur));
+	if (!n && e->n_explored[pc] >= MAX_PER_INSN)
+		n = take_explored(e, pc, NULL, vstate_size(cur));
+	if (!n) {
+		if (e->n_explored[pc] >= MAX_PER_INSN)
+			return 0;
+		if (e->states >= e->max_states)
+			return verr(e, pc, VM_BUDGET_STATES, NULL, "%u states", e->states);
+		n = arena_alloc(e, sizeof(*n) + vstate_size(cur));
+		if (!n)
+			return venv_oom(e);
+		e->states++;
+		if (e->states > e->peak_states)
+			e->peak_states = e->states;
+	}
 	n->st = (struct vstate *)(n + 1);
 	memcpy(n->st, cur, vstate_size(cur));
 	n->st->parent = NULL;
 	n->hash = hashed ? h : state_hash(e, cur);
+	if (joined || !have_cv)
+		const_values(cur, cv, &cmask);
+	n->cmask = cmask & live;
+	n->chash = const_hash(cv, n->cmask);
 	n->branches = 1;
+	n->joins = joins;
 	n->parent = cur->parent;
 	n->next = e->explored[pc];
 	e->explored[pc] = n;
 	e->n_explored[pc]++;
 	cur->parent = n;
 	cur->last_ckpt = e->insns_processed;
-	e->states++;
-	if (e->states > e->peak_states)
-		e->peak_states = e->states;
 	return 0;
 }
 
@@ -549,7 +714,7 @@ void vstate_release_all(struct venv *e)
 	while (c) {
 		struct achunk *next = c->next;
 
-		free(c);
+		chunk_put(c);
 		c = next;
 	}
 	e->arena = NULL;

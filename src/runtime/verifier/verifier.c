@@ -637,6 +637,7 @@ static void venv_free(struct venv *e)
 	vstate_release_all(e);
 	free(e->explored);
 	free(e->n_explored);
+	free(e->fail_hint);
 	free(e->stack);
 	free(e->stack_bytes);
 	free(e->cur);
@@ -663,6 +664,9 @@ static int analyze(struct venv *e)
 		return err;
 	e->explored = calloc(e->n, sizeof(*e->explored));
 	e->n_explored = calloc(e->n, sizeof(*e->n_explored));
+	e->fail_hint = malloc(e->n); /* only a heuristic: no hint if it cannot be had */
+	if (e->fail_hint)
+		memset(e->fail_hint, NBPF_REG_FP, e->n);
 	e->cur = malloc(sizeof(*e->cur));
 	if (!e->explored || !e->n_explored || !e->cur)
 		return venv_oom(e);
@@ -825,6 +829,7 @@ void nbpf_verify_cache_flush(void)
 		wcache[i].tag[0] = 0;
 	}
 	pthread_mutex_unlock(&wcache_lock);
+	nbpf_vstate_chunk_flush();
 }
 
 int nbpf_verify(struct ncclbpf_program *prog, const struct ncclbpf_hook_desc *hook,

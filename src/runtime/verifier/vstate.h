@@ -128,6 +128,9 @@ struct vnode {
 	struct vnode *parent;
 	uint32_t branches;     /* live paths below; 0: fully explored */
 	uint32_t hash;
+	uint16_t cmask;        /* live innermost registers holding a constant scalar */
+	uint8_t joins;         /* joins in the chain that produced this state (widening) */
+	uint64_t chash;        /* hash of those constants (a quick necessary test) */
 	struct vstate *st;
 };
 
@@ -153,6 +156,7 @@ struct venv {
 
 	/* Static facts. */
 	uint8_t *flags;        /* per insn: IF_* */
+	uint8_t *fail_hint;    /* per insn: register that last failed a pruning test (optional) */
 	uint16_t *live;        /* per insn: registers live before it */
 	uint16_t *relevant;    /* per insn: registers whose values may reach an address or size */
 	uint32_t *ipdom;       /* per insn: immediate post-dominator (UINT32_MAX: exit) */
@@ -211,12 +215,12 @@ bool scalar_feasible(const struct vreg *r);
 
 /* ---- check_struct.c ---- */
 int vcheck_structure(struct venv *e);
+/* Frees the state chunks cached between verifications (state.c). */
+void nbpf_vstate_chunk_flush(void);
 uint32_t vsubprog_of(const struct venv *e, uint32_t i);
 int vsuccessors(const struct venv *e, uint32_t i, int64_t out[2]);
 
 /* ---- state.c ---- */
-struct vstate *vstate_dup(struct venv *e, const struct vstate *s);
-void vstate_free(struct vstate *s);
 /* Pending branches: push a copy of e->cur (resumes at pc), drop the newest, pop into e->cur. */
 struct vstate *vstate_push(struct venv *e, uint32_t pc);
 void vstate_drop_top(struct venv *e);

@@ -58,6 +58,7 @@ struct wsrun {
 	struct wsval ret;       /* every exit's r0 */
 	uint64_t written;
 	bool changed;
+	bool bad;               /* a flow left the program (jump into a lddw's second slot) */
 };
 
 static bool val_join(struct wsval *d, const struct wsval *s)
@@ -72,8 +73,13 @@ static bool val_join(struct wsval *d, const struct wsval *s)
 
 static void flow(struct wsrun *w, uint32_t to, const struct wsstate *from)
 {
-	struct wsstate *d = &w->st[to];
+	struct wsstate *d;
 
+	if (to > w->n + 1) {
+		w->bad = true;
+		return;
+	}
+	d = &w->st[to];
 	if (!d->reached) {
 		*d = *from;
 		d->reached = 1;
@@ -232,7 +238,8 @@ static void ws_step(struct wsrun *w, uint32_t pc, struct ncclbpf_map *const *map
 			mark_maps(w, out.r[1].p, maps, n_maps);
 		out.r[0] = none;
 		if (h && h->ret == NBPF_RET_PTR_TO_MAP_VALUE_OR_NULL)
-			out.r[0].v = w->st[pc].r[1].p;
+			for (int r = 1; r <= 5; r++)
+				out.r[0].v |= w->st[pc].r[r].p;
 		for (int r = 1; r <= 5; r++)
 			out.r[r] = none;
 		flow(w, pc + 1, &out);
@@ -277,7 +284,7 @@ int nbpf_writeset_scan(const struct nbpf_insn *insns, uint32_t n, struct ncclbpf
 		if (!w.changed)
 			break;
 	}
-	if (round < WS_MAX_ROUNDS) {
+	if (round < WS_MAX_ROUNDS && !w.bad) {
 		for (uint32_t m = 0; m < n_maps; m++)
 			if (w.written & (1ull << m))
 				written[m] = 1;
