@@ -552,9 +552,8 @@ struct loopscc {
 	uint8_t *act, *hdr, *onstk, *cj, *self;
 };
 
-static bool loop_edge(const struct venv *e, const struct loopscc *w, uint32_t j, int64_t s)
+static bool loop_edge(const struct loopscc *w, uint32_t j, int64_t s)
 {
-	(void)e;
 	return s >= 0 && w->act[s] && !w->hdr[s] && w->lab[s] == w->lab[j];
 }
 
@@ -581,7 +580,7 @@ static uint32_t scc_round(const struct venv *e, struct loopscc *w, uint32_t *nco
 			if (w->cj[ncs - 1] < ns) {
 				int64_t s = sc[w->cj[ncs - 1]++];
 
-				if (!loop_edge(e, w, v, s))
+				if (!loop_edge(w, v, s))
 					continue;
 				if (w->idx[s] == UINT32_MAX) {
 					w->idx[s] = w->low[s] = counter++;
@@ -619,7 +618,7 @@ static uint32_t scc_round(const struct venv *e, struct loopscc *w, uint32_t *nco
 		w->self[k] = 0;
 		ns = successors(e, k, sc);
 		for (int j = 0; j < ns; j++)
-			if (sc[j] == (int64_t)k && loop_edge(e, w, k, sc[j]))
+			if (sc[j] == (int64_t)k && loop_edge(w, k, sc[j]))
 				w->self[k] = 1;
 	}
 	for (uint32_t k = 0; k < n; k++)

@@ -17,7 +17,7 @@
 
 #include "vstate.h"
 
-#define MAX_PER_INSN 16
+#define MAX_PER_INSN 64
 #define MAX_IDMAP 128
 #define JOIN_AFTER 4
 #define WIDEN_AFTER 8
