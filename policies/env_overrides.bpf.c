@@ -8,19 +8,15 @@
  * getEnv with it, falling back to the real environment for other names.
  * NCCL reads most parameters once at startup, so treat these as launch-time
  * settings.  Here: keep NCCL from using more than 16 channels and log what
- * the tuner does.  No program is needed; the profiler program below is a
- * placeholder that keeps the object loadable alongside others.
+ * the tuner does.  The object has no programs: the plugin loads an
+ * env-only object as it loads any other, so it can be deployed alone
+ * (NCCL_ENV_PLUGIN only) or next to tuner and profiler objects in
+ * NCCLBPF_POLICY.
  */
 #include <ncclbpf/policy.h>
 
 const char ncclbpf_env[] =
 	"NCCL_MAX_NCHANNELS=16\n"
 	"NCCL_DEBUG_SUBSYS=INIT,TUNING\n";
-
-SEC("profiler")
-int env_overrides_idle(struct ncclbpf_coll_record *r)
-{
-	return 0;
-}
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -10,11 +10,12 @@
  *
  * 2. Hot-path cost of the reload machinery: the same JIT-compiled program
  *    called (a) directly through a function pointer, (b) as the tuner
- *    adapter calls it: epoch enter, one acquire load of the published
- *    image, the at-call check, the call, epoch exit; (c) as (b) with a
- *    pending at-call image in front (one more step of the chain walk);
- *    (d) the atomic load and at-call check without the epoch bracket, to
- *    show which part of the cost is the grace-period fence.
+ *    adapter calls it: epoch enter on its own reader record, the image
+ *    from the per-communicator cache (chain version + call < until), the
+ *    call, epoch exit; (c) as (b) with an at-call image pending in front;
+ *    (d) the previous scheme, the chain walked from the published pointer
+ *    on every call; (e) the cached lookup without the epoch bracket.
+ *    Uses host.c's own image structures and functions.
  *    Batches of B calls are timed, variants interleaved so noise hits all
  *    alike; P50/P99 of the per-call cost over batches.
  *
@@ -34,6 +35,7 @@
 #include "emu.h"
 #include "epoch.h"
 #include "nccl/ctl_proto.h"
+#include "nccl/host.h"
 #include "nccl/hooks.h"
 #include "ncclbpf/policy.h"
 #include "ncclbpf/runtime.h"
@@ -129,20 +131,18 @@ static void bench_reload(char **objs, int n_objs, int reps)
 
 /* ---- 2. hot-path cost of the machinery ---------------------------------- */
 
-/* The parts of an image the hot path touches, laid out like the host's. */
-struct img {
-	_Atomic uint64_t at_call;
-	struct img *_Atomic prev;
-	ncclbpf_func_t func;
-};
+/*
+ * The host's own code (host.c is linked into this program; the plugin's
+ * copy stays hidden inside its .so): real images, the real resolution
+ * cache and chain walk.  The bench plays the publisher itself.
+ */
+static struct nbpf_image img_cur, img_pend;
+static struct nbpf_host_prog hp_cur;
 
-static struct img *_Atomic published;
-
-static inline const struct img *img_for(const struct img *cur, uint64_t call)
+static void set_published(struct nbpf_image *img)
 {
-	while (cur && call < atomic_load_explicit(&cur->at_call, memory_order_relaxed))
-		cur = atomic_load_explicit(&cur->prev, memory_order_acquire);
-	return cur;
+	atomic_store_explicit(&nbpf_host_published, img, memory_order_release);
+	atomic_fetch_add_explicit(&nbpf_host_chain.v, 1, memory_order_release);
 }
 
 static __attribute__((noinline)) uint64_t run_direct(ncclbpf_func_t f, struct ncclbpf_tuner_ctx *c)
@@ -150,47 +150,76 @@ static __attribute__((noinline)) uint64_t run_direct(ncclbpf_func_t f, struct nc
 	return f(c, sizeof(*c));
 }
 
-static __attribute__((noinline)) uint64_t run_machinery(struct ncclbpf_tuner_ctx *c)
+/* As the tuner adapter: own reader record, cached image, call, exit. */
+static __attribute__((noinline)) uint64_t run_machinery(struct nbpf_epoch_reader *rd,
+							struct nbpf_image_cache *cache,
+							struct ncclbpf_tuner_ctx *c)
 {
-	const struct img *i;
+	const struct nbpf_host_prog *hp;
 	uint64_t r = 0;
 
-	nbpf_epoch_enter();
-	i = img_for(atomic_load_explicit(&published, memory_order_acquire), c->call_seq);
-	if (i && i->func)
-		r = i->func(c, sizeof(*c));
-	nbpf_epoch_exit();
+	nbpf_epoch_enter_rec(rd);
+	if (!nbpf_host_cache_hit(cache, c->call_seq))
+		nbpf_host_image_fill(cache, c->call_seq);
+	hp = cache->tuner;
+	if (hp)
+		r = hp->func(c, sizeof(*c));
+	nbpf_epoch_exit_rec(rd);
 	return r;
 }
 
-/* The publish/at-call part alone, without the grace-period bracket (for the breakdown). */
-static __attribute__((noinline)) uint64_t run_pointer_only(struct ncclbpf_tuner_ctx *c)
+/* The previous scheme: the chain walked from the published pointer on every call. */
+static __attribute__((noinline)) uint64_t run_walk(struct nbpf_epoch_reader *rd,
+						   struct ncclbpf_tuner_ctx *c)
 {
-	const struct img *i = img_for(atomic_load_explicit(&published, memory_order_acquire),
-				      c->call_seq);
+	const struct nbpf_image *i;
+	uint64_t r = 0;
 
-	return i && i->func ? i->func(c, sizeof(*c)) : 0;
+	nbpf_epoch_enter_rec(rd);
+	i = nbpf_host_image_for(atomic_load_explicit(&nbpf_host_published, memory_order_acquire),
+				c->call_seq);
+	if (i && i->tuner)
+		r = i->tuner->func(c, sizeof(*c));
+	nbpf_epoch_exit_rec(rd);
+	return r;
 }
+
+/* The cached lookup alone, without the epoch bracket (for the breakdown). */
+static __attribute__((noinline)) uint64_t run_pointer_only(struct nbpf_image_cache *cache,
+							   struct ncclbpf_tuner_ctx *c)
+{
+	const struct nbpf_host_prog *hp;
+
+	if (!nbpf_host_cache_hit(cache, c->call_seq))
+		nbpf_host_image_fill(cache, c->call_seq);
+	hp = cache->tuner;
+	return hp ? hp->func(c, sizeof(*c)) : 0;
+}
+
+enum { V_DIR, V_MACH, V_PEND, V_WALK, V_PTR, V_N };
 
 static void bench_hot(const char *obj, uint64_t calls)
 {
 	struct ncclbpf_object *o = NULL;
 	struct ncclbpf_program *p;
 	struct ncclbpf_prepare_opts po = { .sz = sizeof(po), .engine = NCCLBPF_ENGINE_JIT };
+	struct nbpf_epoch_reader *rd = nbpf_epoch_reader_new();
+	struct nbpf_image_cache cache[V_N];
 	ncclbpf_func_t f;
 	enum { B = 1000 };
 	size_t nb = (size_t)(calls / B);
-	uint64_t *v[4];
-	static struct img cur, pending;
+	uint64_t *v[V_N];
 	struct ncclbpf_tuner_ctx ctx[16];
 
-	if (ncclbpf_object__open_file(obj, NULL, &o) || !(p = ncclbpf_object__prog(o, 0)) ||
+	if (!rd || ncclbpf_object__open_file(obj, NULL, &o) || !(p = ncclbpf_object__prog(o, 0)) ||
 	    ncclbpf_program__prepare(p, ncclbpf_hook_find_section(ncclbpf_program__section(p)), &po) ||
 	    !(f = ncclbpf_program__func(p))) {
-		fprintf(stderr, "bench_reload: %s: %s\n", obj, ncclbpf_errmsg());
+		fprintf(stderr, "bench_reload: %s: %s\n", obj, rd ? ncclbpf_errmsg() : "no reader record");
 		ncclbpf_object__close(o);
+		nbpf_epoch_reader_free(rd);
 		return;
 	}
+	memset(cache, 0, sizeof(cache));
 	for (int i = 0; i < 16; i++) {
 		memset(&ctx[i], 0, sizeof(ctx[i]));
 		ctx[i].n_bytes = 1ull << (i + 4);
@@ -200,45 +229,59 @@ static void bench_hot(const char *obj, uint64_t calls)
 		ctx[i].avail_mask = 0x1ff;
 		ctx[i].algo = ctx[i].proto = ctx[i].n_channels = NCCLBPF_KEEP;
 	}
-	cur.func = f;
-	pending.func = f;
-	for (int k = 0; k < 4; k++)
+	hp_cur.func = f;
+	img_cur.tuner = &hp_cur;
+	img_cur.generation = 1;
+	img_pend.tuner = &hp_cur;
+	img_pend.generation = 2;
+	for (int k = 0; k < V_N; k++)
 		v[k] = calloc(nb, 8);
 	for (size_t b = 0; b < nb; b++) {
-		for (int k = 0; k < 4; k++) {
+		for (int k = 0; k < V_N; k++) {
 			uint64_t t0, sink = 0;
 
-			if (k == 1 || k == 3)
-				atomic_store(&published, &cur);
-			if (k == 2) {
-				/* A reload pending far in the future: every call steps over it. */
-				atomic_store(&pending.at_call, UINT64_MAX);
-				atomic_store(&pending.prev, &cur);
-				atomic_store(&published, &pending);
+			if (k == V_PEND) {
+				/* A reload pending far in the future: without the cache every
+				 * call would step over it. */
+				atomic_store(&img_pend.at_call, UINT64_MAX);
+				atomic_store(&img_pend.prev, &img_cur);
+				set_published(&img_pend);
+			} else if (k != V_DIR && atomic_load(&nbpf_host_published) != &img_cur) {
+				set_published(&img_cur);
 			}
 			t0 = now_ns();
 			for (int i = 0; i < B; i++) {
 				struct ncclbpf_tuner_ctx *c = &ctx[i & 15];
 
 				c->call_seq = b * B + (uint64_t)i;
-				sink += k == 0 ? run_direct(f, c) : k == 3 ? run_pointer_only(c)
-									 : run_machinery(c);
+				switch (k) {
+				case V_DIR: sink += run_direct(f, c); break;
+				case V_MACH: case V_PEND: sink += run_machinery(rd, &cache[k], c); break;
+				case V_WALK: sink += run_walk(rd, c); break;
+				default: sink += run_pointer_only(&cache[k], c); break;
+				}
 			}
 			v[k][b] = now_ns() - t0;
 			__asm__ volatile("" : : "r"(sink));
 		}
 	}
-	double d50 = pct(v[0], nb, 0.5) / B, d99 = pct(v[0], nb, 0.99) / B;
-	double m50 = pct(v[1], nb, 0.5) / B, m99 = pct(v[1], nb, 0.99) / B;
-	double p50 = pct(v[2], nb, 0.5) / B, p99 = pct(v[2], nb, 0.99) / B;
-	double q50 = pct(v[3], nb, 0.5) / B;
+	double r50[V_N], r99[V_N];
+
+	for (int k = 0; k < V_N; k++) {
+		r50[k] = pct(v[k], nb, 0.5) / B;
+		r99[k] = pct(v[k], nb, 0.99) / B;
+	}
 	const char *base = strrchr(obj, '/') ? strrchr(obj, '/') + 1 : obj;
 
-	printf("%-28s %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %+8.2f %+8.2f %+8.2f\n", base, d50, d99, m50,
-	       m99, p50, p99, m50 - d50, p50 - d50, q50 - d50);
-	for (int k = 0; k < 4; k++)
+	printf("%-28s %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %+8.2f %+8.2f %+8.2f %+8.2f\n", base,
+	       r50[V_DIR], r99[V_DIR], r50[V_MACH], r99[V_MACH], r50[V_PEND], r99[V_PEND],
+	       r50[V_MACH] - r50[V_DIR], r50[V_PEND] - r50[V_DIR], r50[V_WALK] - r50[V_DIR],
+	       r50[V_PTR] - r50[V_DIR]);
+	for (int k = 0; k < V_N; k++)
 		free(v[k]);
-	atomic_store(&published, NULL);
+	set_published(NULL);
+	nbpf_epoch_barrier();
+	nbpf_epoch_reader_free(rd);
 	ncclbpf_object__close(o);
 }
 
@@ -294,13 +337,16 @@ int main(int argc, char **argv)
 	setenv("NCCLBPF_LOG", "none", 0);
 	bench_reload(objs, n_objs, reps);
 
-	printf("\nhot path per call (ns): direct = JIT entry through a function pointer; machinery =\n"
-	       "epoch enter + acquire load + at-call check + call + epoch exit; pending = the same\n"
-	       "with a reload waiting at a later call (one more chain step); d_ptr = the atomic\n"
-	       "load and at-call check alone, without the epoch bracket; %" PRIu64 " calls each\n",
+	printf("\nhot path per call (ns): dir = JIT entry through a function pointer; mach = as the\n"
+	       "tuner adapter: epoch enter (own reader record) + cached image (chain version and\n"
+	       "call < until) + call + epoch exit; pend = the same with a reload waiting at a later\n"
+	       "call; d_walk = the previous scheme (chain walked from the published pointer every\n"
+	       "call, same bracket); d_ptr = the cached lookup alone, without the epoch bracket;\n"
+	       "d_* are P50 differences to dir; %" PRIu64 " calls each\n",
 	       calls);
-	printf("%-28s %8s %8s %8s %8s %8s %8s %8s %8s %8s\n", "tuner program of", "dir_p50",
-	       "dir_p99", "mach_p50", "mach_p99", "pend_p50", "pend_p99", "d_mach", "d_pend", "d_ptr");
+	printf("%-28s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s\n", "tuner program of", "dir_p50",
+	       "dir_p99", "mach_p50", "mach_p99", "pend_p50", "pend_p99", "d_mach", "d_pend", "d_walk",
+	       "d_ptr");
 	for (int o = 0; o < n_objs; o++)
 		if (is_tuner_obj(objs[o]))
 			bench_hot(objs[o], calls);

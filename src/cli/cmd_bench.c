@@ -15,6 +15,19 @@
 #include "emu.h"
 #include "emu_cli.h"
 
+/*
+ * A policy the plugin refuses is only seen through its WARN line, so
+ * NCCLBPF_LOG=none would turn a rejected policy into NCCL's defaults
+ * reported as the policy's: keep warnings on for this command.
+ */
+static void keep_warnings(void)
+{
+	const char *lv = getenv("NCCLBPF_LOG");
+
+	if (lv && !strcmp(lv, "none"))
+		setenv("NCCLBPF_LOG", "warn", 1);
+}
+
 #define BENCH_SIZES 16
 
 static inline uint64_t now_ns(void)
@@ -68,7 +81,7 @@ int cmd_bench(struct cli *c, int argc, char **argv)
 	const char *obj = NULL;
 	uint64_t calls = 1000000;
 	uint32_t *a = NULL, *b = NULL;
-	char warn[4096];
+	char warn[4096] = "";
 	struct stat st;
 	int ret = CLI_OK;
 
@@ -94,18 +107,16 @@ int cmd_bench(struct cli *c, int argc, char **argv)
 		return cli_usage_error("usage: ncclbpf bench OBJ [--calls N] [-j]");
 	if (stat(obj, &st) || !S_ISREG(st.st_mode))
 		return cli_usage_error("bench: %s: not a readable file", obj);
+	keep_warnings();
 	a = malloc(calls * sizeof(*a));
 	b = malloc(calls * sizeof(*b));
 	if (!a || !b) {
 		ret = cli_usage_error("bench: out of memory for %llu samples", (unsigned long long)calls);
 		goto out;
 	}
-	if (measure(obj, calls, a, warn, sizeof(warn))) {
-		ret = cli_usage_error("bench: %s", warn);
-		goto out;
-	}
-	if (measure(NULL, calls, b, warn, sizeof(warn))) {
-		ret = cli_usage_error("bench: %s", warn);
+	if (measure(obj, calls, a, warn, sizeof(warn)) || measure(NULL, calls, b, warn, sizeof(warn))) {
+		warn[strcspn(warn, "\n")] = 0; /* one line: the first says why */
+		ret = cli_usage_error("bench: %s", warn[0] ? warn : "cannot load the plugin");
 		goto out;
 	}
 	uint32_t p50a = a[calls / 2], p99a = a[calls * 99 / 100];

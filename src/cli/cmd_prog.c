@@ -2,7 +2,7 @@
  * cmd_prog.c - `ncclbpf prog run` and `ncclbpf prog dump`.
  *
  *   prog run FILE [PROGRAM] [--mem HEX] [--engine interp|jit]
- *   prog dump FILE [PROGRAM]
+ *   prog dump FILE [PROGRAM]        (-j: one JSON document)
  *
  * FILE is a BPF ELF object (recognised by its magic) or a raw program: one
  * "0x" + 16 hex digit word per line, or an ISA conformance .data file whose
@@ -344,6 +344,70 @@ static const char *dump_map_name(void *user, uint32_t idx)
 	       ncclbpf_map__name(ncclbpf_object__map(obj, idx)) : NULL;
 }
 
+/*
+ * Prints insns as assembler text, or with -j one JSON document
+ * {"program", "section", "insns": [{"idx", "asm", "file", "line", "source"}]};
+ * prog is NULL for a raw program (no names, no source lines).
+ */
+static void dump_insns(const struct cli *c, struct ncclbpf_program *prog,
+		       const struct ncclbpf_object *obj, const struct nbpf_insn *pi, uint32_t pn)
+{
+	struct nbpf_disasm_opts o = { .map_name = dump_map_name, .user = (void *)obj };
+	uint32_t last_line = 0;
+	char line[256];
+
+	if (c->json) {
+		fputs("{\"program\":", stdout);
+		if (prog)
+			cli_json_str(stdout, ncclbpf_program__name(prog));
+		else
+			fputs("null", stdout);
+		fputs(",\"section\":", stdout);
+		if (prog)
+			cli_json_str(stdout, ncclbpf_program__section(prog));
+		else
+			fputs("null", stdout);
+		fputs(",\"insns\":[", stdout);
+	} else if (prog) {
+		printf("%s (section %s, %u insns):\n", ncclbpf_program__name(prog),
+		       ncclbpf_program__section(prog), pn);
+	}
+	for (uint32_t i = 0; i < pn;) {
+		const char *file = NULL, *src = NULL;
+		uint32_t ln = 0;
+		int slots, has_line;
+
+		has_line = prog && !ncclbpf_program__line(prog, i, &file, &ln, &src);
+		slots = nbpf_disasm_insn_opts(pi, pn, i, line, sizeof(line), obj ? &o : NULL);
+		if (slots < 0)
+			break;
+		if (c->json) {
+			printf("%s{\"idx\":%u,\"asm\":", i ? "," : "", i);
+			cli_json_str(stdout, line);
+			fputs(",\"file\":", stdout);
+			if (has_line && file)
+				cli_json_str(stdout, file);
+			else
+				fputs("null", stdout);
+			printf(",\"line\":%u,\"source\":", has_line ? ln : 0);
+			if (has_line && src)
+				cli_json_str(stdout, src);
+			else
+				fputs("null", stdout);
+			fputc('}', stdout);
+		} else {
+			if (has_line && ln != last_line) {
+				printf("; %s:%u: %s\n", file ? file : "?", ln, src ? src : "");
+				last_line = ln;
+			}
+			printf("%4u: %s\n", i, line);
+		}
+		i += (uint32_t)slots;
+	}
+	if (c->json)
+		fputs("]}\n", stdout);
+}
+
 /* Prints a program as assembler text, with source lines for objects. */
 static int prog_dump(struct cli *c, int argc, char **argv)
 {
@@ -353,15 +417,12 @@ static int prog_dump(struct cli *c, int argc, char **argv)
 	uint8_t *mem = NULL;
 	size_t mem_len = 0, len = 0;
 	char *text = NULL;
-	char line[256];
 	uint32_t n = 0;
 	struct prog_args a;
 	int rc = parse_args(argc, argv, &a, 0);
 
 	if (rc)
 		return rc;
-	if (c->json)
-		return cli_usage_error("prog dump: no JSON form");
 	if (nbpf_read_file(a.file, &text, &len))
 		return cli_usage_error("prog: %s", ncclbpf_errmsg());
 	if (!is_elf(text, len)) {
@@ -369,7 +430,7 @@ static int prog_dump(struct cli *c, int argc, char **argv)
 			rc = cli_usage_error("prog: %s is a raw program; it has no program '%s'",
 					     a.file, a.program);
 		else if (!(rc = load_raw(a.file, text, len, &insns, &n, &mem, &mem_len)))
-			rc = nbpf_disasm_prog(stdout, insns, n, 1, NULL) ? CLI_USAGE : CLI_OK;
+			dump_insns(c, NULL, NULL, insns, n);
 		goto out;
 	}
 	if (ncclbpf_object__open_file(a.file, NULL, &obj)) {
@@ -381,30 +442,8 @@ static int prog_dump(struct cli *c, int argc, char **argv)
 		rc = CLI_USAGE;
 		goto out;
 	}
-	{
-		const struct nbpf_insn *pi = ncclbpf_program__insns(prog);
-		uint32_t pn = (uint32_t)ncclbpf_program__insn_count(prog);
-		struct nbpf_disasm_opts o = { .map_name = dump_map_name, .user = obj };
-		uint32_t last_line = 0;
-
-		printf("%s (section %s, %u insns):\n", ncclbpf_program__name(prog),
-		       ncclbpf_program__section(prog), pn);
-		for (uint32_t i = 0; i < pn;) {
-			const char *file, *src;
-			uint32_t ln;
-			int slots;
-
-			if (!ncclbpf_program__line(prog, i, &file, &ln, &src) && ln != last_line) {
-				printf("; %s:%u: %s\n", file ? file : "?", ln, src ? src : "");
-				last_line = ln;
-			}
-			slots = nbpf_disasm_insn_opts(pi, pn, i, line, sizeof(line), &o);
-			if (slots < 0)
-				break;
-			printf("%4u: %s\n", i, line);
-			i += (uint32_t)slots;
-		}
-	}
+	dump_insns(c, prog, obj, ncclbpf_program__insns(prog),
+		   (uint32_t)ncclbpf_program__insn_count(prog));
 	rc = CLI_OK;
 out:
 	ncclbpf_object__close(obj);

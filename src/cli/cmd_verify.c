@@ -7,7 +7,8 @@
  * objects.  A rejection prints "FILE.c:LINE: insn N: REASON" first (or
  * "OBJ: insn N: REASON" without line info), then the instruction with the
  * registers involved, the source line and a hint; then one summary line
- * per program.  -j prints one JSON document instead.
+ * per program (an object with no programs, e.g. env overrides only, is
+ * accepted with a line saying so).  -j prints one JSON document instead.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -176,7 +177,7 @@ int cmd_verify(struct cli *c, int argc, char **argv)
 		fprintf(stderr, "ncclbpf: verify: %s has no program '%s'; it has:", path, only);
 		for (size_t i = 0; i < count; i++)
 			fprintf(stderr, " %s", ncclbpf_program__name(ncclbpf_object__prog(obj, i)));
-		fputc('\n', stderr);
+		fputs(count ? "\n" : " none\n", stderr);
 		ncclbpf_object__close(obj);
 		return CLI_USAGE;
 	}
@@ -224,6 +225,9 @@ int cmd_verify(struct cli *c, int argc, char **argv)
 	if (c->json) {
 		print_json(path, v, n, all_ok);
 	} else {
+		/* An env-only object (just an ncclbpf_env table) is valid: say so, exit 0. */
+		if (!count)
+			printf("%s: no programs, nothing to verify\n", path);
 		for (size_t i = 0; i < n; i++) {
 			struct prog_verdict *pv = &v[i];
 

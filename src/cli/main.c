@@ -23,6 +23,7 @@ static const struct cmd cmds[] = {
 	{ "top",      cmd_top,       "top [PID] [INTERVAL] [COUNT]" },
 	{ "export",   cmd_export,    "export [--listen ADDR:PORT | --textfile PATH] [--interval S] [--count N] [PID...]" },
 	{ "prog",   cmd_prog,   "prog run FILE [PROGRAM] [--mem HEX] [--engine interp|jit]" },
+	{ "prog",   cmd_prog,   "prog dump FILE [PROGRAM]" },
 	{ "verify", cmd_verify, "verify OBJ [PROGRAM] [--strict-consistency]" },
 	{ "sim",    cmd_sim,    "sim OBJ [--coll NAME] [--ranks N] [--nodes N] [--sizes MIN:MAX] [--nvls]" },
 	{ "bench",  cmd_bench,  "bench OBJ [--calls N]" },
@@ -91,6 +92,5 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		if (!strcmp(argv[1], cmds[i].name))
 			return cmds[i].fn(&c, argc - 2, argv + 2);
-	usage(stderr);
-	return cli_usage_error("unknown object '%s'", argv[1]);
+	return cli_usage_error("unknown object '%s' (ncclbpf -h lists them)", argv[1]);
 }

@@ -191,6 +191,7 @@ static void put_proc(struct nbpf_ctl_buf *b)
 	nbpf_ctl_buf_u64(b, "n_comms", w.n);
 	nbpf_host_lock();
 	nbpf_ctl_buf_u64(b, "image_gen", nbpf_host_current() ? nbpf_host_current()->generation : 0);
+	nbpf_ctl_buf_u64(b, "image_records", nbpf_host_image_records_locked());
 	nbpf_host_unlock();
 }
 
@@ -268,11 +269,11 @@ int nbpf_ctl_reload(const char *spec, uint64_t at_call, struct nbpf_ctl_buf *b, 
 	}
 	t2 = nbpf_now_ns();
 	nbpf_host_log(NBPF_NCCL_LOG_INFO, NBPF_NCCL_INIT,
-		      "ncclbpf: reloaded %s (%u programs), active from call %" PRIu64, spec,
+		      "reloaded %s (%u programs), active from call %" PRIu64, spec,
 		      img->n_progs, at_call);
 	if (w.late)
 		nbpf_host_log(NBPF_NCCL_LOG_WARN, NBPF_NCCL_INIT,
-			      "ncclbpf: %" PRIu64 " communicators were already past call %" PRIu64
+			      "%" PRIu64 " communicators were already past call %" PRIu64
 			      " when %s was published: their ranks may switch on different calls",
 			      w.late, at_call, spec);
 	if (!b)
@@ -323,7 +324,6 @@ int nbpf_ctl_handle(const struct nbpf_ctl_msg *req, struct nbpf_ctl_buf *b, char
 {
 	struct comm_walk w = { .b = b };
 	uint64_t at_call;
-	bool pending;
 	int err;
 
 	switch (req->type) {
@@ -366,21 +366,6 @@ int nbpf_ctl_handle(const struct nbpf_ctl_msg *req, struct nbpf_ctl_buf *b, char
 	case NBPF_CTL_ROLLBACK:
 		if ((err = get_at_call(req, &at_call, errmsg, errlen)))
 			return err;
-		/*
-		 * A delayed rollback while the current image still chains to the
-		 * one it replaced would link that image behind itself; refuse it
-		 * rather than hand the hot path a cycle.
-		 */
-		nbpf_host_lock();
-		pending = at_call && nbpf_host_current() && nbpf_host_current()->prev;
-		nbpf_host_unlock();
-		if (pending) {
-			snprintf(errmsg, errlen,
-				 "rollback: the current image still chains to the previous one (a reload "
-				 "at a call number is pending or was not yet collected); roll back without "
-				 "--at-call, or reload the previous object with --at-call instead");
-			return -EBUSY;
-		}
 		err = nbpf_host_rollback(at_call);
 		if (err) {
 			snprintf(errmsg, errlen, "%s",
@@ -388,7 +373,7 @@ int nbpf_ctl_handle(const struct nbpf_ctl_msg *req, struct nbpf_ctl_buf *b, char
 			return err;
 		}
 		nbpf_host_log(NBPF_NCCL_LOG_INFO, NBPF_NCCL_INIT,
-			      "ncclbpf: rolled back at call %" PRIu64 " via control socket", at_call);
+			      "rolled back at call %" PRIu64 " via control socket", at_call);
 		nbpf_host_lock();
 		put_images(b, nbpf_host_current(), true);
 		nbpf_host_unlock();

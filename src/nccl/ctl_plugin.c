@@ -50,7 +50,7 @@ int nbpf_ctl_start(void)
 	if (watch && !strcmp(watch, "1") && set && set->policy[0]) {
 		if (nbpf_ctl_watch_open(set->policy, &ctl_watch))
 			nbpf_host_log(NBPF_NCCL_LOG_WARN, NBPF_NCCL_INIT,
-				      "ncclbpf: NCCLBPF_WATCH ignored: %s", ncclbpf_errmsg());
+				      "NCCLBPF_WATCH ignored: %s", ncclbpf_errmsg());
 		else {
 			opts.extra_fd = nbpf_ctl_watch_fd(ctl_watch);
 			opts.on_extra = nbpf_ctl_watch_event;
@@ -62,10 +62,10 @@ int nbpf_ctl_start(void)
 		nbpf_ctl_watch_close(ctl_watch);
 		ctl_watch = NULL;
 		nbpf_host_log(NBPF_NCCL_LOG_WARN, NBPF_NCCL_INIT,
-			      "ncclbpf: control socket disabled: %s", ncclbpf_errmsg());
+			      "control socket disabled: %s", ncclbpf_errmsg());
 		return err;
 	}
-	nbpf_host_log(NBPF_NCCL_LOG_INFO, NBPF_NCCL_INIT, "ncclbpf: control socket %s%s%s",
+	nbpf_host_log(NBPF_NCCL_LOG_INFO, NBPF_NCCL_INIT, "control socket %s%s%s",
 		      nbpf_ctl_server_path(ctl_srv), ctl_watch ? ", watching " : "",
 		      ctl_watch ? set->policy : "");
 	return 0;

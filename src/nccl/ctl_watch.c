@@ -131,7 +131,7 @@ void nbpf_ctl_watch_event(void *arg)
 	if (err) {
 		w->failures++;
 		nbpf_host_log(NBPF_NCCL_LOG_WARN, NBPF_NCCL_INIT,
-			      "ncclbpf: %s changed but was not reloaded, the current policy stays: %s",
+			      "%s changed but was not reloaded, the current policy stays: %s",
 			      w->spec, errmsg);
 		return;
 	}

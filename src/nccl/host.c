@@ -23,6 +23,8 @@
 extern char **environ;
 
 _Atomic(struct nbpf_image *) nbpf_host_published;
+/* Starts at 1 so that a zeroed cache (ver 0) never matches. */
+struct nbpf_host_chain_ver nbpf_host_chain = { .v = 1 };
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static int g_refs;                    /* under g_lock */
@@ -269,6 +271,12 @@ void nbpf_host_image_free(struct nbpf_image *img)
 {
 	if (!img)
 		return;
+	if (img->base) {
+		/* Objects, maps and env strings belong to the base. */
+		free(img->spec);
+		free(img);
+		return;
+	}
 	for (uint32_t i = 0; i < img->n_objs; i++)
 		ncclbpf_object__close(img->objs[i]);
 	for (uint32_t i = 0; i < img->n_env; i++) {
@@ -470,6 +478,22 @@ int nbpf_host_load_image(const char *paths, struct nbpf_image **out, char *errbu
 	return err;
 }
 
+const struct nbpf_image *nbpf_host_image_fill(struct nbpf_image_cache *cache, uint64_t call)
+{
+	/* Version first: a publish racing with the walk leaves a newer chain
+	 * cached under the older version, which only costs one more refill. */
+	uint64_t ver = atomic_load_explicit(&nbpf_host_chain.v, memory_order_acquire);
+	const struct nbpf_image *img =
+		nbpf_host_image_walk(atomic_load_explicit(&nbpf_host_published, memory_order_acquire),
+				     call, &cache->until);
+
+	cache->ver = ver;
+	cache->img = img;
+	cache->tuner = img ? img->tuner : NULL;
+	cache->gen = img ? img->generation : 0;
+	return img;
+}
+
 struct nbpf_image *nbpf_host_current(void)
 {
 	return atomic_load_explicit(&nbpf_host_published, memory_order_acquire);
@@ -498,11 +522,30 @@ static bool chain_contains(struct nbpf_image *head, const struct nbpf_image *img
 	return false;
 }
 
+/* Readers reach img, or a live record borrows its objects; lock held. */
+static bool image_live(struct nbpf_image *pub, const struct nbpf_image *img)
+{
+	if (chain_contains(pub, img) || img == g_rollback)
+		return true;
+	for (struct nbpf_image *i = g_owned; i; i = i->owned_next)
+		if (i->base == img && (chain_contains(pub, i) || i == g_rollback))
+			return true;
+	return false;
+}
+
+/* Tells every resolution cache that the chain changed (after the change). */
+static void chain_changed(void)
+{
+	atomic_fetch_add_explicit(&nbpf_host_chain.v, 1, memory_order_release);
+}
+
 /*
  * Cuts chains no live comm can walk any more, then frees every owned image
- * unreachable from the published chain and the rollback target.  Lock held;
- * the grace period runs with the lock held, which only delays other
- * control-plane calls and comm init/finalize, never the hot path.
+ * unreachable from the published chain and the rollback target (a base
+ * stays while a reachable record borrows from it).  Lock held; the grace
+ * period runs with the lock held, which only delays other control-plane
+ * calls and comm init/finalize, never the hot path.  The chain version is
+ * bumped before the grace period, so no cache can still hold what is freed.
  */
 static void collect_locked(void)
 {
@@ -516,13 +559,14 @@ static void collect_locked(void)
 		if (at && min >= at) {
 			atomic_store_explicit(&i->at_call, 0, memory_order_relaxed);
 			atomic_store_explicit(&i->prev, NULL, memory_order_release);
+			chain_changed();
 			break;
 		}
 	}
 	for (pp = &g_owned; *pp;) {
 		struct nbpf_image *i = *pp;
 
-		if (chain_contains(pub, i) || i == g_rollback) {
+		if (image_live(pub, i)) {
 			pp = &i->owned_next;
 			continue;
 		}
@@ -541,6 +585,15 @@ static void collect_locked(void)
 	}
 }
 
+unsigned nbpf_host_image_records_locked(void)
+{
+	unsigned n = 0;
+
+	for (struct nbpf_image *i = g_owned; i; i = i->owned_next)
+		n++;
+	return n;
+}
+
 void nbpf_host_collect(void)
 {
 	pthread_mutex_lock(&g_lock);
@@ -555,17 +608,16 @@ static int publish_locked(struct nbpf_image *img, uint64_t at_call)
 	if (img && img == cur)
 		return -EINVAL;
 	if (img) {
-		bool owned = false;
-
+		/*
+		 * A record is published once: readers may still walk it, and
+		 * re-linking it could close a cycle.  Rollback publishes a new
+		 * record that borrows the old one's objects instead.
+		 */
 		for (struct nbpf_image *i = g_owned; i; i = i->owned_next)
-			owned |= i == img;
-		/* Only the rollback target may come back; it is unreachable by now. */
-		if (owned && img != g_rollback)
-			return -EINVAL;
-		if (!owned) {
-			img->owned_next = g_owned;
-			g_owned = img;
-		}
+			if (i == img)
+				return -EINVAL;
+		img->owned_next = g_owned;
+		g_owned = img;
 		img->generation = g_next_gen++;
 		atomic_store_explicit(&img->at_call, at_call, memory_order_relaxed);
 		atomic_store_explicit(&img->prev, at_call ? cur : NULL, memory_order_relaxed);
@@ -583,12 +635,41 @@ static int publish_locked(struct nbpf_image *img, uint64_t at_call)
 		g_owned = img;
 	}
 	atomic_store_explicit(&nbpf_host_published, img, memory_order_release);
-	if (img == g_rollback)
-		g_rollback = NULL;
+	chain_changed();
 	if (cur && cur->n_objs + cur->n_env)
 		g_rollback = cur;
 	collect_locked();
 	return 0;
+}
+
+/*
+ * A new, unpublished record of src's programs, maps and env overrides,
+ * borrowed by reference from src's base (never copied or re-verified):
+ * what rollback publishes.  Lock held.  NULL on allocation failure.
+ */
+static struct nbpf_image *image_borrow(const struct nbpf_image *src)
+{
+	struct nbpf_image *img = malloc(sizeof(*img));
+
+	if (!img)
+		return NULL;
+	memcpy(img, src, sizeof(*img));
+	img->spec = strdup(src->spec ? src->spec : "");
+	if (!img->spec) {
+		free(img);
+		return NULL;
+	}
+	img->base = src->base ? src->base : (struct nbpf_image *)src;
+	img->generation = 0;
+	img->owned_next = NULL;
+	atomic_store_explicit(&img->at_call, 0, memory_order_relaxed);
+	atomic_store_explicit(&img->prev, NULL, memory_order_relaxed);
+	/* Dispatch pointers point into src->progs; rebase them on our copy. */
+	if (src->tuner)
+		img->tuner = &img->progs[src->tuner - src->progs];
+	for (uint32_t i = 0; i < src->n_profilers; i++)
+		img->profilers[i] = &img->progs[src->profilers[i] - src->progs];
+	return img;
 }
 
 int nbpf_host_publish(struct nbpf_image *img, uint64_t at_call)
@@ -603,10 +684,23 @@ int nbpf_host_publish(struct nbpf_image *img, uint64_t at_call)
 
 int nbpf_host_rollback(uint64_t at_call)
 {
-	int err;
+	struct nbpf_image *img, *src;
+	int err = -ENOENT;
 
 	pthread_mutex_lock(&g_lock);
-	err = g_rollback ? publish_locked(g_rollback, at_call) : -ENOENT;
+	src = g_rollback;
+	if (!src)
+		goto out;
+	err = -ENOMEM;
+	img = image_borrow(src);
+	if (!img)
+		goto out;
+	err = publish_locked(img, at_call);
+	if (err)
+		nbpf_host_image_free(img);
+	else if (g_rollback == src)
+		g_rollback = NULL; /* replaced nothing loaded: no further target */
+out:
 	pthread_mutex_unlock(&g_lock);
 	return err;
 }
@@ -700,6 +794,7 @@ void nbpf_host_release(void)
 	pthread_mutex_lock(&g_lock);
 	if (--g_refs == 0) {
 		atomic_store_explicit(&nbpf_host_published, NULL, memory_order_release);
+		chain_changed();
 		g_rollback = NULL;
 		collect_locked();
 		nbpf_epoch_barrier();

@@ -94,6 +94,13 @@ struct nbpf_image {
 	_Atomic uint64_t at_call;     /* comms switch to it at this call number (0: at once) */
 	struct nbpf_image *_Atomic prev; /* image comms below at_call keep using (may be NULL) */
 	struct nbpf_image *owned_next;   /* host's list of every image it owns */
+	/*
+	 * Non-NULL for a record that rollback published: it borrows base's
+	 * objects, maps and env strings (never a borrowed record itself), so
+	 * re-publishing never re-links a record already in a chain.  base is
+	 * freed only once no owned record borrows from it.
+	 */
+	struct nbpf_image *base;
 	uint64_t load_ns;             /* CLOCK_MONOTONIC time spent loading+verifying+JIT */
 	uint64_t loaded_at;           /* CLOCK_REALTIME ns when loaded */
 	char *spec;                   /* the ':'-separated path list it was loaded from */
@@ -301,18 +308,89 @@ void nbpf_host_comm_remove(struct nbpf_comm *c);
 /*
  * The image a comm must use for its call number call: the published one,
  * or along its ->prev chain the newest whose at_call <= call.  Call inside
- * nbpf_epoch_enter/exit; the pointer is valid until exit.
+ * nbpf_epoch_enter/exit; the pointer is valid until exit.  *until (when
+ * not NULL) receives the lowest at_call that was skipped: the answer is
+ * the same for every call below it while the chain does not change.
  */
+static inline const struct nbpf_image *nbpf_host_image_walk(struct nbpf_image *cur,
+							    uint64_t call, uint64_t *until)
+{
+	uint64_t lim = UINT64_MAX;
+
+	while (cur) {
+		uint64_t at = atomic_load_explicit(&cur->at_call, memory_order_relaxed);
+
+		if (call >= at)
+			break;
+		if (at < lim)
+			lim = at;
+		cur = atomic_load_explicit(&cur->prev, memory_order_acquire);
+	}
+	if (until)
+		*until = lim;
+	return cur;
+}
+
 static inline const struct nbpf_image *nbpf_host_image_for(struct nbpf_image *cur,
 							   uint64_t call)
 {
-	while (cur && call < atomic_load_explicit(&cur->at_call, memory_order_relaxed))
-		cur = atomic_load_explicit(&cur->prev, memory_order_acquire);
-	return cur;
+	return nbpf_host_image_walk(cur, call, NULL);
 }
 
 /* Published image pointer (what nbpf_host_current returns), for inlining. */
 extern _Atomic(struct nbpf_image *) nbpf_host_published;
+
+/*
+ * Chain version: bumped (release) after every change of the published
+ * pointer or of any at_call/prev in its chain, and before any image the
+ * change made unreachable is retired.  On its own cache line: written only
+ * by publish/collect, read by every decision.
+ */
+struct nbpf_host_chain_ver {
+	_Alignas(64) _Atomic uint64_t v;
+	char pad[64 - sizeof(uint64_t)];
+};
+extern struct nbpf_host_chain_ver nbpf_host_chain;
+
+/*
+ * Per-communicator resolution cache, owned by one serialised caller (a
+ * tuner context).  Valid while the chain version equals ver and the call
+ * number is below until; then img is exactly what nbpf_host_image_for
+ * would return, so every rank still switches on the same call.
+ */
+struct nbpf_image_cache {
+	uint64_t ver;                 /* chain version it was filled at (0: empty) */
+	uint64_t until;               /* first call number it does not cover */
+	const struct nbpf_image *img; /* resolved image (NULL: none) */
+	/* img's tuner program and generation, so a hit needs no load from img */
+	const struct nbpf_host_prog *tuner;
+	uint64_t gen;
+};
+
+/* Refills cache for call; out of line (once per publish and per activation). */
+const struct nbpf_image *nbpf_host_image_fill(struct nbpf_image_cache *cache, uint64_t call);
+
+/*
+ * The image for call through cache: in the common case one load of the
+ * chain version and two compares.  Call inside an epoch section; the
+ * pointer is valid until it is left.  Memory safety: a cached image can
+ * only be retired after the version changes, and the reclaimer's grace
+ * period orders that change before this section's loads (or waits for
+ * this section), so an unchanged version means the image is alive.
+ */
+static inline bool nbpf_host_cache_hit(const struct nbpf_image_cache *cache, uint64_t call)
+{
+	return __builtin_expect(atomic_load_explicit(&nbpf_host_chain.v, memory_order_acquire) ==
+				cache->ver && call < cache->until, 1);
+}
+
+static inline const struct nbpf_image *nbpf_host_image_cached(struct nbpf_image_cache *cache,
+							      uint64_t call)
+{
+	if (nbpf_host_cache_hit(cache, call))
+		return cache->img;
+	return nbpf_host_image_fill(cache, call);
+}
 
 /*
  * Calls fn for every registered comm with the host lock held (so fn must
@@ -330,6 +408,13 @@ int nbpf_host_comm_foreach(int (*fn)(void *user, const struct nbpf_comm *c), voi
  * chain was dropped starts on the published image at call 0.
  */
 void nbpf_host_collect(void);
+
+/*
+ * Image records the host owns now (published, pending, rollback target,
+ * bases borrowed from); lock held by the caller.  For diagnostics and the
+ * tests that check old images are freed.
+ */
+unsigned nbpf_host_image_records_locked(void);
 
 /* Sums per-program stats over all comms for the current image. */
 void nbpf_host_prog_totals(uint32_t slot, uint64_t *runs, uint64_t *ns);

@@ -37,6 +37,7 @@ struct tuner_ctx {
 	bool stats;                /* NCCLBPF_STATS=1: time program runs */
 	unsigned ctx_use;          /* NBPF_CTX_* the program of image ana_gen may read */
 	uint64_t ana_gen;          /* generation ctx_use was computed for (0: none) */
+	struct nbpf_image_cache cache; /* image for calls below cache.until */
 };
 
 /* Creates a context; never fails for policy reasons (no policy = NCCL decides). */
@@ -148,26 +149,27 @@ static __attribute__((noinline, cold)) void analyse_prog(struct tuner_ctx *t,
 
 /*
  * Enters an epoch section and finds the tuner program the comm's image
- * holds for call number seq.  NULL (section already left) when there is
+ * holds for call number seq: from the comm's cache while no publish or
+ * activation intervenes (one version compare and one call-number compare),
+ * else by walking the chain.  NULL (section already left) when there is
  * none: NCCL decides and nothing else is computed.  Otherwise the caller
  * fills the context and calls tuner_exec, which leaves the section.
  */
 static inline __attribute__((always_inline)) const struct nbpf_host_prog *
-tuner_begin(struct tuner_ctx *t, uint64_t seq, const struct nbpf_image **imgp)
+tuner_begin(struct tuner_ctx *t, uint64_t seq)
 {
-	const struct nbpf_image *img;
 	const struct nbpf_host_prog *hp;
 
 	section_enter(t);
-	img = nbpf_host_image_for(atomic_load_explicit(&nbpf_host_published, memory_order_acquire),
-				  seq);
-	if (!img || !(hp = img->tuner)) {
-		section_exit(t);
-		return NULL;
+	if (__builtin_expect(!nbpf_host_cache_hit(&t->cache, seq), 0)) {
+		const struct nbpf_image *img = nbpf_host_image_fill(&t->cache, seq);
+
+		if (img && img->tuner && img->generation != t->ana_gen)
+			analyse_prog(t, img, img->tuner);
 	}
-	if (__builtin_expect(img->generation != t->ana_gen, 0))
-		analyse_prog(t, img, hp);
-	*imgp = img;
+	hp = t->cache.tuner;
+	if (!hp)
+		section_exit(t);
 	return hp;
 }
 
@@ -178,8 +180,7 @@ tuner_begin(struct tuner_ctx *t, uint64_t seq, const struct nbpf_image **imgp)
  * NCCLBPF_STATS=1.
  */
 static inline __attribute__((always_inline)) uint64_t
-tuner_exec(struct tuner_ctx *t, const struct nbpf_image *img, const struct nbpf_host_prog *hp,
-	   struct ncclbpf_tuner_ctx *c)
+tuner_exec(struct tuner_ctx *t, const struct nbpf_host_prog *hp, struct ncclbpf_tuner_ctx *c)
 {
 	struct nbpf_comm *cm = t->comm;
 	uint64_t t0 = 0, ret;
@@ -189,8 +190,8 @@ tuner_exec(struct tuner_ctx *t, const struct nbpf_image *img, const struct nbpf_
 	ret = __builtin_expect(hp->func != NULL, 1) ? hp->func(c, sizeof(*c)) : run_interp(hp, c);
 	if (cm) {
 		if (__builtin_expect(atomic_load_explicit(&cm->stats_gen, memory_order_relaxed) !=
-				     img->generation, 0))
-			stats_reset(cm, img->generation);
+				     t->cache.gen, 0))
+			stats_reset(cm, t->cache.gen);
 		bump(&cm->prog[hp->slot].runs);
 		if (__builtin_expect(t->stats, 0)) {
 			_Atomic uint64_t *ns = &cm->prog[hp->slot].ns;
@@ -289,7 +290,6 @@ static nbpf_nccl_result_t get_coll_info_table(void *ctx, int coll, size_t n_byte
 	struct tuner_ctx *t = ctx;
 	struct ncclbpf_tuner_ctx c;
 	struct nbpf_tuner_outcome o;
-	const struct nbpf_image *img;
 	const struct nbpf_host_prog *hp;
 	uint64_t ret, seq;
 
@@ -299,7 +299,7 @@ static nbpf_nccl_result_t get_coll_info_table(void *ctx, int coll, size_t n_byte
 	count_call(t, coll);
 	if (!table || num_algo <= 0 || num_proto <= 0)
 		return calls_done(t);
-	if (!(hp = tuner_begin(t, seq, &img)))
+	if (!(hp = tuner_begin(t, seq)))
 		return calls_done(t);
 	/* Compute only what the program can read ... */
 	if (t->ctx_use) {
@@ -311,7 +311,7 @@ static nbpf_nccl_result_t get_coll_info_table(void *ctx, int coll, size_t n_byte
 	} else {
 		ctx_keep(&c);
 	}
-	ret = tuner_exec(t, img, hp, &c);
+	ret = tuner_exec(t, hp, &c);
 	/* ... and the rest only when an output needs it to be applied. */
 	if (!(t->ctx_use & NBPF_CTX_PICK) &&
 	    (c.algo != NCCLBPF_KEEP || c.proto != NCCLBPF_KEEP || c.n_channels != NCCLBPF_KEEP))
@@ -337,7 +337,6 @@ static nbpf_nccl_result_t get_coll_info_v2(void *ctx, int coll, size_t n_bytes,
 	struct tuner_ctx *t = ctx;
 	struct ncclbpf_tuner_ctx c;
 	struct nbpf_tuner_outcome o;
-	const struct nbpf_image *img;
 	const struct nbpf_host_prog *hp;
 	uint64_t ret, seq;
 
@@ -345,7 +344,7 @@ static nbpf_nccl_result_t get_coll_info_v2(void *ctx, int coll, size_t n_bytes,
 		return NBPF_NCCL_SUCCESS;
 	seq = t->calls;
 	count_call(t, coll);
-	if (!(hp = tuner_begin(t, seq, &img)))
+	if (!(hp = tuner_begin(t, seq)))
 		return calls_done(t);
 	ctx_fill(t, &c, seq, coll, n_bytes, num_pipe_ops, 0);
 	c.avail_mask = nbpf_tuner_v2_mask(coll_net, nvls);
@@ -353,7 +352,7 @@ static nbpf_nccl_result_t get_coll_info_v2(void *ctx, int coll, size_t n_bytes,
 	c.nccl_proto = protocol && *protocol >= 0 && *protocol < NCCLBPF_NUM_PROTOS ? *protocol : -1;
 	if (c.nccl_algo < 0 || c.nccl_proto < 0)
 		c.nccl_algo = c.nccl_proto = -1;
-	ret = tuner_exec(t, img, hp, &c);
+	ret = tuner_exec(t, hp, &c);
 	nbpf_tuner_apply_v2(&c, ret, algorithm, protocol, n_channels, &o);
 	count_outcome(t, &o);
 	return calls_done(t);

@@ -5,8 +5,9 @@
  * through the ncclbpf command) lists, reloads, rolls back, reads and writes
  * maps, exports metrics.  Checks decisions after every swap, that both
  * ranks switch on the same call, that a rejected object changes nothing
- * and reports the verifier's message, and that same-shaped maps keep their
- * contents across swaps.
+ * and reports the verifier's message, that same-shaped maps keep their
+ * contents across swaps, and that delayed rollbacks work while the current
+ * image still chains to older ones.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -215,7 +216,7 @@ static void test_swaps(void)
 	CHECK(cli(NULL, 0, "map lookup %d ctl_cfg key 0 0 0", getpid()) == 2); /* wrong size */
 	CHECK(cli(NULL, 0, "map dump %d no_such_map", getpid()) == 1);
 
-	/* Rollback (immediate) returns to B; with a pending chain a delayed one is refused. */
+	/* Rollback (immediate) returns to B. */
 	CHECK(call(NBPF_CTL_ROLLBACK, "rollback at_call=0", &m, &em) == 0);
 	nbpf_ctl_msg_free(&m);
 	CHECK_EQ_U64(step(NULL), 2);
@@ -239,6 +240,90 @@ static void test_swaps(void)
 			CHECK(step(NULL) == 0);
 		CHECK(step(NULL) == 2);
 	}
+}
+
+/* The "proc" record's field, or UINT64_MAX. */
+static uint64_t proc_u64(const char *field)
+{
+	struct nbpf_ctl_msg m;
+	const struct nbpf_ctl_rec *r;
+	const char *em;
+	uint64_t v = UINT64_MAX;
+
+	if (call(NBPF_CTL_PS, NULL, &m, &em) == 0 && (r = find(&m, "proc", 0)))
+		nbpf_ctl_rec_u64(r, field, &v);
+	nbpf_ctl_msg_free(&m);
+	return v;
+}
+
+static int rollback_at(uint64_t at)
+{
+	char payload[64];
+	struct nbpf_ctl_msg m;
+	const char *em;
+	int err;
+
+	snprintf(payload, sizeof(payload), "rollback at_call=%" PRIu64, at);
+	err = call(NBPF_CTL_ROLLBACK, payload, &m, &em);
+	if (err)
+		printf("rollback at %" PRIu64 ": %s\n", at, em);
+	nbpf_ctl_msg_free(&m);
+	return err;
+}
+
+/* Steps until call `until` (exclusive) expecting proto on both ranks. */
+static void expect_until(uint64_t until, int proto, const char *what)
+{
+	while (total_calls < until) {
+		int p = step(NULL);
+
+		CHECK_MSG(p == proto, "%s: call %" PRIu64 ": proto %d, want %d", what, total_calls - 1,
+			  p, proto);
+		if (p != proto)
+			return;
+	}
+}
+
+/*
+ * Delayed rollbacks while the current image still chains to the one it
+ * replaced (the rollback target), and while another activation is pending:
+ * the rollback publishes a new record, so the chain the hot path walks has
+ * no cycle, both ranks switch on the same call, and once everything has
+ * activated a later publish leaves only the records still needed.
+ */
+static void test_rollback_pending(void)
+{
+	char msg[1024];
+	uint64_t at0, at1, at2, gen0, recs;
+
+	/* Current: B, activated at a call number, still chained to A. */
+	CHECK_EQ_U64(step(NULL), 2);
+	gen0 = proc_u64("image_gen");
+	at0 = total_calls + 5;
+	CHECK(rollback_at(at0) == 0);
+	CHECK(proc_u64("image_gen") > gen0); /* a new record, not the old one re-linked */
+	expect_until(at0, 2, "before the rollback");
+	expect_until(at0 + 3, 0, "after the rollback"); /* A again, ctl_cfg's 4 channels kept */
+
+	/* Rollback at a call number while a reload is still pending. */
+	at1 = total_calls + 10;
+	at2 = total_calls + 20;
+	CHECK(reload(pol("ctl_b"), at1, msg, sizeof(msg)) == 0);
+	CHECK(rollback_at(at2) == 0);
+	expect_until(at1, 0, "before the pending reload");
+	expect_until(at2, 2, "between the reload and the rollback");
+	expect_until(at2 + 3, 0, "after the second rollback");
+
+	/* A rollback at a call number already passed switches on the next call. */
+	CHECK(rollback_at(1) == 0);
+	expect_until(total_calls + 2, 2, "rollback at a passed call");
+
+	/* Everything has activated: an immediate publish collects the chain. */
+	CHECK(reload(pol("ctl_b"), 0, msg, sizeof(msg)) == 0);
+	CHECK_EQ_U64(step(NULL), 2);
+	recs = proc_u64("image_records");
+	/* The current image and the rollback target (plus the base it borrows from). */
+	CHECK_MSG(recs >= 2 && recs <= 3, "%" PRIu64 " image records kept", recs);
 }
 
 static void test_cli_views(void)
@@ -317,6 +402,7 @@ int main(void)
 
 	test_listing();
 	test_swaps();
+	test_rollback_pending();
 	test_cli_views();
 
 	CHECK(emu_tuner_fini(&rk[0]) == 0);

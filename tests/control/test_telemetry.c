@@ -4,7 +4,10 @@
  * sequence: Coll, KernelCh with timer start, KernelCh stop state, stops),
  * then read back over the control socket, through `ncclbpf top -j`, and
  * through `ncclbpf export` (checked by promtool and parsed back): every
- * histogram bucket, count, sum and byte total must match what went in.
+ * histogram bucket, count, sum and byte total must match what went in.  A
+ * second communicator with other collectives, algorithms and protocols makes
+ * the exposition carry several label sets; both the textfile and one
+ * --listen scrape must pass promtool.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -22,19 +25,22 @@
 #define RANK 3
 #define COMM UINT64_C(0xfeed)
 
-static const nbpf_profiler_v5_t *prof;
-static void *pctx;
+#define COMM2 UINT64_C(0xbeef)
 
-static void *start(nbpf_prof_descr_v5_t *d)
+static const nbpf_profiler_v5_t *prof;
+static void *pctx, *pctx2;
+
+static void *start(void *ctx, nbpf_prof_descr_v5_t *d)
 {
 	void *h = NULL;
 
-	prof->startEvent(pctx, &h, d);
+	prof->startEvent(ctx, &h, d);
 	return h;
 }
 
-/* One AllReduce of count floats whose single channel ran from t0 to t0 + lat (ns). */
-static void coll(uint64_t seq, size_t count, uint64_t lat)
+/* One collective on context ctx of rank rank, whose single channel ran lat ns. */
+static void coll_on(void *ctx, int rank, const char *func, const char *algo, const char *proto,
+		    uint64_t seq, size_t count, uint64_t lat)
 {
 	nbpf_prof_descr_v5_t d;
 	nbpf_prof_state_args_v4_t a = { .kernelCh = { .pTimer = 1000 + lat } };
@@ -42,25 +48,44 @@ static void coll(uint64_t seq, size_t count, uint64_t lat)
 
 	memset(&d, 0, sizeof(d));
 	d.type = NBPF_PROF_COLL;
-	d.rank = RANK;
+	d.rank = rank;
 	d.coll.seqNumber = seq;
-	d.coll.func = "AllReduce";
+	d.coll.func = func;
 	d.coll.count = count;
 	d.coll.datatype = "ncclFloat32";
 	d.coll.nChannels = 1;
-	d.coll.algo = "RING";
-	d.coll.proto = "LL128";
-	c = start(&d);
+	d.coll.algo = algo;
+	d.coll.proto = proto;
+	c = start(ctx, &d);
 	memset(&d, 0, sizeof(d));
 	d.type = NBPF_PROF_KERNEL_CH;
 	d.parentObj = c;
-	d.rank = RANK;
+	d.rank = rank;
 	d.kernelCh.channelId = 0;
 	d.kernelCh.pTimer = 1000;
-	k = start(&d);
+	k = start(ctx, &d);
 	prof->recordEventState(k, NBPF_PROF_STATE_KERNEL_CH_STOP, &a);
 	prof->stopEvent(k);
 	prof->stopEvent(c);
+}
+
+/* One AllReduce of count floats on the main communicator. */
+static void coll(uint64_t seq, size_t count, uint64_t lat)
+{
+	coll_on(pctx, RANK, "AllReduce", "RING", "LL128", seq, count, lat);
+}
+
+/* promtool accepts the exposition in file path (when promtool is installed). */
+static void promtool_ok(const char *path)
+{
+	char cmd[600];
+	int st;
+
+	if (access("/usr/bin/promtool", X_OK) != 0)
+		return;
+	snprintf(cmd, sizeof(cmd), "/usr/bin/promtool check metrics < %s", path);
+	st = system(cmd);
+	CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "promtool rejected %s", path);
 }
 
 static int run(char *out, size_t len, const char *fmt, ...)
@@ -100,6 +125,15 @@ int main(void)
 	prof = pl.table;
 	CHECK(prof->init(&pctx, COMM, &mask, "c", 1, 8, RANK, emu_logger) == 0);
 	CHECK(mask & NBPF_PROF_KERNEL_CH);
+	/* A second communicator with other collectives, algorithms and protocols,
+	 * so the exposition carries several label sets of every family. */
+	CHECK(prof->init(&pctx2, COMM2, &mask, "c2", 2, 16, 5, emu_logger) == 0);
+	for (int i = 0; i < 40; i++) {
+		static const char *const fn[] = { "AllGather", "Broadcast", "ReduceScatter", "AllReduce" };
+
+		coll_on(pctx2, 5, fn[i % 4], i % 2 ? "TREE" : "RING", i % 3 ? "SIMPLE" : "LL",
+			(uint64_t)i, (size_t)1 << (6 + i % 20), 3000 + (uint64_t)i * 777);
+	}
 
 	/* Latencies spread over several log2 buckets; two size classes (1 KiB and 4 MiB). */
 	for (int i = 0; i < n; i++) {
@@ -166,12 +200,46 @@ int main(void)
 	/* 3. the exposition: promtool, then every bucket of the 1K series read back */
 	snprintf(path, sizeof(path), "%s/m.prom", dir);
 	CHECK(run(out, sizeof(out), "export --textfile %s --count 1", path) == 0);
-	if (access("/usr/bin/promtool", X_OK) == 0) {
-		char cmd[600];
+	promtool_ok(path);
+	{
+		char want[160];
 
-		snprintf(cmd, sizeof(cmd), "/usr/bin/promtool check metrics < %s", path);
-		int st = system(cmd);
-		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		snprintf(want, sizeof(want), "{communicator=\"0x%016" PRIx64 "\",collective=\"AllGather\"",
+			 COMM2);
+		FILE *f = fopen(path, "r");
+		size_t n = f ? fread(out, 1, sizeof(out) - 1, f) : 0;
+
+		out[n] = 0;
+		if (f)
+			fclose(f);
+		CHECK_STR_CONTAINS(out, want);
+		CHECK_STR_CONTAINS(out, "collective=\"Broadcast\"");
+		CHECK_STR_CONTAINS(out, "collective=\"ReduceScatter\"");
+	}
+	/* The same through --listen: one scrape, saved, then promtool. */
+	if (access("/usr/bin/curl", X_OK) == 0) {
+		char cmd[1200], scrape[400];
+		int port = 20000 + (getpid() + 7) % 20000, st;
+
+		snprintf(scrape, sizeof(scrape), "%s/scrape.prom", dir);
+		snprintf(cmd, sizeof(cmd),
+			 "timeout 20 %s export --listen 127.0.0.1:%d --count 1 >/dev/null & pid=$!; "
+			 "for i in 1 2 3 4 5 6 7 8 9 10; do sleep 0.2; "
+			 "curl -sf -o %s http://127.0.0.1:%d/metrics && break; done; wait $pid",
+			 CTL_CLI, port, scrape, port);
+		st = system(cmd);
+		CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "--listen scrape failed (%d)", st);
+		{
+			FILE *f = fopen(scrape, "r");
+			size_t n = f ? fread(out, 1, sizeof(out) - 1, f) : 0;
+
+			out[n] = 0;
+			if (f)
+				fclose(f);
+		}
+		CHECK_STR_CONTAINS(out, "ncclbpf_collective_latency_seconds_bucket{communicator=\"0x000000000000beef\"");
+		CHECK_STR_CONTAINS(out, "collective=\"ReduceScatter\"");
+		promtool_ok(scrape);
 	}
 	{
 		FILE *f = fopen(path, "r");
@@ -211,6 +279,7 @@ int main(void)
 		CHECK(fabs(psum - (double)sum * 1e-9) < 1e-9);
 	}
 
+	CHECK(prof->finalize(pctx2) == 0);
 	CHECK(prof->finalize(pctx) == 0);
 	emu_close(&pl);
 	snprintf(spec, sizeof(spec), "rm -rf %s", dir);

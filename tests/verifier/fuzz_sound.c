@@ -206,10 +206,24 @@ static uint8_t reg(struct gen *g)
 	return (uint8_t)take(g, 10);
 }
 
+/* r7 = fp - 8k + r (r a scalar the fragment bounded, or not), then an access through r7. */
+static void stack_index(struct gen *g, uint8_t r)
+{
+	uint8_t sz = sizes[take(g, 4)];
+
+	emit(g, NBPF_ALU64 | NBPF_MOV | NBPF_X, 7, 10, 0, 0);
+	emit(g, NBPF_ALU64 | NBPF_ADD | NBPF_K, 7, 0, 0, -8 * (int32_t)(take(g, 8) + 1));
+	emit(g, NBPF_ALU64 | NBPF_ADD | NBPF_X, 7, r, 0, 0);
+	if (take(g, 2))
+		emit(g, NBPF_LDX | NBPF_MEM | sz, 8, 7, (int16_t)(take(g, 16) - 8), 0);
+	else
+		emit(g, NBPF_ST | NBPF_MEM | sz, 7, 0, (int16_t)(take(g, 16) - 8), 1);
+}
+
 /* One plausible fragment; pending forward jumps are patched to land here or later. */
 static void fragment(struct gen *g, int depth)
 {
-	uint32_t k = take(g, 16);
+	uint32_t k = take(g, 22);
 	uint8_t r = reg(g), s = reg(g);
 	int small = (int)take(g, 70) - 3;
 
@@ -325,6 +339,73 @@ static void fragment(struct gen *g, int depth)
 		emit(g, NBPF_ALU64 | NBPF_MOV | NBPF_X, 1, 0, 0, 0);
 		emit(g, NBPF_ALU64 | NBPF_MOV | NBPF_K, 2, 0, 0, 0);
 		emit(g, NBPF_JMP | NBPF_CALL, 0, 0, 0, take(g, 2) ? NBPF_HELPER_RINGBUF_SUBMIT : NBPF_HELPER_RINGBUF_DISCARD);
+		emit(g, NBPF_ALU64 | NBPF_MOV | NBPF_K, 0, 0, 0, 0);
+		break;
+	}
+	case 16: { /* sign-extending load or move, a signed check, then a stack index */
+		uint8_t v = r == 6 || r == 7 ? 9 : r;
+
+		if (take(g, 2))
+			emit(g, NBPF_LDX | NBPF_MEMSX | sizes[take(g, 3)], v, take(g, 2) ? 6 : 10,
+			     0, 0), g->p[g->len - 1].off = g->p[g->len - 1].src == 6 ?
+				(int16_t)fz_fields[take(g, 8)].off : (int16_t)-(int)(take(g, 64) + 1);
+		else
+			emit(g, (take(g, 2) ? NBPF_ALU64 : NBPF_ALU) | NBPF_MOV | NBPF_X, v, s, 8 << take(g, 3), 0);
+		emit(g, (take(g, 2) ? NBPF_JMP : NBPF_JMP32) | jmp_ops[take(g, sizeof(jmp_ops))] | NBPF_K,
+		     v, 0, 4, (int32_t)take(g, 24) - 12);
+		stack_index(g, v);
+		break;
+	}
+	case 17: /* partial-width stores into spill slots, then a read of another width */
+		emit(g, NBPF_STX | NBPF_MEM | sizes[take(g, 4)], 10, s, (int16_t)-(int)(take(g, 64) + 1), 0);
+		if (take(g, 2))
+			emit(g, NBPF_ST | NBPF_MEM | sizes[take(g, 4)], 10, 0, (int16_t)-(int)(take(g, 64) + 1),
+			     (int32_t)take(g, 0));
+		emit(g, NBPF_LDX | NBPF_MEM | sizes[take(g, 4)], r == 6 ? 7 : r, 10,
+		     (int16_t)-(int)(take(g, 64) + 1), 0);
+		break;
+	case 18: { /* 32-bit arithmetic and a 32-bit check guarding a stack index */
+		uint8_t v = r == 6 || r == 7 ? 9 : r;
+		uint8_t op = alu_ops[take(g, sizeof(alu_ops))];
+
+		if (op == NBPF_DIV || op == NBPF_MOD || op == NBPF_LSH || op == NBPF_RSH || op == NBPF_ARSH)
+			emit(g, NBPF_ALU | op | NBPF_K, v, 0, 0, (int32_t)take(g, 31) + 1);
+		else
+			emit(g, NBPF_ALU | op | NBPF_K, v, 0, 0, (int32_t)take(g, 0) - 32768);
+		emit(g, (take(g, 2) ? NBPF_JMP32 : NBPF_JMP) | jmp_ops[take(g, sizeof(jmp_ops))] | NBPF_K,
+		     v, 0, 4, (int32_t)take(g, 24) - 8);
+		stack_index(g, v);
+		break;
+	}
+	case 19: { /* atomics on the stack, at any offset and width */
+		static const int32_t aops[] = { NBPF_ADD, NBPF_ADD | NBPF_FETCH, NBPF_OR, NBPF_XOR | NBPF_FETCH,
+						NBPF_XCHG, NBPF_CMPXCHG };
+
+		emit(g, NBPF_STX | NBPF_ATOMIC | (take(g, 2) ? NBPF_DW : NBPF_W), 10, s == 10 ? 2 : s,
+		     (int16_t)-(int)(take(g, 64) + 1), aops[take(g, 6)]);
+		break;
+	}
+	case 20: { /* byte swaps of a bounded value used as an index */
+		static const int32_t w[] = { 16, 32, 64 };
+		uint8_t v = r == 6 || r == 7 ? 9 : r;
+
+		emit(g, NBPF_ALU64 | NBPF_AND | NBPF_K, v, 0, 0, (int32_t)take(g, 0x400));
+		emit(g, (take(g, 3) ? NBPF_ALU | NBPF_END | (take(g, 2) ? NBPF_TO_BE : NBPF_TO_LE)
+				    : NBPF_ALU64 | NBPF_END), v, 0, 0, w[take(g, 3)]);
+		emit(g, NBPF_JMP | jmp_ops[take(g, sizeof(jmp_ops))] | NBPF_K, v, 0, 4, (int32_t)take(g, 0x400));
+		stack_index(g, v);
+		break;
+	}
+	case 21: { /* a helper reading a stack buffer: hash lookup or update from fp-off */
+		int32_t off = -(int32_t)(take(g, 24) + 8);
+
+		emit(g, NBPF_ALU64 | NBPF_MOV | NBPF_X, 2, 10, 0, 0);
+		emit(g, NBPF_ALU64 | NBPF_ADD | NBPF_K, 2, 0, 0, off);
+		emit(g, NBPF_ALU64 | NBPF_MOV | NBPF_X, 3, 10, 0, 0);
+		emit(g, NBPF_ALU64 | NBPF_ADD | NBPF_K, 3, 0, 0, -(int32_t)(take(g, 24) + 1));
+		emit(g, NBPF_ALU64 | NBPF_MOV | NBPF_K, 4, 0, 0, 0);
+		emit_lddw(g, 1, NBPF_PSEUDO_MAP_IDX, take(g, 2) ? 3 : 0, 0);
+		emit(g, NBPF_JMP | NBPF_CALL, 0, 0, 0, take(g, 2) ? NBPF_HELPER_MAP_UPDATE : NBPF_HELPER_MAP_LOOKUP);
 		emit(g, NBPF_ALU64 | NBPF_MOV | NBPF_K, 0, 0, 0, 0);
 		break;
 	}

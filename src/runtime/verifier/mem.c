@@ -339,6 +339,9 @@ int check_mem_access(struct venv *e, uint32_t pc, uint8_t regno, int32_t off, ui
 		return verr(e, pc, VM_RB_USE_AFTER, regs, NULL);
 	case VT_CTX:
 		err = ctx_access(e, pc, regno, &base, off, size, write, &out, stored, atomic);
+		/* ldxs* from a field: the loaded bytes are sign-extended too */
+		if (!err && !write && sign && out.type == VT_SCALAR && size < 8)
+			scalar_sext(&out, size, false);
 		break;
 	case VT_STACK:
 		if (atomic) {
@@ -347,6 +350,10 @@ int check_mem_access(struct venv *e, uint32_t pc, uint8_t regno, int32_t off, ui
 			if ((err = stack_access(e, pc, regno, &base, off, size, false, &out, NULL,
 						false)))
 				return err;
+			/* the old value would reach a register as an integer: a pointer leak */
+			if (out.type != VT_SCALAR)
+				return verr(e, pc, VM_STACK_PTR_FILL, regs,
+					    "atomic operation on a spilled pointer");
 			memset(&v, 0, sizeof(v));
 			reg_mark_unknown(&v);
 			v.taint = out.taint | (stored ? stored->taint : 0);

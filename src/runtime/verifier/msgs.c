@@ -111,6 +111,8 @@ const struct vmsg_desc nbpf_vmsgs[VM_COUNT] = {
 	  "read pointers back with 8-byte loads"),
 	M(VM_RB_OOB, "ring buffer record access out of bounds", "The access lies outside the reserved record.",
 	  "stay within the size passed to bpf_ringbuf_reserve"),
+	M(VM_ATOMIC_ALIGN, "misaligned atomic operation", "An atomic operation's address may not be a multiple of its width (a locked access split across cache lines can fault or tear).",
+	  "keep atomic counters in naturally aligned __u32/__u64 fields"),
 
 	M(VM_RB_USE_AFTER, "use of ring buffer record after submit or discard", "The record belongs to the consumer once submitted or discarded.",
 	  "write every field before bpf_ringbuf_submit"),

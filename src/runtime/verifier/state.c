@@ -354,6 +354,9 @@ static bool states_equal(const struct venv *e, const struct vstate *o, const str
 		return false;
 	if (exact && o->nctrl != c->nctrl)
 		return false;
+	/* o's exploration followed its fact's side only: c must hold the same fact */
+	if ((exact || o->cmp.code) && !vcmp_equal(&o->cmp, &c->cmp))
+		return false;
 	if (o->nrefs != c->nrefs)
 		return false;
 	for (uint32_t i = 0; i < o->nrefs; i++)
@@ -425,6 +428,43 @@ static bool can_join_reg(const struct vreg *o, const struct vreg *c, bool releva
 		return !relevant || range_equal(o, c);
 	return o->aux == c->aux && o->frameno == c->frameno && o->off == c->off &&
 	       o->id == c->id && range_equal(o, c);
+}
+
+/*
+ * Two layouts of one slot that a join may blur into plain data: the slot's
+ * values reach no address or size (not relevant), neither holds a pointer,
+ * and the same bytes are initialised in both.  Counters kept in a stack
+ * array (one path stored a narrow spill where another still has the
+ * 8-byte zero spill of the memset) otherwise split a loop's states by
+ * layout, 2^slots of them.
+ */
+static bool slots_blurrable(const struct vslot *o, const struct vslot *c, bool relevant)
+{
+	if (relevant)
+		return false;
+	if ((slot_spill_mask(o) && o->spill.type != VT_SCALAR) ||
+	    (slot_spill_mask(c) && c->spill.type != VT_SCALAR))
+		return false;
+	for (int i = 0; i < 8; i++)
+		if ((SB_KIND(o->stype[i]) == SB_INVALID) != (SB_KIND(c->stype[i]) == SB_INVALID))
+			return false;
+	return true;
+}
+
+/* c := initialised data holding either slot's bytes, with either's taint. */
+static void blur_slot(struct vslot *c, const struct vslot *o)
+{
+	uint8_t taint = 0;
+
+	if ((slot_spill_mask(c) && c->spill.taint) ||
+	    (slot_spill_mask(o) && o->spill.taint))
+		taint = SB_TAINT;
+	for (int i = 0; i < 8; i++) {
+		if (SB_KIND(c->stype[i]) == SB_INVALID)
+			continue;
+		c->stype[i] = SB_MISC | taint | ((c->stype[i] | o->stype[i]) & SB_TAINT);
+	}
+	memset(&c->spill, 0, sizeof(c->spill));
 }
 
 /*
@@ -501,8 +541,12 @@ static bool try_join(const struct venv *e, const struct vstate *o, struct vstate
 			    !can_join_reg(&of->regs[r], &cf->regs[r], rel & (1u << r)))
 				return false;
 		for (uint32_t k = 0; k < of->nslots; k++) {
-			if (!eq8(of->slots[k].stype, cf->slots[k].stype))
-				return false;
+			if (!eq8(of->slots[k].stype, cf->slots[k].stype)) {
+				if (!slots_blurrable(&of->slots[k], &cf->slots[k],
+						     e->subs[of->subprog].rel_slots & (1ull << k)))
+					return false;
+				continue;
+			}
 			if (slot_spill_mask(&of->slots[k]) &&
 			    !can_join_reg(&of->slots[k].spill, &cf->slots[k].spill,
 					  e->subs[of->subprog].rel_slots & (1ull << k)))
@@ -521,9 +565,13 @@ static bool try_join(const struct venv *e, const struct vstate *o, struct vstate
 				join_reg(&cf->regs[r], &of->regs[r], level);
 		}
 		for (uint32_t k = 0; k < of->nslots; k++)
-			if (slot_spill_mask(&of->slots[k]))
+			if (!eq8(of->slots[k].stype, cf->slots[k].stype))
+				blur_slot(&cf->slots[k], &of->slots[k]);
+			else if (slot_spill_mask(&of->slots[k]))
 				join_reg(&cf->slots[k].spill, &of->slots[k].spill, level);
 	}
+	if (!vcmp_equal(&o->cmp, &c->cmp))
+		c->cmp.code = 0; /* the join holds states where either side was taken */
 	return true;
 }
 
@@ -620,6 +668,8 @@ int vstate_visit(struct venv *e)
 	uint16_t cmask = 0, live = e->live[pc];
 	bool have_cv = false;
 
+	if (cur->cmp.code && !vcmp_live(&cur->cmp, live))
+		cur->cmp.code = 0; /* useless from here on: do not let it split checkpoints */
 	for (link = &e->explored[pc]; (n = *link); link = &n->next) {
 		if (n->branches) {
 			/* the hash is only needed against checkpoints still being explored */

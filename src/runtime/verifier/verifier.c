@@ -75,6 +75,81 @@ static bool is_ptr(const struct vreg *r)
 
 /* ---- ALU ---- */
 
+/*
+ * Compilers index a stack array with `fp_base | (i << k)` when they know
+ * the base is aligned: every engine's frame pointer is 8-byte aligned (the
+ * interpreter's frames are 16-aligned, the JIT's sit at 8-aligned offsets
+ * from rsp, and the compiler's BPF target assumes 8), so when the pointer's
+ * offset is constant and a multiple of `align` and every bit the scalar may
+ * set is below `align`, OR adds.  Only frame pointers: map values and
+ * records promise no alignment here.
+ */
+static bool stack_or_is_add(const struct vreg *dst, const struct vreg *src)
+{
+	uint64_t bits, align;
+
+	if (dst->type != VT_STACK || src->type != VT_SCALAR || !tnum_is_const(dst->var_off) ||
+	    dst->var_off.value)
+		return false;
+	bits = src->var_off.value | src->var_off.mask;
+	align = dst->off % 8 ? (uint64_t)(dst->off & -dst->off) : 8;
+	return bits < align;
+}
+
+/*
+ * Compilers lower `x % K` (unsigned, K constant) as
+ *     t = x; t /= K; t *= K; x -= t;
+ * and the interval domain loses the relation between x and t, leaving the
+ * remainder unbounded (fatal when it indexes an array).  Recognise the
+ * sequence ending at `pc` (a `dst -= src` of the class `cls`) by walking
+ * back through at most 8 straight-line instructions with no jump into
+ * them: the first writes of src going back must be `src *= K`,
+ * `src /= K` (unsigned, same K) and `src = dst` (same width, no sign
+ * extension), and nothing between the mov and pc writes dst or src other
+ * than those.  Then dst is exactly x mod K: [0, K - 1].  Returns K, or 0.
+ */
+static uint64_t mod_idiom(const struct venv *e, uint32_t pc, const struct nbpf_insn *sub)
+{
+	uint8_t cls = NBPF_CLASS(sub->code), d = sub->dst, s = sub->src;
+	int step = 0; /* 0: want mul, 1: want div, 2: want mov */
+	int32_t k = 0;
+
+	if (d == s || s == NBPF_REG_FP)
+		return 0;
+	for (uint32_t i = pc, n = 0; i > 0 && n < 8; n++) {
+		const struct nbpf_insn *in;
+		uint8_t c;
+
+		if (e->flags[i] & (IF_PRUNE | IF_LDDW2))
+			return 0; /* something may enter between the mov and pc */
+		in = &e->insns[--i];
+		c = NBPF_CLASS(in->code);
+		if (e->flags[i] & IF_LDDW2)
+			return 0;
+		if (c == NBPF_ST || (c == NBPF_STX && NBPF_MODE(in->code) == NBPF_MEM))
+			continue;
+		if (c != NBPF_ALU && c != NBPF_ALU64 && c != NBPF_LDX)
+			return 0;
+		if (in->dst == d)
+			return 0;
+		if (in->dst != s)
+			continue;
+		if (c != cls || in->off)
+			return 0;
+		if (step == 0 && in->code == (uint8_t)(cls | NBPF_MUL | NBPF_K) && in->imm > 0) {
+			k = in->imm;
+			step = 1;
+		} else if (step == 1 && in->code == (uint8_t)(cls | NBPF_DIV | NBPF_K) && in->imm == k) {
+			step = 2;
+		} else if (step == 2 && in->code == (uint8_t)(cls | NBPF_MOV | NBPF_X) && in->src == d) {
+			return (uint64_t)k;
+		} else {
+			return 0;
+		}
+	}
+	return 0;
+}
+
 static int ptr_arith(struct venv *e, uint32_t pc, const struct nbpf_insn *in, struct vreg *dst,
 		     const struct vreg *src)
 {
@@ -86,6 +161,8 @@ static int ptr_arith(struct venv *e, uint32_t pc, const struct nbpf_insn *in, st
 
 	if (NBPF_CLASS(in->code) != NBPF_ALU64)
 		return verr(e, pc, VM_PTR_ARITH, regs, "32-bit operation on a pointer");
+	if (op == NBPF_OR && stack_or_is_add(dst, src))
+		op = NBPF_ADD;
 	if (op != NBPF_ADD && op != NBPF_SUB)
 		return verr(e, pc, VM_PTR_ARITH, regs, "only + and - with an integer");
 	if (is_ptr(dst) && is_ptr(src))
@@ -235,6 +312,18 @@ static int do_alu(struct venv *e, uint32_t pc, const struct nbpf_insn *in)
 	if (is_ptr(dst) || is_ptr(&src))
 		return ptr_arith(e, pc, in, dst, &src);
 	scalar_alu(dst, &src, op, !is64, in->off);
+	if (op == NBPF_SUB && x) {
+		uint64_t k = mod_idiom(e, pc, in);
+
+		if (k) {
+			reg_mark_unknown(dst); /* keeps the taint scalar_alu merged */
+			dst->umax = k - 1;
+			dst->smax = (int64_t)(k - 1);
+			dst->umin = 0;
+			dst->smin = 0;
+			reg_bounds_sync(dst);
+		}
+	}
 	return 0;
 }
 
@@ -326,6 +415,54 @@ static bool refine_state(struct vstate *s, const struct nbpf_insn *in, bool take
 	return true;
 }
 
+/*
+ * The outcome of `in` when the path's last fork was on the same comparison
+ * (same code, registers, immediate) and neither register changed since: the
+ * concrete values are those that took that side, so this jump goes the same
+ * way.  -1 when it says nothing.
+ */
+static int cmp_fact_outcome(const struct vcmp *c, const struct nbpf_insn *in)
+{
+	if (!c->code || c->code != in->code || c->dst != in->dst)
+		return -1;
+	if (NBPF_SRC(in->code) == NBPF_X ? c->src != in->src : c->imm != in->imm)
+		return -1;
+	return c->taken;
+}
+
+static void cmp_fact_set(struct vcmp *c, const struct nbpf_insn *in, bool taken)
+{
+	bool x = NBPF_SRC(in->code) == NBPF_X;
+
+	c->code = in->code;
+	c->dst = in->dst;
+	c->src = x ? in->src : 0;
+	c->imm = x ? 0 : in->imm;
+	c->taken = taken;
+}
+
+/* Whether `in` may change a register the path's comparison fact is about. */
+static bool cmp_fact_clobbered(const struct vcmp *c, const struct nbpf_insn *in)
+{
+	uint8_t cls = NBPF_CLASS(in->code);
+	bool x = NBPF_SRC(c->code) == NBPF_X;
+
+	switch (cls) {
+	case NBPF_ALU:
+	case NBPF_ALU64:
+	case NBPF_LD:
+	case NBPF_LDX:
+		return in->dst == c->dst || (x && in->dst == c->src);
+	case NBPF_ST:
+		return false;
+	case NBPF_STX:
+		return NBPF_MODE(in->code) != NBPF_MEM; /* atomics may write a register */
+	default:
+		/* calls and exits change frames or clobber r0-r5; jumps write nothing */
+		return in->code == NBPF_OP_CALL || in->code == NBPF_OP_EXIT;
+	}
+}
+
 static int do_cond_jmp(struct venv *e, uint32_t pc, const struct nbpf_insn *in)
 {
 	struct vframe *f = cur_frame(e);
@@ -377,6 +514,8 @@ static int do_cond_jmp(struct venv *e, uint32_t pc, const struct nbpf_insn *in)
 		return 0;
 	}
 	outcome = scalar_branch_outcome(a, &b, op, is32);
+	if (outcome < 0)
+		outcome = cmp_fact_outcome(&e->cur->cmp, in);
 	if (outcome >= 0) {
 		e->cur->pc = outcome ? target : pc + 1;
 		return 0;
@@ -384,6 +523,8 @@ static int do_cond_jmp(struct venv *e, uint32_t pc, const struct nbpf_insn *in)
 	tainted = (a->taint | b.taint) & TAINT_LOCAL;
 	if ((err = push_branch(e, target, &other)))
 		return err;
+	cmp_fact_set(&other->cmp, in, true);
+	cmp_fact_set(&e->cur->cmp, in, false);
 	if (!refine_state(other, in, true)) {
 		/* taken side impossible: drop it */
 		vstate_drop_top(e);
@@ -425,6 +566,8 @@ static int do_insn(struct venv *e, bool *path_done)
 	int err;
 
 	*path_done = false;
+	if (s->cmp.code && cmp_fact_clobbered(&s->cmp, in))
+		s->cmp.code = 0;
 	switch (cls) {
 	case NBPF_ALU:
 	case NBPF_ALU64:
@@ -485,6 +628,20 @@ static int do_insn(struct venv *e, bool *path_done)
 			if (is_ptr(&v))
 				return verr(e, pc, base->type == VT_STACK ? VM_STACK_PTR_SPILL : VM_PTR_TO_MAP,
 					    regs, "atomic operation with a pointer operand");
+			/*
+			 * Frames, map values and records are 8-byte aligned, so the
+			 * address is aligned when base offset, insn offset and every
+			 * possible variable offset are multiples of the width.
+			 */
+			if ((base->type == VT_STACK || base->type == VT_MAP_VALUE ||
+			     base->type == VT_RINGBUF_MEM) &&
+			    ((((uint64_t)(int64_t)base->off + (uint64_t)(int64_t)in->off) |
+			      base->var_off.value | base->var_off.mask) & (size - 1))) {
+				uint8_t dregs[2] = { in->dst, 0xff };
+
+				return verr(e, pc, VM_ATOMIC_ALIGN, dregs, "%u-byte atomic at offset %d",
+					    size, base->off + in->off);
+			}
 			if (in->imm == NBPF_CMPXCHG) {
 				uint8_t r0[2] = { 0, 0xff };
 

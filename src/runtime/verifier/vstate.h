@@ -108,6 +108,32 @@ static inline uint8_t *stk_type(struct vframe *f, int64_t o)
 
 struct vnode;
 
+/*
+ * The last comparison this path forked on, with the side it took, kept
+ * while neither compared register of the innermost frame is written (any
+ * write, call or exit forgets it).  Compilers test one relation several
+ * times in a row (one conditional move per variable a selection updates);
+ * the intervals cannot express `a > b`, so without this each repeated test
+ * forks again.  code 0: no fact.
+ */
+struct vcmp {
+	uint8_t code, dst, src, taken;
+	int32_t imm;
+};
+
+/* A fact whose registers are dead can never decide a later jump. */
+static inline bool vcmp_live(const struct vcmp *c, uint16_t live)
+{
+	return c->code && (live & (1u << c->dst)) &&
+	       (NBPF_SRC(c->code) != NBPF_X || (live & (1u << c->src)));
+}
+
+static inline bool vcmp_equal(const struct vcmp *a, const struct vcmp *b)
+{
+	return a->code == b->code && (!a->code || (a->dst == b->dst && a->src == b->src &&
+						   a->taken == b->taken && a->imm == b->imm));
+}
+
 /* One abstract state: a path's knowledge at insn pc. */
 struct vstate {
 	uint32_t pc;
@@ -119,6 +145,7 @@ struct vstate {
 	uint32_t ctrl[MAX_CTRL];
 	struct vnode *parent;     /* latest checkpoint on this path */
 	uint32_t last_ckpt;       /* insns_processed when it was stored */
+	struct vcmp cmp;          /* last forked comparison (see struct vcmp) */
 	struct vframe frames[NBPF_MAX_CALL_DEPTH];
 };
 

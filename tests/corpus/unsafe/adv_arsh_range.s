@@ -1,0 +1,12 @@
+# EXPECT: read of uninitialised stack
+# adversarial case: arsh range
+mov %r0, 0
+ldxdw %r2, [%r1+0]
+arsh %r2, 61
+stdw [%r10-8], 0
+mov %r4, %r10
+add %r4, -8
+add %r4, %r2
+ldxb %r0, [%r4+0]
+mov %r0, 0
+exit

@@ -1,0 +1,12 @@
+# EXPECT: read of uninitialised stack
+# adversarial case: callee read beyond
+mov %r0, 0
+stdw [%r10-8], 0
+mov %r1, %r10
+add %r1, -8
+call local f
+exit
+f:
+ldxdw %r0, [%r1-8]
+mov %r0, 0
+exit

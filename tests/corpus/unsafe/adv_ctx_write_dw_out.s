@@ -1,0 +1,6 @@
+# EXPECT: context access not at a declared field
+# adversarial case: ctx write dw out
+mov %r0, 0
+stdw [%r1+80], 1
+mov %r0, 0
+exit

@@ -1,0 +1,6 @@
+# EXPECT: unknown helper
+# adversarial case: helper big
+mov %r0, 0
+call 100000
+mov %r0, 0
+exit

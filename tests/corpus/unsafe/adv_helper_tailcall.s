@@ -1,0 +1,6 @@
+# EXPECT: unknown helper
+# adversarial case: helper tailcall
+mov %r0, 0
+call 12
+mov %r0, 0
+exit

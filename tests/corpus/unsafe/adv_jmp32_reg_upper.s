@@ -1,0 +1,14 @@
+# EXPECT: pointer arithmetic with unbounded scalar
+# adversarial case: jmp32 reg upper
+mov %r0, 0
+ldxdw %r2, [%r1+0]
+ldxb %r3, [%r1+28]
+and %r3, 7
+jge32 %r2, %r3, exit
+stdw [%r10-8], 0
+mov %r4, %r10
+add %r4, -8
+add %r4, %r2
+ldxb %r0, [%r4+0]
+mov %r0, 0
+exit

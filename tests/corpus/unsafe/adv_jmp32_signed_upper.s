@@ -1,0 +1,13 @@
+# EXPECT: pointer arithmetic with unbounded scalar
+# adversarial case: jmp32 signed upper
+mov %r0, 0
+ldxdw %r2, [%r1+0]
+jsgt32 %r2, 7, exit
+jslt32 %r2, 0, exit
+stdw [%r10-8], 0
+mov %r4, %r10
+add %r4, -8
+add %r4, %r2
+ldxb %r0, [%r4+0]
+mov %r0, 0
+exit

@@ -1,0 +1,13 @@
+# EXPECT: pointer arithmetic with unbounded scalar
+# adversarial case: neg32 range
+mov %r0, 0
+ldxb %r2, [%r1+28]
+and %r2, 7
+neg32 %r2
+stdw [%r10-8], 0
+mov %r4, %r10
+add %r4, -8
+add %r4, %r2
+ldxb %r0, [%r4+0]
+mov %r0, 0
+exit

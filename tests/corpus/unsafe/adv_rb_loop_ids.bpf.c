@@ -1,0 +1,25 @@
+// EXPECT: ring buffer reservation leaked
+#include <ncclbpf/policy.h>
+
+struct val { __u64 a, b; };
+struct { __uint(type, BPF_MAP_TYPE_ARRAY); __uint(max_entries, 4); __type(key, __u32); __type(value, struct val); } arr SEC(".maps");
+struct { __uint(type, BPF_MAP_TYPE_ARRAY); __uint(max_entries, 4); __type(key, __u32); __type(value, struct val); } arr2 SEC(".maps");
+struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 4); __type(key, __u64); __type(value, __u64); } h8 SEC(".maps");
+struct { __uint(type, BPF_MAP_TYPE_RINGBUF); __uint(max_entries, 4096); } rb SEC(".maps");
+char LICENSE[] SEC("license") = "GPL";
+
+SEC("tuner")
+__attribute__((naked)) int rb_loop_ids(void *ctx)
+{
+	asm volatile(
+"r9 = 2; r8 = 0;"
+"l_%=: r1 = %[rb] ll; r2 = 8; r3 = 0; call 131;"
+"if r0 == 0 goto z_%=;"
+"if r9 != 2 goto n_%=; r8 = r0;"
+"n_%=: r9 += -1; if r9 != 0 goto l_%=;"
+"r1 = r0; r2 = 0; call 132;"
+"r1 = r8; r2 = 0; call 132;"
+"r0 = 0; exit;"
+"z_%=: r0 = 0; exit;"
+	:: [arr] "i"(&arr), [arr2] "i"(&arr2), [rb] "i"(&rb), [h8] "i"(&h8) : "memory");
+}
