@@ -52,6 +52,8 @@ static const struct ncclbpf_ctx_field tuner_fields[] = {
 	TF(algo, RW, DEC, "output: NCCLBPF_ALGO_* or NCCLBPF_KEEP"),
 	TF(proto, RW, DEC, "output: NCCLBPF_PROTO_* or NCCLBPF_KEEP"),
 	TF(n_channels, RW, DEC, "output: 1..64 or NCCLBPF_KEEP"),
+	/* Readable so a program may copy the whole context; always 0. */
+	TF(reserved, R, INV, "always 0"),
 };
 
 static const struct ncclbpf_ctx_field profiler_fields[] = {
@@ -66,6 +68,8 @@ static const struct ncclbpf_ctx_field profiler_fields[] = {
 	PF(proto, "protocol NCCL ran, -1 if unknown"),
 	PF(n_channels, "channels NCCL ran"),
 	PF(gpu_timed, "1 if latency_ns came from GPU timestamps"),
+	/* Readable so a program may copy the whole record (ring buffer); always 0. */
+	PF(reserved, "always 0"),
 };
 
 static const int32_t common_helpers[] = {

@@ -123,9 +123,14 @@ static void test_records(void)
 static int connect_path(const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int fd;
 
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	memcpy(sa.sun_path, path, strlen(path) + 1);
 	if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
 		int e = errno;
 

@@ -5,7 +5,8 @@
  * reloads about every millisecond, alternating good policies (A: Ring/LL,
  * B: Ring/Simple, each activated at an agreed call number, picked like
  * `ncclbpf reload --sync`: highest current call number + a margin) with
- * objects that fail to load (verifier rejection, malformed ELF).
+ * objects that fail to load (verifier rejection, malformed ELF); every
+ * fourth good attempt is a rollback at an agreed call number instead.
  *
  * Checks: no call lost or failed; every rank made the same decision for
  * every call number; each decision is exactly the one the publish log
@@ -137,6 +138,20 @@ static int reload(const char *spec, uint64_t at, uint64_t *late, char *msg, size
 	return err;
 }
 
+static int rollback(uint64_t at, char *msg, size_t msglen)
+{
+	char req[128];
+	struct nbpf_ctl_msg m;
+	const char *em;
+	int err;
+
+	snprintf(req, sizeof(req), "rollback at_call=%" PRIu64, at);
+	err = nbpf_ctl_call_pid(getpid(), NBPF_CTL_ROLLBACK, req, &m, &em);
+	snprintf(msg, msglen, "%s", em);
+	nbpf_ctl_msg_free(&m);
+	return err;
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/ncclbpf-stress-XXXXXX", ctl[256], garbage[256], err[512], msg[1024];
@@ -145,7 +160,7 @@ int main(void)
 	size_t n_log = 0, cap_log = 0;
 	uint64_t good = 0, bad = 0, late_total = 0, last_at = 0, t_start, t_prev = 0, max_prev = 0;
 	double rate_per_us = 0;
-	uint64_t worst_window_us = 0, skipped = 0;
+	uint64_t worst_window_us = 0, skipped = 0, rollbacks = 0;
 	struct emu_plugin pl;
 	pthread_t th[RANKS];
 	FILE *f;
@@ -238,8 +253,20 @@ int main(void)
 		if (at <= last_at)
 			at = last_at + 1;
 		const char *spec = (good & 1) ? pol_a : pol_b;
+		uint8_t code = (good & 1) ? CODE_A : CODE_B;
 
-		e = reload(spec, at, &late, msg, sizeof(msg));
+		/*
+		 * Every fourth good attempt rolls back instead, at the agreed
+		 * call, usually while the current image still chains to the
+		 * target: the target is what the last publish replaced.
+		 */
+		if (good % 4 == 3 && n_log >= 2) {
+			e = rollback(at, msg, sizeof(msg));
+			code = log[n_log - 2].code;
+			rollbacks += !e;
+		} else {
+			e = reload(spec, at, &late, msg, sizeof(msg));
+		}
 		if (now_us() - t > worst_window_us)
 			worst_window_us = now_us() - t;
 		CHECK_MSG(e == 0, "good reload failed: %s", msg);
@@ -250,7 +277,7 @@ int main(void)
 			cap_log = cap_log ? cap_log * 2 : 1024;
 			log = realloc(log, cap_log * sizeof(*log));
 		}
-		log[n_log++] = (struct pub){ .at = at, .code = (good & 1) ? CODE_A : CODE_B };
+		log[n_log++] = (struct pub){ .at = at, .code = code };
 		last_at = at;
 		good++;
 	}
@@ -261,7 +288,9 @@ int main(void)
 	printf("%" PRIu64 " decisions on %d ranks in %.2f s (%.1f M/s); %" PRIu64
 	       " good reloads, %" PRIu64 " refused\n",
 	       n_calls * RANKS, RANKS, secs, (double)(n_calls * RANKS) / secs / 1e6, good, bad);
+	printf("%" PRIu64 " of the good ones were rollbacks at a call number\n", rollbacks);
 	CHECK(good >= 10);
+	CHECK(rollbacks >= 2);
 	CHECK(bad >= 10);
 	CHECK_EQ_U64(late_total, 0);
 

@@ -65,9 +65,18 @@ static int check_flags(uint64_t flags)
 	return 0;
 }
 
+/* Keys come from program stacks at any byte offset: read them unaligned. */
+static inline uint32_t key_index(const void *key)
+{
+	uint32_t idx;
+
+	memcpy(&idx, key, sizeof(idx));
+	return idx;
+}
+
 static void *array_lookup(struct ncclbpf_map *map, const void *key)
 {
-	uint32_t idx = *(const uint32_t *)key;
+	uint32_t idx = key_index(key);
 
 	if (idx >= map->max_entries)
 		return NULL;
@@ -76,7 +85,7 @@ static void *array_lookup(struct ncclbpf_map *map, const void *key)
 
 static void *percpu_array_lookup(struct ncclbpf_map *map, const void *key)
 {
-	uint32_t idx = *(const uint32_t *)key;
+	uint32_t idx = key_index(key);
 
 	if (idx >= map->max_entries)
 		return NULL;
@@ -87,7 +96,7 @@ static void *percpu_array_lookup(struct ncclbpf_map *map, const void *key)
 static long array_update(struct ncclbpf_map *map, const void *key, const void *value,
 			 uint64_t flags)
 {
-	uint32_t idx = *(const uint32_t *)key, s;
+	uint32_t idx = key_index(key), s;
 	bool percpu = map->type == NCCLBPF_MAP_PERCPU_ARRAY;
 	int err = check_flags(flags);
 
@@ -123,7 +132,7 @@ const struct nbpf_map_ops nbpf_percpu_array_ops = {
 static int host_lookup(struct ncclbpf_map *map, const void *key, void *value)
 {
 	const struct nbpf_map_layout *lay = &nbpf_priv(map)->lay;
-	uint32_t idx = *(const uint32_t *)key, s1, slot;
+	uint32_t idx = key_index(key), s1, slot;
 	unsigned spins = 0;
 
 	if (idx >= map->max_entries)
@@ -146,7 +155,7 @@ static int host_update(struct ncclbpf_map *map, const void *key, const void *val
 		       uint64_t flags)
 {
 	const struct nbpf_map_layout *lay = &nbpf_priv(map)->lay;
-	uint32_t idx = *(const uint32_t *)key, s, slot;
+	uint32_t idx = key_index(key), s, slot;
 
 	if (flags == NCCLBPF_NOEXIST)
 		return nbpf_err(-EEXIST, "map %s: array elements always exist (NOEXIST)", map->name);
@@ -169,7 +178,7 @@ static int host_delete(struct ncclbpf_map *map, const void *key)
 
 static int host_next_key(struct ncclbpf_map *map, const void *key, void *next_key)
 {
-	uint32_t idx = key ? *(const uint32_t *)key : UINT32_MAX;
+	uint32_t idx = key ? key_index(key) : UINT32_MAX;
 
 	/* Like the kernel: a missing or out-of-range key restarts at 0. */
 	if (idx >= map->max_entries)

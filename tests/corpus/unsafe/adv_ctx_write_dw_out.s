@@ -1,4 +1,4 @@
-# EXPECT: context access not at a declared field
+# EXPECT: write to read-only context field
 # adversarial case: ctx write dw out
 mov %r0, 0
 stdw [%r1+80], 1

@@ -1,10 +1,10 @@
-// EXPECT: context access not at a declared field
+// EXPECT: write to read-only context field
 #include <ncclbpf/policy.h>
 
 SEC("tuner")
 int ctx_reserved(struct ncclbpf_tuner_ctx *ctx)
 {
-	ctx->n_channels = ctx->reserved; /* padding is not a field */
+	ctx->reserved = 1; /* readable (always 0), never writable */
 	return 0;
 }
 char LICENSE[] SEC("license") = "GPL";

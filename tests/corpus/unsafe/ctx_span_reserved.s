@@ -1,4 +1,4 @@
-# EXPECT: context access not at a declared field
+# EXPECT: write to read-only context field
 # an 8-byte store over n_channels and the reserved word after it
 mov %r2, 8
 stxdw [%r1+80], %r2

@@ -1,0 +1,24 @@
+# EXPECT: memory access through a non-pointer
+# adversarial case (pruning, joins): prune callee caller reg
+mov %r0, 0
+ldxw %r2, [%r1+28]
+jeq %r2, 0, l
+mov %r6, %r1
+ja m
+l:
+mov %r6, 5
+m:
+call local f
+ldxw %r0, [%r6+80]
+mov %r0, 0
+exit
+f:
+mov %r0, 0
+ja g
+g:
+mov %r0, 0
+mov %r0, 0
+mov %r0, 0
+mov %r0, 0
+mov %r0, 0
+exit

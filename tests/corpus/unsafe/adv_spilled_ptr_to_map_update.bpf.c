@@ -1,0 +1,18 @@
+// EXPECT: partial read of spilled pointer
+#include <ncclbpf/policy.h>
+struct val { __u64 a, b; };
+struct { __uint(type, BPF_MAP_TYPE_ARRAY); __uint(max_entries, 4); __type(key, __u32); __type(value, struct val); } arr SEC(".maps");
+struct { __uint(type, BPF_MAP_TYPE_ARRAY); __uint(max_entries, 4); __type(key, __u32); __type(value, struct val); } arr2 SEC(".maps");
+struct { __uint(type, BPF_MAP_TYPE_HASH); __uint(max_entries, 4); __type(key, __u64); __type(value, __u64); } h8 SEC(".maps");
+struct { __uint(type, BPF_MAP_TYPE_RINGBUF); __uint(max_entries, 4096); } rb SEC(".maps");
+char LICENSE[] SEC("license") = "GPL";
+
+SEC("tuner")
+__attribute__((naked)) int spilled_ptr_to_map_update(void *ctx)
+{
+	asm volatile(
+"*(u64 *)(r10 - 16) = r1; r1 = 0; *(u32 *)(r10 - 4) = r1; *(u64 *)(r10 - 8) = r1;"
+"r1 = %[arr] ll; r2 = r10; r2 += -4; r3 = r10; r3 += -16; r4 = 0; call 2;"
+"r0 = 0; exit;"
+	:: [arr] "i"(&arr), [arr2] "i"(&arr2), [rb] "i"(&rb), [h8] "i"(&h8) : "memory");
+}
