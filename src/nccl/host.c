@@ -490,6 +490,7 @@ const struct nbpf_image *nbpf_host_image_fill(struct nbpf_image_cache *cache, ui
 	cache->ver = ver;
 	cache->img = img;
 	cache->tuner = img ? img->tuner : NULL;
+	cache->func = cache->tuner ? cache->tuner->func : NULL;
 	cache->gen = img ? img->generation : 0;
 	return img;
 }

@@ -362,8 +362,10 @@ struct nbpf_image_cache {
 	uint64_t ver;                 /* chain version it was filled at (0: empty) */
 	uint64_t until;               /* first call number it does not cover */
 	const struct nbpf_image *img; /* resolved image (NULL: none) */
-	/* img's tuner program and generation, so a hit needs no load from img */
+	/* img's tuner program, its JIT entry and img's generation, so a hit
+	 * needs no load through img or the program */
 	const struct nbpf_host_prog *tuner;
+	ncclbpf_func_t func;
 	uint64_t gen;
 };
 

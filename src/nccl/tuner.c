@@ -187,7 +187,8 @@ tuner_exec(struct tuner_ctx *t, const struct nbpf_host_prog *hp, struct ncclbpf_
 
 	if (__builtin_expect(t->stats, 0))
 		t0 = nbpf_now_ns();
-	ret = __builtin_expect(hp->func != NULL, 1) ? hp->func(c, sizeof(*c)) : run_interp(hp, c);
+	ret = __builtin_expect(t->cache.func != NULL, 1) ? t->cache.func(c, sizeof(*c))
+							  : run_interp(hp, c);
 	if (cm) {
 		if (__builtin_expect(atomic_load_explicit(&cm->stats_gen, memory_order_relaxed) !=
 				     t->cache.gen, 0))

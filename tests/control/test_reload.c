@@ -405,6 +405,12 @@ int main(void)
 	test_rollback_pending();
 	test_cli_views();
 
+	/* Control-plane log lines carry the plugin's prefix once. */
+	CHECK_STR_CONTAINS(emu_log_buf, "ncclbpf: control socket ");
+	CHECK_STR_CONTAINS(emu_log_buf, "ncclbpf: rolled back at call ");
+	CHECK_MSG(!strstr(emu_log_buf, "ncclbpf: ncclbpf:"), "doubled prefix in the log:\n%s",
+		  emu_log_buf);
+
 	CHECK(emu_tuner_fini(&rk[0]) == 0);
 	CHECK(emu_tuner_fini(&rk[1]) == 0);
 	CHECK(access(sock, F_OK) != 0); /* the last release stopped the thread and removed the socket */

@@ -206,13 +206,15 @@ static uint8_t reg(struct gen *g)
 	return (uint8_t)take(g, 10);
 }
 
-/* r7 = fp - 8k + r (r a scalar the fragment bounded, or not), then an access through r7. */
+/* r7 = fp + base + r (r a scalar the fragment bounded, or not), then an access through r7. */
 static void stack_index(struct gen *g, uint8_t r)
 {
 	uint8_t sz = sizes[take(g, 4)];
 
 	emit(g, NBPF_ALU64 | NBPF_MOV | NBPF_X, 7, 10, 0, 0);
-	emit(g, NBPF_ALU64 | NBPF_ADD | NBPF_K, 7, 0, 0, -8 * (int32_t)(take(g, 8) + 1));
+	/* near the top or the bottom of the frame, so a wrong bound leaves it */
+	emit(g, NBPF_ALU64 | NBPF_ADD | NBPF_K, 7, 0, 0,
+	     take(g, 2) ? -8 * (int32_t)(take(g, 8) + 1) : -512 + 8 * (int32_t)take(g, 8));
 	emit(g, NBPF_ALU64 | NBPF_ADD | NBPF_X, 7, r, 0, 0);
 	if (take(g, 2))
 		emit(g, NBPF_LDX | NBPF_MEM | sz, 8, 7, (int16_t)(take(g, 16) - 8), 0);

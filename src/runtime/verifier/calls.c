@@ -279,7 +279,8 @@ int check_exit(struct venv *e, uint32_t pc, bool *path_done)
 				s->ctrl[k++] = s->ctrl[i];
 		}
 		s->nctrl = k;
-		if (ctrl)
+		/* returned under the callee's rank-local branch, or called inside a caller's region */
+		if (ctrl || k)
 			r0.taint |= TAINT_LOCAL;
 		caller->regs[0] = r0;
 		for (int i = 1; i <= 5; i++)

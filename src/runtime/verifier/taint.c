@@ -41,6 +41,8 @@ void ctrl_enter(struct venv *e, uint32_t pc)
 	uint32_t pd = e->ipdom[pc] == UINT32_MAX ? PDOM_EXIT : (e->ipdom[pc] & PDOM_EXIT);
 	uint32_t ent = ((s->nframes - 1) << 24) | pd;
 
+	if (!e->track_ctrl || e->collect)
+		return;
 	for (uint32_t i = 0; i < s->nctrl; i++)
 		if (s->ctrl[i] == ent)
 			return;

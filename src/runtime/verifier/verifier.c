@@ -493,7 +493,13 @@ static int do_cond_jmp(struct venv *e, uint32_t pc, const struct nbpf_insn *in)
 			return verr(e, pc, VM_PTR_CMP, regs, NULL);
 		tainted = p->taint & TAINT_LOCAL;
 		if (!nullable) {
-			/* a valid pointer is never null */
+			/*
+			 * A valid pointer is never null.  A rank-local one was
+			 * null-checked before: this test repeats that rank-local
+			 * condition, so what it guards depends on it too.
+			 */
+			if (tainted)
+				ctrl_enter(e, pc);
 			e->cur->pc = op == NBPF_JNE ? target : pc + 1;
 			return 0;
 		}
@@ -516,11 +522,21 @@ static int do_cond_jmp(struct venv *e, uint32_t pc, const struct nbpf_insn *in)
 	outcome = scalar_branch_outcome(a, &b, op, is32);
 	if (outcome < 0)
 		outcome = cmp_fact_outcome(&e->cur->cmp, in);
+	tainted = (a->taint | b.taint) & TAINT_LOCAL;
 	if (outcome >= 0) {
+		/*
+		 * Decided on this path, but on a rank-local value: what decided
+		 * it (bounds or the fact left by an earlier fork on the same
+		 * value) may hold on this rank only, and another rank takes the
+		 * other side.  The region it guards is rank-dependent (a flag
+		 * set under a rank-local branch and tested later, or the second
+		 * test of a compiler's select sequence).
+		 */
+		if (tainted)
+			ctrl_enter(e, pc);
 		e->cur->pc = outcome ? target : pc + 1;
 		return 0;
 	}
-	tainted = (a->taint | b.taint) & TAINT_LOCAL;
 	if ((err = push_branch(e, target, &other)))
 		return err;
 	cmp_fact_set(&other->cmp, in, true);
@@ -573,6 +589,7 @@ static int do_insn(struct venv *e, bool *path_done)
 	case NBPF_ALU64:
 		if ((err = do_alu(e, pc, in)))
 			return err;
+		ctrl_taint_write(s, &f->regs[in->dst]);
 		s->pc = pc + 1;
 		return 0;
 	case NBPF_LD: {
@@ -596,6 +613,7 @@ static int do_insn(struct venv *e, bool *path_done)
 			d->off = hi->imm;
 			break;
 		}
+		ctrl_taint_write(s, d);
 		s->pc = pc + 2;
 		return 0;
 	}
@@ -603,12 +621,14 @@ static int do_insn(struct venv *e, bool *path_done)
 		if ((err = check_mem_access(e, pc, in->src, in->off, size, false, in->dst,
 					    NBPF_MODE(in->code) == NBPF_MEMSX, NULL, false)))
 			return err;
+		ctrl_taint_write(s, &f->regs[in->dst]);
 		s->pc = pc + 1;
 		return 0;
 	case NBPF_ST: {
 		struct vreg v;
 
 		const_reg(&v, (uint64_t)(int64_t)in->imm);
+		ctrl_taint_write(s, &v);
 		if ((err = check_mem_access(e, pc, in->dst, in->off, size, true, -1, false, &v, false)))
 			return err;
 		s->pc = pc + 1;
@@ -622,6 +642,8 @@ static int do_insn(struct venv *e, bool *path_done)
 
 		if (v.type == VT_NOT_INIT)
 			return verr(e, pc, VM_UNINIT_REG, regs, NULL);
+		/* the stored bytes (and an atomic's fetched value) are written here */
+		ctrl_taint_write(s, &v);
 		if (atomic) {
 			const struct vreg *base = &f->regs[in->dst];
 
@@ -685,6 +707,7 @@ static int do_insn(struct venv *e, bool *path_done)
 				return check_subprog_call(e, pc, in);
 			if ((err = check_helper_call(e, pc, in)))
 				return err;
+			ctrl_taint_write(s, &f->regs[0]);
 			s->pc = pc + 1;
 			return 0;
 		}
@@ -843,6 +866,10 @@ static void venv_setup(struct venv *e, const struct nbpf_verify_input *in,
 	e->prog = in->prog;
 	e->map_written = (uint8_t *)in->map_written;
 	e->strict = opts && opts->strict_consistency;
+	/* control dependence only matters where a decision can be stored */
+	for (uint32_t i = 0; hook && i < hook->n_fields; i++)
+		if (hook->fields[i].flags & NCCLBPF_FIELD_DECISION)
+			e->track_ctrl = true;
 	e->max_insns = opts && opts->max_insns_processed ? opts->max_insns_processed
 							 : NBPF_VERIFY_MAX_INSNS;
 	e->max_states = opts && opts->max_states ? opts->max_states : NBPF_VERIFY_MAX_STATES;

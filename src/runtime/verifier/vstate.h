@@ -179,6 +179,7 @@ struct venv {
 	const char *obj_name;
 	bool strict;
 	bool collect;          /* write-set discovery: no findings, no consistency */
+	bool track_ctrl;       /* the hook has decision fields: follow control dependence */
 	uint32_t max_insns, max_states;
 
 	/* Static facts. */
@@ -283,6 +284,16 @@ int nbpf_writeset_scan(const struct nbpf_insn *insns, uint32_t n, struct ncclbpf
 		       uint32_t n_maps, uint8_t *written);
 
 /* ---- taint.c ---- */
+/*
+ * A register (or a value about to be stored) written while the path is
+ * inside a rank-local branch region: which value it holds after the
+ * region rejoins depends on the side taken, so it is rank-local.
+ */
+static inline void ctrl_taint_write(const struct vstate *s, struct vreg *r)
+{
+	if (s->nctrl && r->type != VT_NOT_INIT)
+		r->taint |= TAINT_LOCAL;
+}
 bool vstate_ctrl_tainted(const struct venv *e, const struct vstate *s);
 void ctrl_enter(struct venv *e, uint32_t pc);
 void ctrl_leave(struct venv *e, uint32_t pc);
