@@ -1,7 +1,10 @@
 /*
  * bench_cpu.c - per-call cost of a policy: native C, the JIT, the interpreter.
  *
- *   bench_cpu [-n CALLS] [-b BATCH] [-c COMPILES] [-p NAME]
+ *   bench_cpu [-n CALLS] [-b BATCH] [-c COMPILES] [-p NAME] [-d DIR]
+ *
+ * -d DIR writes each program's JIT code to DIR/NAME.bin, for
+ * `objdump -D -b binary -mi386:x86-64 DIR/NAME.bin`.
  *
  * For each program (noop, size thresholds, one array-map lookup, a hash
  * lookup + update, a 16-iteration loop) it times CALLS calls in batches of
@@ -307,10 +310,24 @@ static int make_maps(void)
 	return ncclbpf_map__create("bench_hash", NCCLBPF_MAP_HASH, 8, 8, 1024, NULL, &g_hash);
 }
 
+/* Writes the JIT code to dir/name.bin; failures only warn (it is a debugging aid). */
+static void dump_code(const char *dir, const char *name, const struct nbpf_jit_image *img)
+{
+	char path[4096];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s.bin", dir, name);
+	f = fopen(path, "wb");
+	if (!f || fwrite(img->mem, 1, img->code_size, f) != img->code_size)
+		fprintf(stderr, "bench_cpu: cannot write %s\n", path);
+	if (f)
+		fclose(f);
+}
+
 int main(int argc, char **argv)
 {
 	size_t calls = 1000000, batch = 100, compiles = 2000;
-	const char *only = NULL;
+	const char *only = NULL, *dump = NULL;
 	struct bctx ctxs[NCTX];
 	uint64_t sink = 0;
 	int err, rc = 0;
@@ -324,8 +341,11 @@ int main(int argc, char **argv)
 			compiles = strtoull(argv[++i], NULL, 0);
 		else if (!strcmp(argv[i], "-p") && i + 1 < argc)
 			only = argv[++i];
+		else if (!strcmp(argv[i], "-d") && i + 1 < argc)
+			dump = argv[++i];
 		else {
-			fprintf(stderr, "usage: %s [-n CALLS] [-b BATCH] [-c COMPILES] [-p NAME]\n", argv[0]);
+			fprintf(stderr, "usage: %s [-n CALLS] [-b BATCH] [-c COMPILES] [-p NAME] [-d DIR]\n",
+				argv[0]);
 			return 2;
 		}
 	}
@@ -370,6 +390,8 @@ int main(int argc, char **argv)
 				continue;
 			}
 			code_size = img->code_size;
+			if (dump)
+				dump_code(dump, bp->name, img);
 			ct = malloc(compiles * sizeof(*ct));
 			for (size_t c = 0; c < compiles; c++) {
 				struct nbpf_jit_image *tmp = NULL;

@@ -64,6 +64,7 @@ struct jit {
 	bool first_pass;     /* no previous offsets: every jump long */
 	bool long_jumps;     /* fallback if offsets never settle */
 	bool far_calls;      /* helpers out of rel32 range: movabs + call rax */
+	bool bmi2;           /* shlx/shrx/sarx for shifts by a register */
 	/* Whole-program facts. */
 	uint8_t *entry;      /* 1: first insn of a subprogram */
 	uint8_t *in_main;    /* 1: insn belongs to the main function */
@@ -252,9 +253,25 @@ zero_case:
 	}
 }
 
-/* Shift by a register: x86 wants the count in cl, and cl is BPF r4. */
-static void emit_shift_x(struct nbpf_x86 *e, int w, int ext, int dst, int src)
+/*
+ * Shift by a register.  With BMI2, shlx/shrx/sarx take the count from any
+ * register, write no flags and mask the count like shl/shr/sar (31 or 63);
+ * the 32-bit forms always write their destination, so they zero-extend.
+ * Without it x86 wants the count in cl, and cl is BPF r4.
+ */
+static void emit_shift_x(struct nbpf_x86 *e, bool bmi2, int w, int ext, int dst, int src)
 {
+	if (bmi2) {
+		/* VEX.LZ.{66,F2,F3}.0F38.W F7 /r: dst = dst shift (src & mask) */
+		uint8_t pp = ext == 4 ? 1 : ext == 5 ? 3 : 2;
+
+		x86_byte(e, 0xc4);
+		x86_byte(e, (uint8_t)(((dst & 8) ? 0 : 0x80) | 0x40 | ((dst & 8) ? 0 : 0x20) | 0x02));
+		x86_byte(e, (uint8_t)((w ? 0x80 : 0) | ((~src & 0xf) << 3) | pp));
+		x86_byte(e, 0xf7);
+		x86_byte(e, (uint8_t)(0xc0 | ((dst & 7) << 3) | (dst & 7)));
+		return;
+	}
 	if (src == X_RCX) {
 		x86_shift_cl(e, w, ext, dst);
 	} else {
@@ -298,6 +315,41 @@ static void emit_end(struct nbpf_x86 *e, int dst, int to_be, int32_t bits)
 	}
 }
 
+/*
+ * dst *= imm for a multiplier 2^k, 2^k - 1 or 2^k + 1 (k >= 1, up to
+ * INT32_MAX), as shl (1 cycle) or mov/shl/sub|add (2 cycles on dst's
+ * dependency chain) instead of imul (3): a hashing loop's `h = h * 31 + x`
+ * is bound by that chain.  Same result modulo 2^64 or 2^32; the 32-bit
+ * forms zero the upper half like imul r32 does (shl by a nonzero count
+ * always writes its destination).  Clobbers r11 and flags.  Returns false
+ * (nothing emitted) for any other multiplier.
+ */
+static bool emit_mul_pow2(struct nbpf_x86 *e, int w, int dst, int32_t imm)
+{
+	uint32_t v = (uint32_t)imm, p;
+	int g;
+
+	if (imm < 2)
+		return false;
+	if (!(v & (v - 1))) {
+		x86_shift_ri(e, w, 4, dst, (uint8_t)__builtin_ctz(v));
+		return true;
+	}
+	if (!((v + 1) & v)) {
+		p = v + 1;
+		g = G1_SUB;
+	} else if (!((v - 1) & (v - 2))) {
+		p = v - 1;
+		g = G1_ADD;
+	} else {
+		return false;
+	}
+	x86_mov_rr(e, w, X_R11, dst);
+	x86_shift_ri(e, w, 4, dst, (uint8_t)__builtin_ctz(p));
+	x86_alu_rr(e, w, g, dst, X_R11);
+	return true;
+}
+
 static int emit_alu(struct jit *j, uint32_t i, const struct nbpf_insn *in)
 {
 	struct nbpf_x86 *e = &j->e;
@@ -323,7 +375,12 @@ static int emit_alu(struct jit *j, uint32_t i, const struct nbpf_insn *in)
 	src = x && op != NBPF_DIV && op != NBPF_MOD ? reg_val(j, in->src) : bpf2x86[in->src];
 	switch (op) {
 	case NBPF_ADD: case NBPF_SUB: case NBPF_OR: case NBPF_AND: case NBPF_XOR:
-		if (x)
+		if (!x && op == NBPF_AND && (in->imm == 0xff || in->imm == 0xffff)) {
+			/* movzx: 3-4 bytes instead of 7; the result is the same for both widths */
+			uint8_t o[2] = { 0x0f, in->imm == 0xff ? 0xb6 : 0xb7 };
+
+			x86_rm(e, 0, in->imm == 0xff, o, 2, dst, false, dst, 0);
+		} else if (x)
 			x86_alu_rr(e, w, g1[op >> 4], dst, src);
 		else
 			x86_alu_ri(e, w, g1[op >> 4], dst, in->imm);
@@ -331,6 +388,8 @@ static int emit_alu(struct jit *j, uint32_t i, const struct nbpf_insn *in)
 	case NBPF_MUL:
 		if (x) {
 			x86_op2_rr(e, w, 0xaf, dst, src);
+		} else if (emit_mul_pow2(e, w, dst, in->imm)) {
+			/* shl, or shl and add/sub: shorter latency than imul's 3 cycles */
 		} else if (x86_fits8(in->imm)) {
 			x86_op1_rr(e, w, 0x6b, dst, dst);
 			x86_byte(e, (uint8_t)in->imm);
@@ -348,7 +407,7 @@ static int emit_alu(struct jit *j, uint32_t i, const struct nbpf_insn *in)
 		int ext = op == NBPF_LSH ? 4 : op == NBPF_RSH ? 5 : 7;
 
 		if (x) {
-			emit_shift_x(e, w, ext, dst, src);
+			emit_shift_x(e, j->bmi2, w, ext, dst, src);
 		} else {
 			uint8_t cnt = (uint8_t)(in->imm & (w ? 63 : 31));
 
@@ -1148,10 +1207,25 @@ static int settle(struct jit *j)
  * private mapping that is RW while written and RX afterwards.  On failure
  * nothing is left allocated and the error says which instruction.
  */
+/*
+ * Whether the CPU has BMI2.  NBPF_JIT_NO_BMI2=1 in the environment turns
+ * it off, so the tests can cover the cl-based shift sequences on any CPU
+ * (not an NCCLBPF_ name: the NCCL adapters warn about unknown ones).
+ */
+static bool use_bmi2(void)
+{
+	const char *no = getenv("NBPF_JIT_NO_BMI2");
+
+	if (no && *no && strcmp(no, "0"))
+		return false;
+	__builtin_cpu_init();
+	return __builtin_cpu_supports("bmi2");
+}
+
 int nbpf_jit_compile(const struct nbpf_insn *insns, uint32_t n, const struct nbpf_env *env,
 		     struct nbpf_jit_image **out)
 {
-	struct jit j = { .insns = insns, .n = n, .env = env };
+	struct jit j = { .insns = insns, .n = n, .env = env, .bmi2 = use_bmi2() };
 	struct nbpf_jit_image *img = NULL;
 	struct nbpf_x86 cnt = { 0 };
 	void *mem = NULL;

@@ -73,7 +73,7 @@ static uint32_t u32(struct gen *g)
 static int32_t imm_any(struct gen *g)
 {
 	static const int32_t interesting[] = { 0, 1, -1, 2, 7, 31, 32, 63, 64, INT32_MIN, INT32_MAX,
-					       0xff, 0x8000, -2 };
+					       0xff, 0x8000, -2, 3, 33, 0xffff };
 	uint8_t k = u8(g);
 
 	if (k < 128)

@@ -119,6 +119,46 @@ static void test_shifts(void)
 	run_both("arsh32 reg high", "mov32 %r0, 0x80000000\nmov %r5, 33\narsh32 %r0, %r5\nexit", 0xc0000000ull);
 }
 
+static size_t shift_code_size(void)
+{
+	const char *src = "mov %r0, %r1\nrsh %r0, %r2\nexit";
+	struct nbpf_insn *insns = NULL;
+	struct nbpf_jit_image *img = NULL;
+	uint32_t n = 0;
+	size_t sz = 0;
+
+	if (nbpf_asm(src, strlen(src), &insns, &n) == 0 && nbpf_jit_compile(insns, n, &conf_env, &img) == 0) {
+		sz = img->code_size;
+		nbpf_jit_free(img);
+	}
+	free(insns);
+	return sz;
+}
+
+/* NBPF_JIT_NO_BMI2 really selects the cl sequence (the *_nobmi2 tests rely on it). */
+static void test_bmi2_switch(void)
+{
+	const char *old = getenv("NBPF_JIT_NO_BMI2");
+	char *saved = old ? strdup(old) : NULL;
+	size_t with, without;
+
+	unsetenv("NBPF_JIT_NO_BMI2");
+	with = shift_code_size();
+	setenv("NBPF_JIT_NO_BMI2", "1", 1);
+	without = shift_code_size();
+	if (saved)
+		setenv("NBPF_JIT_NO_BMI2", saved, 1);
+	else
+		unsetenv("NBPF_JIT_NO_BMI2");
+	free(saved);
+	CHECK(with > 0 && without > 0);
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("bmi2"))
+		CHECK_MSG(with < without, "shrx %zu bytes, cl sequence %zu", with, without);
+	else
+		CHECK(with == without);
+}
+
 static void test_alu_misc(void)
 {
 	run_both("movsx8 64", "mov %r1, 0x80\nmovsx864 %r0, %r1\nexit", (uint64_t)-128);
@@ -135,6 +175,19 @@ static void test_alu_misc(void)
 	run_both("neg32 zext", "mov %r0, 1\nneg32 %r0\nexit", 0xffffffffull);
 	run_both("mul32 zext", "mov %r0, -1\nmul32 %r0, 2\nexit", 0xfffffffeull);
 	run_both("mul64 imm big", "mov %r0, 3\nmul %r0, 0x12345678\nexit", 0x369d0368ull);
+	run_both("mul64 by 31", "lddw %r7, 0x123456789abcdef\nmul %r7, 31\nmov %r0, %r7\nexit",
+		 0x123456789abcdefull * 31);
+	run_both("mul32 by 33 zext", "lddw %r0, 0xffffffff89abcdef\nmul32 %r0, 33\nexit",
+		 (uint32_t)(0x89abcdefu * 33u));
+	run_both("mul64 by 8 r9", "mov %r9, -3\nmul %r9, 8\nmov %r0, %r9\nexit", (uint64_t)-24);
+	run_both("mul32 by 0x7fffffff", "mov %r0, -1\nmul32 %r0, 0x7fffffff\nexit",
+		 (uint32_t)(0xffffffffu * 0x7fffffffu));
+	run_both("mul64 by 3 r3", "mov %r3, 5\nmul %r3, 3\nmov %r0, %r3\nexit", 15);
+	run_both("and 0xff sil", "lddw %r2, 0xffffffffffff1ff\nand %r2, 0xff\nmov %r0, %r2\nexit", 0xff);
+	run_both("and32 0xffff r8", "mov %r8, -2\nand32 %r8, 0xffff\nmov %r0, %r8\nexit", 0xfffe);
+	run_both("rsh64 reg r13 by r14",
+		 "lddw %r7, 0x8000000000000000\nmov %r8, 63\nrsh %r7, %r8\nmov %r0, %r7\nexit", 1);
+	run_both("lsh32 reg r15 zext", "lddw %r9, 0xffffffff00000003\nmov %r1, 32\nlsh32 %r9, %r1\nmov %r0, %r9\nexit", 3);
 	run_both("mov32 zext", "mov %r0, -1\nmov32 %r0, %r0\nexit", 0xffffffffull);
 	run_both("and64 imm sext", "mov %r0, -1\nand %r0, -16\nexit", (uint64_t)-16);
 	run_both("r10 as source", "mov %r1, %r10\nstb [%r1-1], 9\nldxb %r0, [%r10-1]\nexit", 9);
@@ -393,6 +446,7 @@ int main(void)
 {
 	test_divmod();
 	test_shifts();
+	test_bmi2_switch();
 	test_alu_misc();
 	test_memory();
 	test_calls();
