@@ -32,8 +32,11 @@ int emu_open(struct emu_plugin *p, enum emu_kind kind, const char *value, int ma
 	if (!p->dl && !strchr(value, '/') &&
 	    !(strncmp(value, "lib", 3) == 0 && strlen(value) > 3 &&
 	      !strcmp(value + strlen(value) - 3, ".so"))) {
-		snprintf(name, sizeof(name), "libnccl-%s-%s.so", kind_names[kind], value);
-		p->dl = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+		char retry[600];
+		int n = snprintf(retry, sizeof(retry), "libnccl-%s-%s.so", kind_names[kind], value);
+
+		if (n > 0 && (size_t)n < sizeof(retry))
+			p->dl = dlopen(retry, RTLD_NOW | RTLD_LOCAL);
 	}
 	if (!p->dl) {
 		snprintf(err, errlen, "dlopen %s: %s", value, dlerror());
