@@ -111,7 +111,7 @@ int check_helper_call(struct venv *e, uint32_t pc, const struct nbpf_insn *in)
 			if ((err = check_helper_mem(e, pc, regno,
 						    t == NBPF_ARG_PTR_TO_MAP_KEY ? map->key_size
 										: map->value_size,
-						    false, false)))
+						    false, false, &taint)))
 				return err;
 			break;
 		case NBPF_ARG_PTR_TO_MEM:
@@ -134,7 +134,7 @@ int check_helper_call(struct venv *e, uint32_t pc, const struct nbpf_insn *in)
 			if (sz->umax > (1u << 20))
 				return verr(e, pc, VM_HELPER_SIZE, sregs, "size of %s is unbounded",
 					    h->name);
-			if ((err = check_helper_mem(e, pc, regno, sz->umax, true, false)))
+			if ((err = check_helper_mem(e, pc, regno, sz->umax, true, false, &taint)))
 				return err;
 			break;
 		}

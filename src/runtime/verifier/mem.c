@@ -121,8 +121,12 @@ static int stack_access(struct venv *e, uint32_t pc, uint8_t regno, const struct
 			stack_write_reg(f, (int32_t)lo, size, stored);
 			return 0;
 		}
-		/* Unknown position: nothing becomes initialised, spills lose their type. */
-		taint = (stored && stored->taint) ? SB_TAINT : 0;
+		/*
+		 * Unknown position: nothing becomes initialised, spills lose their
+		 * type.  Which bytes change depends on the offset, so a rank-local
+		 * offset makes every byte it may reach rank-local too.
+		 */
+		taint = ((stored && stored->taint) || (base->taint & TAINT_LOCAL)) ? SB_TAINT : 0;
 		grow_slots(f, lo);
 		for (int64_t i = lo; i < hi; i++) {
 			uint8_t *b = stk_type(f, i);
@@ -158,8 +162,14 @@ static int stack_access(struct venv *e, uint32_t pc, uint8_t regno, const struct
 		if (b & SB_TAINT)
 			taint |= TAINT_LOCAL;
 	}
+	/* a rank-local variable offset picks which bytes are read */
+	if (!cst)
+		taint |= base->taint & TAINT_LOCAL;
 	if (out) {
-		scalar_from_load(out, size, false);
+		if (size <= 8)
+			scalar_from_load(out, size, false);
+		else
+			reg_mark_unknown(out); /* a helper's buffer: only the taint matters */
 		out->taint = taint;
 	}
 	return 0;
@@ -206,7 +216,7 @@ static int ctx_multi_access(struct venv *e, uint32_t pc, uint8_t regno, uint32_t
 					    h->ctx_type);
 			return verr(e, pc, VM_CTX_FIELD, regs, "field %s is not readable", c->name);
 		}
-		local |= !(c->flags & NCCLBPF_FIELD_RANK_INVARIANT);
+		local |= !(c->flags & (NCCLBPF_FIELD_RANK_INVARIANT | NCCLBPF_FIELD_DECISION));
 		cover[n++] = c;
 		at += c->size;
 	}
@@ -291,7 +301,13 @@ static int ctx_access(struct venv *e, uint32_t pc, uint8_t regno, const struct v
 			    fl->name);
 	if (out) {
 		scalar_from_load(out, size, false);
-		out->taint = (fl->flags & NCCLBPF_FIELD_RANK_INVARIANT) ? 0 : TAINT_LOCAL;
+		/*
+		 * A decision field holds its invariant initial value (KEEP) or what
+		 * this call stored; a rank-local store was already reported there,
+		 * so reading it back adds nothing rank-local of its own.
+		 */
+		out->taint = (fl->flags & (NCCLBPF_FIELD_RANK_INVARIANT | NCCLBPF_FIELD_DECISION))
+				     ? 0 : TAINT_LOCAL;
 	}
 	return 0;
 }
@@ -408,13 +424,17 @@ int check_mem_access(struct venv *e, uint32_t pc, uint8_t regno, int32_t off, ui
 /*
  * A helper reads size bytes at regno (key, value, buffer): the memory must
  * be stack, map value or ring buffer record, in bounds, and initialised.
+ * *taint (may be NULL) gains the rank-local bit when stack bytes read are
+ * rank-local (a key computed from a random number picks a different
+ * entry on each rank); map values and records carry theirs on the pointer.
  */
 int check_helper_mem(struct venv *e, uint32_t pc, uint8_t regno, uint64_t size, bool zero_ok,
-		     bool write)
+		     bool write, uint8_t *taint)
 {
-	struct vreg base = cur_frame(e)->regs[regno];
+	struct vreg base = cur_frame(e)->regs[regno], got;
 	uint8_t regs[2] = { regno, 0xff };
 	const struct ncclbpf_map *m;
+	int err;
 
 	if (size == 0 && zero_ok)
 		return 0;
@@ -422,7 +442,12 @@ int check_helper_mem(struct venv *e, uint32_t pc, uint8_t regno, uint64_t size, 
 		return verr(e, pc, VM_HELPER_SIZE, regs, "size up to %llu", (unsigned long long)size);
 	switch (base.type) {
 	case VT_STACK:
-		return stack_access(e, pc, regno, &base, 0, (uint32_t)size, write, NULL, NULL, true);
+		memset(&got, 0, sizeof(got));
+		err = stack_access(e, pc, regno, &base, 0, (uint32_t)size, write,
+				   write ? NULL : &got, NULL, true);
+		if (!err && !write && taint)
+			*taint |= got.taint;
+		return err;
 	case VT_MAP_VALUE:
 		m = venv_map(e, base.aux);
 		if (!m)

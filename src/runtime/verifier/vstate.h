@@ -266,7 +266,7 @@ int check_mem_access(struct venv *e, uint32_t pc, uint8_t regno, int32_t off, ui
 		     bool write, int value_regno, bool sign, const struct vreg *stored,
 		     bool atomic);
 int check_helper_mem(struct venv *e, uint32_t pc, uint8_t regno, uint64_t size, bool zero_ok,
-		     bool write);
+		     bool write, uint8_t *taint);
 void stack_write_reg(struct vframe *f, int32_t slot_off, uint32_t size, const struct vreg *v);
 
 /* ---- calls.c ---- */
