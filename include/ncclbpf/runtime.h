@@ -245,6 +245,8 @@ enum ncclbpf_map_type ncclbpf_map__type(const struct ncclbpf_map *map);
 uint32_t ncclbpf_map__key_size(const struct ncclbpf_map *map);
 uint32_t ncclbpf_map__value_size(const struct ncclbpf_map *map);
 uint32_t ncclbpf_map__max_entries(const struct ncclbpf_map *map);
+/* "hash", "array", "percpu_hash", ...; NULL for a number that is no map type. */
+const char *ncclbpf_map_type__name(uint64_t type);
 
 /*
  * Copy-in/copy-out element access for hosts and tools; never torn.  For

@@ -20,15 +20,9 @@
 
 static const char *type_name(uint64_t t)
 {
-	switch (t) {
-	case NCCLBPF_MAP_HASH: return "hash";
-	case NCCLBPF_MAP_ARRAY: return "array";
-	case NCCLBPF_MAP_PERCPU_HASH: return "percpu_hash";
-	case NCCLBPF_MAP_PERCPU_ARRAY: return "percpu_array";
-	case NCCLBPF_MAP_LRU_HASH: return "lru_hash";
-	case NCCLBPF_MAP_RINGBUF: return "ringbuf";
-	default: return "?";
-	}
+	const char *name = ncclbpf_map_type__name(t);
+
+	return name ? name : "?";
 }
 
 static bool is_percpu(enum ncclbpf_map_type t)

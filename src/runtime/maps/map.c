@@ -26,9 +26,9 @@ static uint64_t round_up(uint64_t v, uint64_t a)
 	return (v + a - 1) & ~(a - 1);
 }
 
-static const char *type_name(enum ncclbpf_map_type t)
+const char *ncclbpf_map_type__name(uint64_t type)
 {
-	switch (t) {
+	switch (type) {
 	case NCCLBPF_MAP_HASH: return "hash";
 	case NCCLBPF_MAP_ARRAY: return "array";
 	case NCCLBPF_MAP_PERCPU_HASH: return "percpu_hash";
@@ -36,7 +36,14 @@ static const char *type_name(enum ncclbpf_map_type t)
 	case NCCLBPF_MAP_LRU_HASH: return "lru_hash";
 	case NCCLBPF_MAP_RINGBUF: return "ringbuf";
 	}
-	return "unknown";
+	return NULL;
+}
+
+static const char *type_name(enum ncclbpf_map_type t)
+{
+	const char *name = ncclbpf_map_type__name(t);
+
+	return name ? name : "unknown";
 }
 
 /*
@@ -293,6 +300,17 @@ static void free_handle(struct ncclbpf_map *map)
 	free(map);
 }
 
+/* Failure path of create/open: frees a half-built handle, or just priv. */
+static void discard_handle(struct ncclbpf_map *m, struct nbpf_map_priv *priv)
+{
+	if (m) {
+		m->impl = priv;
+		free_handle(m);
+	} else {
+		free(priv);
+	}
+}
+
 /*
  * Creates a map in a fresh owner-only shared-memory file.  On success *map
  * holds one reference; the file is unlinked when the last one is dropped.
@@ -392,12 +410,7 @@ fail:
 	if (fd >= 0)
 		close(fd);
 	free(path);
-	if (m) {
-		m->impl = priv;
-		free_handle(m);
-	} else {
-		free(priv);
-	}
+	discard_handle(m, priv);
 	return err;
 }
 
@@ -495,12 +508,7 @@ int ncclbpf_map__open_path(const char *path, bool writable, struct ncclbpf_map *
 	return 0;
 fail:
 	close(fd);
-	if (m) {
-		m->impl = priv;
-		free_handle(m);
-	} else {
-		free(priv);
-	}
+	discard_handle(m, priv);
 	return err;
 }
 
