@@ -463,6 +463,16 @@ static bool cmp_fact_clobbered(const struct vcmp *c, const struct nbpf_insn *in)
 	}
 }
 
+/* A fork on a rank-local value: both sides enter its control region. */
+static void ctrl_enter_both(struct venv *e, struct vstate *other, uint32_t pc)
+{
+	struct vstate *save = e->cur;
+
+	ctrl_enter(e, pc);
+	e->cur = other;
+	ctrl_enter(e, pc);
+	e->cur = save;
+}
 static int do_cond_jmp(struct venv *e, uint32_t pc, const struct nbpf_insn *in)
 {
 	struct vframe *f = cur_frame(e);
@@ -508,14 +518,8 @@ static int do_cond_jmp(struct venv *e, uint32_t pc, const struct nbpf_insn *in)
 		/* taken: JEQ means null */
 		refine_null(other, p->id, op == NBPF_JEQ);
 		refine_null(e->cur, p->id, op != NBPF_JEQ);
-		if (tainted) {
-			struct vstate *save = e->cur;
-
-			ctrl_enter(e, pc);
-			e->cur = other;
-			ctrl_enter(e, pc);
-			e->cur = save;
-		}
+		if (tainted)
+			ctrl_enter_both(e, other, pc);
 		e->cur->pc = pc + 1;
 		return 0;
 	}
@@ -556,14 +560,8 @@ static int do_cond_jmp(struct venv *e, uint32_t pc, const struct nbpf_insn *in)
 		vstate_restore(e->cur, other);
 		return 0;
 	}
-	if (tainted && other) {
-		struct vstate *save = e->cur;
-
-		ctrl_enter(e, pc);
-		e->cur = other;
-		ctrl_enter(e, pc);
-		e->cur = save;
-	}
+	if (tainted && other)
+		ctrl_enter_both(e, other, pc);
 	e->cur->pc = pc + 1;
 	return 0;
 }
