@@ -32,6 +32,8 @@
 #include "maps/map.h"
 #include "ncclbpf/runtime.h"
 
+#include "../bench_util.h"
+
 /* The benchmark's context: inputs, then the outputs a tuner writes. */
 struct bctx {
 	uint32_t coll;      /* 0 */
@@ -202,14 +204,6 @@ static const struct bench_prog progs[] = {
 };
 
 /* ---- timing ------------------------------------------------------------ */
-
-static inline uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static int cmp_double(const void *a, const void *b)
 {

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../bench_util.h"
 #include "emu.h"
 
 static int cmp(const void *a, const void *b)
@@ -23,14 +24,6 @@ static int cmp(const void *a, const void *b)
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
 
 	return x < y ? -1 : x > y;
-}
-
-static inline uint64_t now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 int main(int argc, char **argv)
@@ -67,9 +60,9 @@ int main(int argc, char **argv)
 		uint64_t t0, t1;
 
 		memcpy(t, tables[k], sizeof(t));
-		t0 = now();
+		t0 = now_ns();
 		v5->getCollInfo(tu.ctx, 4, 8ull << (2 * k), 1, (float **)t, 7, 3, 0, &nch);
-		t1 = now();
+		t1 = now_ns();
 		if (i >= calls / 10)
 			lat[i - calls / 10] = (uint32_t)(t1 - t0);
 	}
@@ -77,7 +70,7 @@ int main(int argc, char **argv)
 	double mean = 1e30;
 
 	for (int b = 0; b < 20; b++) {
-		uint64_t b0 = now(), n = calls / 20;
+		uint64_t b0 = now_ns(), n = calls / 20;
 
 		for (uint64_t i = 0; i < n; i++) {
 			int k = (int)(i & 15), nch = 0;
@@ -86,7 +79,7 @@ int main(int argc, char **argv)
 			v5->getCollInfo(tu.ctx, 4, 8ull << (2 * k), 1, (float **)t, 7, 3, 0, &nch);
 			__asm__ volatile("" ::: "memory");
 		}
-		double m = (double)(now() - b0) / (double)n;
+		double m = (double)(now_ns() - b0) / (double)n;
 
 		if (m < mean)
 			mean = m;
