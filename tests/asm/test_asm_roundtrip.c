@@ -19,7 +19,7 @@
 #include "rawprog.h"
 
 #ifndef NCCLBPF_CONFORMANCE_DIR
-#define NCCLBPF_CONFORMANCE_DIR "../shared/conformance/tests"
+#define NCCLBPF_CONFORMANCE_DIR "tests/conformance/bpf_conformance/tests"
 #endif
 
 static int same(const struct nbpf_insn *a, uint32_t na, const struct nbpf_insn *b, uint32_t nb,

@@ -22,7 +22,7 @@
 #include "rawprog.h"
 
 #ifndef NCCLBPF_CONFORMANCE_DIR
-#define NCCLBPF_CONFORMANCE_DIR "../shared/conformance/tests"
+#define NCCLBPF_CONFORMANCE_DIR "tests/conformance/bpf_conformance/tests"
 #endif
 
 /* Loops in the suite are short; this only stops a miscompiled runaway. */
