@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * net_core.h - the version-free net plugin: what net.c's per-version
+ * tables call after marshalling, and what the hooks (net_hooks.c) see.
+ *
+ * Object rules: every listen/send/recv comm handed to NCCL starts with a
+ * magic word, checked on entry, so a NULL, closed or foreign comm is
+ * refused (ncclInvalidArgument) rather than followed.
+ */
+#ifndef NCCLBPF_NCCL_NET_CORE_H
+#define NCCLBPF_NCCL_NET_CORE_H
+
+#include "abi_net.h"
+#include "net/nnet.h"
+
+#define NET_CORE_MAX_RECVS 1 /* maxRecvs we announce */
+#define NBPF_NCCL_NET 0x10ul /* NCCL_NET log subsystem */
+
+/* One init context: per communicator from v11, per process before. */
+struct net_ctx {
+	uint32_t magic;
+	int abi;
+	uint64_t comm_id;        /* NCCL's commHash (v11+), else 0 */
+	int traffic_class;       /* ncclNetCommConfig.trafficClass, -1: undefined */
+	nbpf_net_prof_cb_t prof; /* v10+: NCCL's profiler callback, may be NULL */
+};
+
+enum net_obj_kind { NET_OBJ_LISTEN = 0x4c53544e, NET_OBJ_SEND = 0x444e4553, NET_OBJ_RECV = 0x56434552 };
+
+struct net_listen {
+	uint32_t magic;          /* NET_OBJ_LISTEN while open */
+	struct net_ctx *ctx;
+	struct nnet_listen *l;
+	int dev;
+};
+
+struct net_comm {
+	uint32_t magic;          /* NET_OBJ_SEND / NET_OBJ_RECV while open */
+	struct net_ctx *ctx;
+	struct nnet_comm *tc;
+	int dev;
+	bool warned;             /* one WARN per failed comm */
+	struct net_peer_stats *peer; /* per-peer telemetry slot, may be NULL */
+};
+
+nbpf_nccl_result_t net_ctx_create(struct net_ctx **out, int abi, uint64_t comm_id,
+				  int traffic_class, nbpf_nccl_logger_t logger,
+				  nbpf_net_prof_cb_t prof);
+void net_ctx_destroy(struct net_ctx *ctx);
+
+nbpf_nccl_result_t net_core_devices(int *ndev);
+nbpf_nccl_result_t net_core_props(int dev, nbpf_net_props_v12_t *p);
+nbpf_nccl_result_t net_core_listen(struct net_ctx *ctx, int dev, void *handle, void **lc);
+nbpf_nccl_result_t net_core_connect(struct net_ctx *ctx, int dev, int traffic_class,
+				    void *handle, void **sc);
+nbpf_nccl_result_t net_core_accept(void *lc, void **rc);
+nbpf_nccl_result_t net_core_regmr(void *comm, void *data, size_t size, int type, void **mh);
+nbpf_nccl_result_t net_core_regmr_dmabuf(void *comm, void *data, size_t size, int type,
+					 uint64_t offset, int fd, void **mh);
+nbpf_nccl_result_t net_core_deregmr(void *comm, void *mh);
+nbpf_nccl_result_t net_core_isend(void *sc, void *data, size_t size, int tag, void *mh,
+				  void *ph, void **req);
+nbpf_nccl_result_t net_core_irecv(void *rc, int n, void **data, size_t *sizes, int *tags,
+				  void **mh, void **ph, void **req);
+nbpf_nccl_result_t net_core_iflush(void *rc, int n, void **data, int *sizes, void **mh,
+				   void **req);
+nbpf_nccl_result_t net_core_test(void *req, int *done, int *sizes);
+nbpf_nccl_result_t net_core_close(void *comm);
+nbpf_nccl_result_t net_core_close_listen(void *lc);
+
+/* ncclResult_t for a transport error (negative errno). */
+nbpf_nccl_result_t net_core_result(int err);
+
+#endif
