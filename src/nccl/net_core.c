@@ -57,9 +57,9 @@ static nbpf_nccl_result_t comm_error(struct net_comm *c, const char *what, int e
 
 	if (!c->warned) {
 		c->warned = true;
-		nbpf_host_log(NBPF_NCCL_LOG_WARN, NBPF_NCCL_NET, "net: %s %s peer %s failed: %s",
-			      c->magic == NET_OBJ_SEND ? "send to" : "receive from", what,
-			      addr_str(nnet_comm_peer(c->tc), peer, sizeof(peer)),
+		nbpf_host_log(NBPF_NCCL_LOG_WARN, NBPF_NCCL_NET, "net: %s peer %s failed (%s): %s",
+			      c->magic == NET_OBJ_SEND ? "send to" : "receive from",
+			      addr_str(nnet_comm_peer(c->tc), peer, sizeof(peer)), what,
 			      err == -EMSGSIZE ? "message truncated (larger than the receive buffer)"
 			      : err == -ECONNRESET ? "connection closed by the peer"
 			      : strerror(-err));
@@ -319,6 +319,8 @@ nbpf_nccl_result_t net_core_isend(void *sc, void *data, size_t size, int tag, vo
 	err = nnet_isend(c->tc, data, size, req);
 	if (err)
 		return comm_error(c, "post", err);
+	if (*req)
+		nnet_req_user(*req)[1] = (uintptr_t)c;
 	return NBPF_NCCL_SUCCESS;
 }
 
@@ -336,6 +338,8 @@ nbpf_nccl_result_t net_core_irecv(void *rc, int n, void **data, size_t *sizes, i
 	err = nnet_irecv(c->tc, data[0], sizes[0], req);
 	if (err)
 		return comm_error(c, "post", err);
+	if (*req)
+		nnet_req_user(*req)[1] = (uintptr_t)c;
 	return NBPF_NCCL_SUCCESS;
 }
 
@@ -349,18 +353,21 @@ nbpf_nccl_result_t net_core_iflush(void *rc, int n, void **data, int *sizes, voi
 
 nbpf_nccl_result_t net_core_test(void *req, int *done, int *sizes)
 {
+	uint64_t *user = nnet_req_user(req);
+	struct net_comm *c = user ? (struct net_comm *)(uintptr_t)user[1] : NULL;
 	size_t size = 0;
 	int err;
 
 	if (!done)
 		return NBPF_NCCL_INVALID_ARGUMENT;
 	err = nnet_test(req, done, &size);
-	if (err) {
-		if (err == -EINVAL)
-			nbpf_host_log(NBPF_NCCL_LOG_WARN, NBPF_NCCL_NET,
-				      "net: test on a request that is not in flight (%p)", req);
+	if (err == -EINVAL || (err && !c)) {
+		nbpf_host_log(NBPF_NCCL_LOG_WARN, NBPF_NCCL_NET,
+			      "net: test on a request that is not in flight (%p)", req);
 		return net_core_result(err);
 	}
+	if (err)
+		return comm_error(c, "transfer", err);
 	if (*done && sizes)
 		sizes[0] = size > INT_MAX ? INT_MAX : (int)size;
 	return NBPF_NCCL_SUCCESS;

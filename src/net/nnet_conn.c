@@ -25,6 +25,7 @@
 
 struct nnet_pending {
 	int fd;
+	union nnet_addr peer;
 	size_t got;
 	struct nnet_hello hello;
 };
@@ -375,7 +376,9 @@ static void pend_drop(struct nnet_listen *l, int i)
 static void accept_new(struct nnet_listen *l)
 {
 	for (;;) {
-		int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		union nnet_addr peer = { 0 };
+		socklen_t len = sizeof(peer);
+		int fd = accept4(l->fd, &peer.sa, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (fd < 0)
 			return;
@@ -383,7 +386,7 @@ static void accept_new(struct nnet_listen *l)
 			close(fd);
 			continue;
 		}
-		l->pend[l->npend++] = (struct nnet_pending){ .fd = fd };
+		l->pend[l->npend++] = (struct nnet_pending){ .fd = fd, .peer = peer };
 	}
 }
 
@@ -446,7 +449,6 @@ int nnet_accept(struct nnet_listen *l, struct nnet_comm **out)
 	int idx[NNET_MAX_SOCKS], ci, err, nsocks;
 	bool taken[NNET_MAX_PENDING] = { false };
 	struct nnet_comm *c;
-	socklen_t len;
 
 	if (!out)
 		return -EINVAL;
@@ -466,8 +468,7 @@ int nnet_accept(struct nnet_listen *l, struct nnet_comm **out)
 	c->dev = l->dev;
 	c->nsocks = nsocks;
 	c->ctrl_fd = l->pend[ci].fd;
-	len = sizeof(c->peer);
-	getpeername(c->ctrl_fd, &c->peer.sa, &len);
+	c->peer = l->pend[ci].peer;
 	for (int k = 0; k < nsocks; k++)
 		c->socks[k].fd = l->pend[idx[k]].fd;
 	err = nnet_comm_start(c);

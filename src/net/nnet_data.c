@@ -387,8 +387,10 @@ static int post(struct nnet_comm *c, bool send, void *data, size_t size, void **
 	c->post_seq++;
 	*req = req_handle(r);
 	err = ctrl_progress(c);
-	if (err)
+	if (err) {
 		nnet_comm_fail(c, err);
+		*req = NULL;
+	}
 out:
 	pthread_mutex_unlock(&c->mu);
 	return err;
@@ -446,7 +448,7 @@ uint64_t *nnet_req_user(void *req)
 	uint16_t gen;
 	struct nnet_req *r = req_decode(req, &gen);
 
-	return r && r->gen == gen ? r->user : NULL;
+	return r && r->gen == gen && r->state == NNET_REQ_POSTED ? r->user : NULL;
 }
 
 int nnet_comm_set_tos(struct nnet_comm *c, int tos, int priority)
