@@ -32,7 +32,8 @@ _Static_assert(NBPF_TELE_REFUSE == NBPF_REFUSE_COUNT, "refusal reasons");
 
 static const char *kind_name(enum nbpf_comm_kind k)
 {
-	return k == NBPF_COMM_TUNER ? "tuner" : k == NBPF_COMM_PROFILER ? "profiler" : "?";
+	return k == NBPF_COMM_TUNER ? "tuner" : k == NBPF_COMM_PROFILER ? "profiler"
+	       : k == NBPF_COMM_NET ? "net" : "?";
 }
 
 static uint64_t ld(const _Atomic uint64_t *p)

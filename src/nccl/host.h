@@ -227,6 +227,7 @@ const struct nbpf_settings *nbpf_host_settings(void);
 enum nbpf_comm_kind {
 	NBPF_COMM_TUNER = 1,
 	NBPF_COMM_PROFILER = 2,
+	NBPF_COMM_NET = 3,       /* a net plugin context (src/nccl/net_core.c) */
 };
 
 /* Why an output was not applied (counted per communicator). */

@@ -91,6 +91,7 @@ nbpf_nccl_result_t net_ctx_create(struct net_ctx **out, int abi, uint64_t comm_i
 	ctx->comm_id = comm_id;
 	ctx->traffic_class = traffic_class;
 	ctx->prof = prof;
+	ctx->cm = nbpf_host_comm_add(NBPF_COMM_NET, abi, comm_id, -1, 0, 0);
 	nbpf_host_log(NBPF_NCCL_LOG_INFO, NBPF_NCCL_NET | NBPF_NCCL_INIT,
 		      "net v%d ready (socket transport, %d device(s), %d x %d sockets per connection)",
 		      abi, nnet_ndev(), nnet_settings()->nthreads, nnet_settings()->nsocks_per_thread);
@@ -103,6 +104,7 @@ void net_ctx_destroy(struct net_ctx *ctx)
 	if (!ctx || ctx->magic != NET_CTX_MAGIC)
 		return;
 	ctx->magic = 0;
+	nbpf_host_comm_remove(ctx->cm);
 	nbpf_host_release();
 	nnet_fini();
 	free(ctx);
@@ -204,6 +206,7 @@ nbpf_nccl_result_t net_core_connect(struct net_ctx *ctx, int dev, int traffic_cl
 {
 	struct nnet_conn_opts opts = { .nsocks = 0, .tos = -1, .priority = -1 };
 	struct nnet_comm *tc = NULL;
+	union nnet_addr peer;
 	int err;
 
 	if (!sc)
@@ -211,6 +214,13 @@ nbpf_nccl_result_t net_core_connect(struct net_ctx *ctx, int dev, int traffic_cl
 	*sc = NULL;
 	if (!ctx_ok(ctx) || !handle)
 		return NBPF_NCCL_INVALID_ARGUMENT;
+	if (traffic_class < 0)
+		traffic_class = ctx->traffic_class;
+	/* NCCL's traffic class (NCCL_NET_TRAFFIC_CLASS) is, for sockets, the TOS byte. */
+	if (traffic_class >= 0 && traffic_class <= 255)
+		opts.tos = traffic_class;
+	if (!nnet_handle_started(handle) && !nnet_handle_peer(handle, &peer))
+		net_hook_connect(ctx, dev, &peer, &opts);
 	err = nnet_connect(dev, handle, &opts, &tc);
 	if (err) {
 		nbpf_host_log(NBPF_NCCL_LOG_WARN, NBPF_NCCL_NET, "net: connect on device %d failed: %s",
@@ -238,7 +248,10 @@ nbpf_nccl_result_t net_core_accept(void *lcp, void **rc)
 		return net_core_result(err);
 	if (!tc)
 		return NBPF_NCCL_SUCCESS;
-	return comm_wrap(l->ctx, tc, false, l->dev, rc);
+	if (comm_wrap(l->ctx, tc, false, l->dev, rc))
+		return NBPF_NCCL_SYSTEM_ERROR;
+	net_hook_accept(*rc);
+	return NBPF_NCCL_SUCCESS;
 }
 
 nbpf_nccl_result_t net_core_close_listen(void *lcp)
@@ -305,6 +318,16 @@ nbpf_nccl_result_t net_core_deregmr(void *comm, void *mh)
 
 /* ---- data path ------------------------------------------------------------------ */
 
+/* Request words: [0] post time (0: not timed), [1] the comm, for test(). */
+static void req_posted(struct net_comm *c, void *req, uint32_t event, size_t bytes, int tag)
+{
+	uint64_t *u = nnet_req_user(req);
+
+	u[1] = (uintptr_t)c;
+	if (net_hook_msg(c, event, bytes, tag, 0))
+		u[0] = nbpf_now_ns();
+}
+
 nbpf_nccl_result_t net_core_isend(void *sc, void *data, size_t size, int tag, void *mh,
 				  void *ph, void **req)
 {
@@ -320,7 +343,7 @@ nbpf_nccl_result_t net_core_isend(void *sc, void *data, size_t size, int tag, vo
 	if (err)
 		return comm_error(c, "post", err);
 	if (*req)
-		nnet_req_user(*req)[1] = (uintptr_t)c;
+		req_posted(c, *req, NCCLBPF_NET_SEND_POST, size, tag);
 	return NBPF_NCCL_SUCCESS;
 }
 
@@ -339,7 +362,7 @@ nbpf_nccl_result_t net_core_irecv(void *rc, int n, void **data, size_t *sizes, i
 	if (err)
 		return comm_error(c, "post", err);
 	if (*req)
-		nnet_req_user(*req)[1] = (uintptr_t)c;
+		req_posted(c, *req, NCCLBPF_NET_RECV_POST, sizes[0], tags ? tags[0] : -1);
 	return NBPF_NCCL_SUCCESS;
 }
 
@@ -355,6 +378,7 @@ nbpf_nccl_result_t net_core_test(void *req, int *done, int *sizes)
 {
 	uint64_t *user = nnet_req_user(req);
 	struct net_comm *c = user ? (struct net_comm *)(uintptr_t)user[1] : NULL;
+	uint64_t posted = user ? user[0] : 0;
 	size_t size = 0;
 	int err;
 
@@ -368,7 +392,12 @@ nbpf_nccl_result_t net_core_test(void *req, int *done, int *sizes)
 	}
 	if (err)
 		return comm_error(c, "transfer", err);
-	if (*done && sizes)
+	if (!*done)
+		return NBPF_NCCL_SUCCESS;
+	if (sizes)
 		sizes[0] = size > INT_MAX ? INT_MAX : (int)size;
+	if (c)
+		net_hook_msg(c, c->magic == NET_OBJ_SEND ? NCCLBPF_NET_SEND_DONE : NCCLBPF_NET_RECV_DONE,
+			     size, -1, posted ? nbpf_now_ns() - posted : 0);
 	return NBPF_NCCL_SUCCESS;
 }

@@ -23,6 +23,7 @@ struct net_ctx {
 	uint64_t comm_id;        /* NCCL's commHash (v11+), else 0 */
 	int traffic_class;       /* ncclNetCommConfig.trafficClass, -1: undefined */
 	nbpf_net_prof_cb_t prof; /* v10+: NCCL's profiler callback, may be NULL */
+	struct nbpf_comm *cm;    /* registry entry (role "net"): program runs, refusals */
 };
 
 enum net_obj_kind { NET_OBJ_LISTEN = 0x4c53544e, NET_OBJ_SEND = 0x444e4553, NET_OBJ_RECV = 0x56434552 };
@@ -67,6 +68,15 @@ nbpf_nccl_result_t net_core_iflush(void *rc, int n, void **data, int *sizes, voi
 nbpf_nccl_result_t net_core_test(void *req, int *done, int *sizes);
 nbpf_nccl_result_t net_core_close(void *comm);
 nbpf_nccl_result_t net_core_close_listen(void *lc);
+
+/* net_hooks.c: SEC("net") programs around the calls. */
+struct nbpf_comm;
+uint64_t net_peer_key(const union nnet_addr *a);
+void net_hook_connect(struct net_ctx *ctx, int dev, const union nnet_addr *peer,
+		      struct nnet_conn_opts *opts);
+void net_hook_accept(struct net_comm *c);
+/* Returns whether a program ran (so the caller times the message). */
+bool net_hook_msg(struct net_comm *c, uint32_t event, size_t bytes, int tag, uint64_t latency_ns);
 
 /* ncclResult_t for a transport error (negative errno). */
 nbpf_nccl_result_t net_core_result(int err);

@@ -90,6 +90,8 @@ int nnet_listen(int dev, void *handle, struct nnet_listen **out);
 int nnet_close_listen(struct nnet_listen *l);
 /* Peer address a handle names, for policies; -EINVAL for a bad handle. */
 int nnet_handle_peer(const void *handle, union nnet_addr *out);
+/* Whether connect() has already started on this handle (its options are taken). */
+bool nnet_handle_started(const void *handle);
 
 /*
  * Connects to the listener handle names.  Keeps its state in the handle

@@ -164,6 +164,13 @@ int nnet_handle_peer(const void *handle, union nnet_addr *out)
 	return 0;
 }
 
+bool nnet_handle_started(const void *handle)
+{
+	const struct nnet_handle *h = handle;
+
+	return handle_ok(h) && h->connect_id != 0;
+}
+
 /* ---- connect ------------------------------------------------------------ */
 
 static void connect_free(struct nnet_connect *s)
