@@ -10,6 +10,9 @@
  *   test_net_hooks act     NCCLBPF_POLICY = count + act + probe objects
  *   test_net_hooks bad     outputs out of range: all refused, defaults stay
  *   test_net_hooks reject  a program the verifier rejects: fail open
+ *   test_net_hooks reload  NCCLBPF_WATCH=1: a counting policy file replaced
+ *                          by an acting one changes the next connection,
+ *                          while the open one keeps working
  */
 #include <dirent.h>
 #include <netinet/in.h>
@@ -173,8 +176,61 @@ static void run_act(struct drv *d)
 	CHECK(drv_close_recv(d, rc) == 0);
 }
 
+/* Sockets the next connection opens (both sides), or -1. */
+static int probe_socks(struct drv *d)
+{
+	char handle[NBPF_NET_HANDLE_MAXSIZE];
+	struct tcp before[MAXFD], after[MAXFD];
+	int nb = list_tcp(before, MAXFD), na;
+	void *lc = NULL, *sc, *rc;
+
+	if (drv_listen(d, 0, handle, &lc) || drv_pair(d, 0, handle, lc, &sc, &rc, TMO))
+		return -1;
+	na = list_tcp(after, MAXFD);
+	drv_close_listen(d, lc);
+	drv_close_send(d, sc);
+	drv_close_recv(d, rc);
+	return na - nb;
+}
+
+static void copy_file(const char *from, const char *to)
+{
+	char tmp[600], buf[4096];
+	FILE *in = fopen(from, "rb"), *out;
+	size_t n;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", to);
+	out = fopen(tmp, "wb");
+	while (in && out && (n = fread(buf, 1, sizeof(buf), in)) > 0)
+		fwrite(buf, 1, n, out);
+	if (in)
+		fclose(in);
+	if (out)
+		fclose(out);
+	CHECK(in && out && rename(tmp, to) == 0); /* atomic, as deployment tools do */
+}
+
+static void run_reload(struct drv *d, const char *policy)
+{
+	void *sc, *rc;
+	int n = -1;
+
+	check_connection(d, DEF_SOCKS, 0, 0, 0, 0, &sc, &rc);
+	copy_file(EMU_BPF_DIR "/t_net_act.bpf.o", policy);
+	for (uint64_t end = drv_now_ms() + TMO; n != 2 * (3 + 1) && drv_now_ms() < end;) {
+		usleep(20000);
+		n = probe_socks(d);
+	}
+	CHECK_EQ_U64(n, 2 * (3 + 1));
+	/* The connection opened before the swap still carries traffic. */
+	CHECK(traffic(d, sc, rc, 3, 200000) == 0);
+	CHECK(drv_close_send(d, sc) == 0);
+	CHECK(drv_close_recv(d, rc) == 0);
+}
+
 int main(int argc, char **argv)
 {
+	char dir[] = "/tmp/ncclbpf-net-XXXXXX", policy[600] = "";
 	const char *mode = argc > 1 ? argv[1] : "act";
 	void *lib, *sc, *rc;
 	struct drv d;
@@ -183,7 +239,13 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "act"))
 		emu_set_policy(EMU_BPF_DIR "/t_net_count.bpf.o:" EMU_BPF_DIR "/t_net_act.bpf.o:"
 			       EMU_BPF_DIR "/t_net_probe.bpf.o");
-	else if (!strcmp(mode, "bad"))
+	else if (!strcmp(mode, "reload")) {
+		CHECK(mkdtemp(dir) != NULL);
+		snprintf(policy, sizeof(policy), "%s/policy.bpf.o", dir);
+		copy_file(EMU_BPF_DIR "/t_net_count.bpf.o", policy);
+		emu_set_policy(policy);
+		setenv("NCCLBPF_WATCH", "1", 1);
+	} else if (!strcmp(mode, "bad"))
 		emu_set_policy(EMU_BPF_DIR "/t_net_bad.bpf.o");
 	else
 		emu_set_policy(EMU_BPF_DIR "/t_net_reject.bpf.o");
@@ -194,6 +256,8 @@ int main(int argc, char **argv)
 	CHECK(drv_init(&d, 7, -1, NULL) == 0);
 	if (!strcmp(mode, "act")) {
 		run_act(&d);
+	} else if (policy[0]) {
+		run_reload(&d, policy);
 	} else {
 		/* Nothing applies: the configured socket count, no marking. */
 		check_connection(&d, DEF_SOCKS, 0, 0, 0, 0, &sc, &rc);
@@ -203,5 +267,9 @@ int main(int argc, char **argv)
 	}
 	CHECK(drv_finalize(&d) == 0);
 	dlclose(lib);
+	if (policy[0]) {
+		unlink(policy);
+		rmdir(dir);
+	}
 	return check_summary("net_hooks");
 }
