@@ -41,6 +41,8 @@ __attribute__((destructor)) static void legacy_unload(void)
 	if (legacy_ctx)
 		net_ctx_destroy(legacy_ctx);
 	legacy_ctx = NULL;
+	/* One destructor, so the inner plugin goes after the contexts that use it. */
+	net_inner_unload();
 }
 
 static struct net_ctx *legacy(void)
@@ -164,12 +166,12 @@ static nbpf_nccl_result_t e_devices(int *ndev)
 
 static nbpf_nccl_result_t e_accept(void *lc, void **rc, nbpf_net_dev_handle_t **dc)
 {
-	return net_core_accept(lc, rc);
+	return net_core_accept(lc, rc, (void **)dc);
 }
 
 static nbpf_nccl_result_t e_accept_v6(void *lc, void **rc)
 {
-	return net_core_accept(lc, rc);
+	return net_core_accept(lc, rc, NULL);
 }
 
 static nbpf_nccl_result_t e_regmr(void *comm, void *data, size_t size, int type, void **mh)
@@ -275,12 +277,12 @@ static nbpf_nccl_result_t e_close_listen(void *lc)
 
 static nbpf_nccl_result_t e_get_device_mr(void *comm, void *mh, void **dptr)
 {
-	return NBPF_NCCL_INTERNAL_ERROR; /* HOST device type: NCCL never asks */
+	return net_core_get_device_mr(comm, mh, dptr);
 }
 
 static nbpf_nccl_result_t e_irecv_consumed(void *rc, int n, void *req)
 {
-	return NBPF_NCCL_SUCCESS;
+	return net_core_irecv_consumed(rc, n, req);
 }
 
 /* ---- per-version init / listen / connect ---------------------------------- */
@@ -317,19 +319,20 @@ static nbpf_nccl_result_t legacy_listen(int dev, void *handle, void **lc)
 
 static nbpf_nccl_result_t v6_connect(int dev, void *handle, void **sc)
 {
-	return net_core_connect(legacy(), dev, -1, handle, sc);
+	return net_core_connect(legacy(), dev, -1, handle, sc, NULL);
 }
 
 static nbpf_nccl_result_t v7_connect(int dev, void *handle, void **sc,
 				     nbpf_net_dev_handle_t **dc)
 {
-	return net_core_connect(legacy(), dev, -1, handle, sc);
+	return net_core_connect(legacy(), dev, -1, handle, sc, (void **)dc);
 }
 
 static nbpf_nccl_result_t v10_connect(int dev, nbpf_net_comm_config_t *config, void *handle,
 				      void **sc, nbpf_net_dev_handle_t **dc)
 {
-	return net_core_connect(legacy(), dev, config ? config->trafficClass : -1, handle, sc);
+	return net_core_connect(legacy(), dev, config ? config->trafficClass : -1, handle, sc,
+				(void **)dc);
 }
 
 static nbpf_nccl_result_t v11_init(void **ctx, uint64_t comm_id, nbpf_net_comm_config_t *config,
@@ -353,7 +356,7 @@ static nbpf_nccl_result_t v11_listen(void *ctx, int dev, void *handle, void **lc
 static nbpf_nccl_result_t v11_connect(void *ctx, int dev, void *handle, void **sc,
 				      nbpf_net_dev_handle_t **dc)
 {
-	return net_core_connect(ctx, dev, -1, handle, sc);
+	return net_core_connect(ctx, dev, -1, handle, sc, (void **)dc);
 }
 
 static nbpf_nccl_result_t v11_finalize(void *ctx)
@@ -366,7 +369,7 @@ static nbpf_nccl_result_t v11_finalize(void *ctx)
 
 static nbpf_nccl_result_t v11_set_net_attr(void *ctx, nbpf_net_attr_v11_t *attr)
 {
-	return NBPF_NCCL_SUCCESS; /* a hint; the socket transport has nothing to tune with it */
+	return net_core_set_attr(ctx, attr);
 }
 
 /* ---- the exported tables ----------------------------------------------------- */

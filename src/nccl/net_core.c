@@ -13,6 +13,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,16 @@
 #include "net_core.h"
 
 #define NET_CTX_MAGIC 0x5854434eu
+#define NET_IREQ_MAGIC 0x51455249u
+#define NET_FLUSH_EVENT UINT32_MAX
+
+/*
+ * The backend is chosen once per process (NCCLBPF_NET, read by the first
+ * context): the socket transport, or the inner plugin it names.
+ */
+static pthread_mutex_t be_lock = PTHREAD_MUTEX_INITIALIZER;
+static int be_refs;
+static _Atomic(struct net_inner *) be_inner;
 
 nbpf_nccl_result_t net_core_result(int err)
 {
@@ -67,6 +78,64 @@ static nbpf_nccl_result_t comm_error(struct net_comm *c, const char *what, int e
 	return net_core_result(err);
 }
 
+/* ---- backend ---------------------------------------------------------------- */
+
+/* Opens the process's backend on the first reference; *inner NULL = sockets. */
+static int backend_open(struct net_inner **inner)
+{
+	const char *spec = getenv("NCCLBPF_NET");
+	char err[600] = "";
+	int rc = 0;
+
+	*inner = NULL;
+	pthread_mutex_lock(&be_lock);
+	if (be_refs > 0) {
+		*inner = atomic_load(&be_inner);
+		if (!*inner || !net_inner_open("", inner, err, sizeof(err)))
+			goto ok; /* the inner library is open: this takes one more reference */
+		rc = -EIO;
+		goto out;
+	}
+	if (spec && !strncmp(spec, "inner:", 6)) {
+		rc = net_inner_open(spec + 6, inner, err, sizeof(err));
+		if (rc) {
+			nbpf_host_log(NBPF_NCCL_LOG_WARN, NBPF_NCCL_NET | NBPF_NCCL_INIT,
+				      "net: NCCLBPF_NET=%s: %s; this plugin is skipped", spec, err);
+			goto out;
+		}
+	} else if (spec && *spec && strcmp(spec, "socket")) {
+		nbpf_host_log(NBPF_NCCL_LOG_WARN, NBPF_NCCL_NET | NBPF_NCCL_INIT,
+			      "net: NCCLBPF_NET=%s: unknown backend (socket | inner:<name or path>); using socket",
+			      spec);
+	}
+	if (!*inner) {
+		rc = nnet_init();
+		if (rc)
+			goto out;
+	}
+	atomic_store(&be_inner, *inner);
+ok:
+	if (!*inner && be_refs > 0)
+		rc = nnet_init();
+	if (!rc)
+		be_refs++;
+out:
+	pthread_mutex_unlock(&be_lock);
+	return rc;
+}
+
+static void backend_close(struct net_inner *inner)
+{
+	pthread_mutex_lock(&be_lock);
+	if (inner)
+		net_inner_close(inner);
+	else
+		nnet_fini();
+	if (be_refs > 0 && --be_refs == 0)
+		atomic_store(&be_inner, NULL);
+	pthread_mutex_unlock(&be_lock);
+}
+
 /* ---- contexts -------------------------------------------------------------- */
 
 nbpf_nccl_result_t net_ctx_create(struct net_ctx **out, int abi, uint64_t comm_id,
@@ -80,21 +149,42 @@ nbpf_nccl_result_t net_ctx_create(struct net_ctx **out, int abi, uint64_t comm_i
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
 		return NBPF_NCCL_SYSTEM_ERROR;
-	err = nnet_init();
+	nbpf_host_acquire(logger);
+	err = backend_open(&ctx->inner);
+	if (!err && ctx->inner) {
+		nbpf_nccl_result_t res = net_inner_init(ctx->inner, &ctx->ictx, comm_id,
+							traffic_class, prof);
+
+		if (res) {
+			nbpf_host_log(NBPF_NCCL_LOG_WARN, NBPF_NCCL_NET | NBPF_NCCL_INIT,
+				      "net: inner plugin %s: init failed (%d)",
+				      net_inner_name(ctx->inner), res);
+			backend_close(ctx->inner);
+			nbpf_host_release();
+			free(ctx);
+			return res;
+		}
+	}
 	if (err) {
+		nbpf_host_release();
 		free(ctx);
 		return NBPF_NCCL_SYSTEM_ERROR;
 	}
-	nbpf_host_acquire(logger);
 	ctx->magic = NET_CTX_MAGIC;
 	ctx->abi = abi;
 	ctx->comm_id = comm_id;
 	ctx->traffic_class = traffic_class;
 	ctx->prof = prof;
 	ctx->cm = nbpf_host_comm_add(NBPF_COMM_NET, abi, comm_id, -1, 0, 0);
-	nbpf_host_log(NBPF_NCCL_LOG_INFO, NBPF_NCCL_NET | NBPF_NCCL_INIT,
-		      "net v%d ready (socket transport, %d device(s), %d x %d sockets per connection)",
-		      abi, nnet_ndev(), nnet_settings()->nthreads, nnet_settings()->nsocks_per_thread);
+	if (ctx->inner)
+		nbpf_host_log(NBPF_NCCL_LOG_INFO, NBPF_NCCL_NET | NBPF_NCCL_INIT,
+			      "net v%d ready (inner plugin %s, its v%d)", abi,
+			      net_inner_name(ctx->inner), net_inner_version(ctx->inner));
+	else
+		nbpf_host_log(NBPF_NCCL_LOG_INFO, NBPF_NCCL_NET | NBPF_NCCL_INIT,
+			      "net v%d ready (socket transport, %d device(s), %d x %d sockets per connection)",
+			      abi, nnet_ndev(), nnet_settings()->nthreads,
+			      nnet_settings()->nsocks_per_thread);
 	*out = ctx;
 	return NBPF_NCCL_SUCCESS;
 }
@@ -105,8 +195,10 @@ void net_ctx_destroy(struct net_ctx *ctx)
 		return;
 	ctx->magic = 0;
 	nbpf_host_comm_remove(ctx->cm);
+	if (ctx->inner)
+		net_inner_finalize(ctx->inner, ctx->ictx);
+	backend_close(ctx->inner);
 	nbpf_host_release();
-	nnet_fini();
 	free(ctx);
 }
 
@@ -114,8 +206,12 @@ void net_ctx_destroy(struct net_ctx *ctx)
 
 nbpf_nccl_result_t net_core_devices(int *ndev)
 {
+	struct net_inner *in = atomic_load(&be_inner);
+
 	if (!ndev)
 		return NBPF_NCCL_INVALID_ARGUMENT;
+	if (in)
+		return net_inner_devices(in, ndev);
 	*ndev = nnet_ndev();
 	return NBPF_NCCL_SUCCESS;
 }
@@ -123,7 +219,10 @@ nbpf_nccl_result_t net_core_devices(int *ndev)
 nbpf_nccl_result_t net_core_props(int dev, nbpf_net_props_v12_t *p)
 {
 	const struct nnet_dev *d = nnet_dev_get(dev);
+	struct net_inner *in = atomic_load(&be_inner);
 
+	if (in && p)
+		return net_inner_props(in, dev, p);
 	if (!d || !p)
 		return NBPF_NCCL_INVALID_ARGUMENT;
 	memset(p, 0, sizeof(*p));
@@ -170,6 +269,19 @@ nbpf_nccl_result_t net_core_listen(struct net_ctx *ctx, int dev, void *handle, v
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return NBPF_NCCL_SYSTEM_ERROR;
+	if (ctx->inner) {
+		nbpf_nccl_result_t res = net_inner_listen(ctx->inner, ctx->ictx, dev, handle, &l->ilc);
+
+		if (res) {
+			free(l);
+			return res;
+		}
+		l->magic = NET_OBJ_LISTEN;
+		l->ctx = ctx;
+		l->dev = dev;
+		*lc = l;
+		return NBPF_NCCL_SUCCESS;
+	}
 	err = nnet_listen(dev, handle, &l->l);
 	if (err) {
 		free(l);
@@ -184,29 +296,92 @@ nbpf_nccl_result_t net_core_listen(struct net_ctx *ctx, int dev, void *handle, v
 	return NBPF_NCCL_SUCCESS;
 }
 
-static nbpf_nccl_result_t comm_wrap(struct net_ctx *ctx, struct nnet_comm *tc, bool send, int dev,
-				    void **out)
+static struct net_ireqs *ireqs_new(void)
+{
+	struct net_ireqs *q = calloc(1, sizeof(*q));
+
+	if (!q)
+		return NULL;
+	pthread_mutex_init(&q->mu, NULL);
+	for (unsigned i = 0; i < NET_IREQS; i++)
+		q->free_idx[i] = (uint16_t)i;
+	q->tail = NET_IREQS;
+	return q;
+}
+
+static struct net_ireq *ireq_get(struct net_comm *c)
+{
+	struct net_ireqs *q = c->ireqs;
+	struct net_ireq *w = NULL;
+
+	pthread_mutex_lock(&q->mu);
+	if (q->head != q->tail)
+		w = &q->w[q->free_idx[q->head++ % NET_IREQS]];
+	pthread_mutex_unlock(&q->mu);
+	return w;
+}
+
+static void ireq_put(struct net_ireq *w)
+{
+	struct net_ireqs *q = w->c->ireqs;
+
+	pthread_mutex_lock(&q->mu);
+	w->magic = 0;
+	q->free_idx[q->tail++ % NET_IREQS] = (uint16_t)(w - q->w);
+	pthread_mutex_unlock(&q->mu);
+}
+
+static void close_backend_comm(struct net_ctx *ctx, bool send, struct nnet_comm *tc, void *ic)
+{
+	if (tc)
+		nnet_close(tc);
+	else if (ic && send)
+		net_inner_close_send(ctx->inner, ic);
+	else if (ic)
+		net_inner_close_recv(ctx->inner, ic);
+}
+
+static nbpf_nccl_result_t comm_wrap(struct net_ctx *ctx, struct nnet_comm *tc, void *ic, bool send,
+				    int dev, void **out)
 {
 	struct net_comm *c = calloc(1, sizeof(*c));
 
+	if (c && ic && !(c->ireqs = ireqs_new())) {
+		free(c);
+		c = NULL;
+	}
 	if (!c) {
-		nnet_close(tc);
+		close_backend_comm(ctx, send, tc, ic);
 		return NBPF_NCCL_SYSTEM_ERROR;
 	}
 	c->magic = send ? NET_OBJ_SEND : NET_OBJ_RECV;
 	c->ctx = ctx;
 	c->tc = tc;
+	c->ic = ic;
 	c->dev = dev;
 	*out = c;
 	return NBPF_NCCL_SUCCESS;
 }
 
+static nbpf_nccl_result_t inner_connect(struct net_ctx *ctx, int dev, int traffic_class,
+					void *handle, void **sc, void **dc)
+{
+	void *ic = NULL;
+	nbpf_nccl_result_t res;
+
+	res = net_inner_connect(ctx->inner, ctx->ictx, dev, traffic_class, handle, &ic, dc);
+	if (res || !ic)
+		return res;
+	return comm_wrap(ctx, NULL, ic, true, dev, sc);
+}
+
 nbpf_nccl_result_t net_core_connect(struct net_ctx *ctx, int dev, int traffic_class,
-				    void *handle, void **sc)
+				    void *handle, void **sc, void **dc)
 {
 	struct nnet_conn_opts opts = { .nsocks = 0, .tos = -1, .priority = -1 };
 	struct nnet_comm *tc = NULL;
 	union nnet_addr peer;
+	nbpf_nccl_result_t res;
 	int err;
 
 	if (!sc)
@@ -219,6 +394,21 @@ nbpf_nccl_result_t net_core_connect(struct net_ctx *ctx, int dev, int traffic_cl
 	/* NCCL's traffic class (NCCL_NET_TRAFFIC_CLASS) is, for sockets, the TOS byte. */
 	if (traffic_class >= 0 && traffic_class <= 255)
 		opts.tos = traffic_class;
+	if (ctx->inner) {
+		/*
+		 * The inner handle is opaque: the event comes once the connection
+		 * is made, without a peer, and its outputs cannot apply (counted).
+		 */
+		res = inner_connect(ctx, dev, traffic_class, handle, sc, dc);
+		if (!res && *sc) {
+			int tos = opts.tos;
+
+			net_hook_connect(ctx, dev, NULL, &opts);
+			if (opts.nsocks || opts.tos != tos || opts.priority >= 0)
+				net_hook_refuse(ctx);
+		}
+		return res;
+	}
 	if (!nnet_handle_started(handle) && !nnet_handle_peer(handle, &peer))
 		net_hook_connect(ctx, dev, &peer, &opts);
 	err = nnet_connect(dev, handle, &opts, &tc);
@@ -229,13 +419,14 @@ nbpf_nccl_result_t net_core_connect(struct net_ctx *ctx, int dev, int traffic_cl
 	}
 	if (!tc)
 		return NBPF_NCCL_SUCCESS;
-	return comm_wrap(ctx, tc, true, dev, sc);
+	return comm_wrap(ctx, tc, NULL, true, dev, sc);
 }
 
-nbpf_nccl_result_t net_core_accept(void *lcp, void **rc)
+nbpf_nccl_result_t net_core_accept(void *lcp, void **rc, void **dc)
 {
 	struct net_listen *l = lcp;
 	struct nnet_comm *tc = NULL;
+	void *ic = NULL;
 	int err;
 
 	if (!rc)
@@ -243,12 +434,22 @@ nbpf_nccl_result_t net_core_accept(void *lcp, void **rc)
 	*rc = NULL;
 	if (!l || l->magic != NET_OBJ_LISTEN)
 		return NBPF_NCCL_INVALID_ARGUMENT;
+	if (l->ilc) {
+		nbpf_nccl_result_t res = net_inner_accept(l->ctx->inner, l->ilc, &ic, dc);
+
+		if (res || !ic)
+			return res;
+		if (comm_wrap(l->ctx, NULL, ic, false, l->dev, rc))
+			return NBPF_NCCL_SYSTEM_ERROR;
+		net_hook_accept(*rc);
+		return NBPF_NCCL_SUCCESS;
+	}
 	err = nnet_accept(l->l, &tc);
 	if (err)
 		return net_core_result(err);
 	if (!tc)
 		return NBPF_NCCL_SUCCESS;
-	if (comm_wrap(l->ctx, tc, false, l->dev, rc))
+	if (comm_wrap(l->ctx, tc, NULL, false, l->dev, rc))
 		return NBPF_NCCL_SYSTEM_ERROR;
 	net_hook_accept(*rc);
 	return NBPF_NCCL_SUCCESS;
@@ -263,7 +464,10 @@ nbpf_nccl_result_t net_core_close_listen(void *lcp)
 	if (l->magic != NET_OBJ_LISTEN)
 		return NBPF_NCCL_INVALID_ARGUMENT;
 	l->magic = 0;
-	nnet_close_listen(l->l);
+	if (l->ilc)
+		net_inner_close_listen(l->ctx->inner, l->ilc);
+	else
+		nnet_close_listen(l->l);
 	free(l);
 	return NBPF_NCCL_SUCCESS;
 }
@@ -284,8 +488,12 @@ nbpf_nccl_result_t net_core_close(void *p)
 		return NBPF_NCCL_SUCCESS;
 	if (!c)
 		return NBPF_NCCL_INVALID_ARGUMENT;
+	close_backend_comm(c->ctx, c->magic == NET_OBJ_SEND, c->tc, c->ic);
 	c->magic = 0;
-	nnet_close(c->tc);
+	if (c->ireqs) {
+		pthread_mutex_destroy(&c->ireqs->mu);
+		free(c->ireqs);
+	}
 	free(c);
 	return NBPF_NCCL_SUCCESS;
 }
@@ -294,11 +502,15 @@ nbpf_nccl_result_t net_core_close(void *p)
 
 nbpf_nccl_result_t net_core_regmr(void *comm, void *data, size_t size, int type, void **mh)
 {
+	struct net_comm *c = comm_get(comm, 0);
+
 	if (!mh)
 		return NBPF_NCCL_INVALID_ARGUMENT;
 	*mh = NULL;
-	if (!comm_get(comm, 0))
+	if (!c)
 		return NBPF_NCCL_INVALID_ARGUMENT;
+	if (c->ic)
+		return net_inner_regmr(c->ctx->inner, c->ic, data, size, type, mh);
 	/* Sockets read and write host memory directly; nothing to pin or map. */
 	return type == NBPF_NET_PTR_HOST ? NBPF_NCCL_SUCCESS : NBPF_NCCL_INTERNAL_ERROR;
 }
@@ -306,14 +518,22 @@ nbpf_nccl_result_t net_core_regmr(void *comm, void *data, size_t size, int type,
 nbpf_nccl_result_t net_core_regmr_dmabuf(void *comm, void *data, size_t size, int type,
 					 uint64_t offset, int fd, void **mh)
 {
+	struct net_comm *c = comm_get(comm, 0);
+
 	if (mh)
 		*mh = NULL;
+	if (c && c->ic)
+		return net_inner_regmr_dmabuf(c->ctx->inner, c->ic, data, size, type, offset, fd, mh);
 	return NBPF_NCCL_INTERNAL_ERROR; /* ptrSupport has no DMABUF: NCCL never asks */
 }
 
 nbpf_nccl_result_t net_core_deregmr(void *comm, void *mh)
 {
-	return comm_get(comm, 0) ? NBPF_NCCL_SUCCESS : NBPF_NCCL_INVALID_ARGUMENT;
+	struct net_comm *c = comm_get(comm, 0);
+
+	if (c && c->ic)
+		return net_inner_deregmr(c->ctx->inner, c->ic, mh);
+	return c ? NBPF_NCCL_SUCCESS : NBPF_NCCL_INVALID_ARGUMENT;
 }
 
 /* ---- data path ------------------------------------------------------------------ */
@@ -328,6 +548,68 @@ static void req_posted(struct net_comm *c, void *req, uint32_t event, size_t byt
 		u[0] = nbpf_now_ns();
 }
 
+/*
+ * Posts to the inner plugin through a wrapper.  *req may arrive pre-set
+ * (v9+: 0x1, "completion optional"): the inner plugin sees the same value,
+ * and a request it hands back unchanged is passed through unwrapped.
+ */
+static nbpf_nccl_result_t inner_post(struct net_comm *c, bool send, void *data, size_t *sizes,
+				     int n, int *tags, void **mh, void **ph, void **req)
+{
+	void *in = *req;
+	struct net_ireq *w;
+	nbpf_nccl_result_t res;
+
+	w = ireq_get(c);
+	if (!w) {
+		*req = NULL; /* every wrapper in flight: NCCL retries */
+		return NBPF_NCCL_SUCCESS;
+	}
+	if (send)
+		res = net_inner_isend(c->ctx->inner, c->ic, data, sizes[0], tags[0], mh[0],
+				      ph ? ph[0] : NULL, &in);
+	else
+		res = net_inner_irecv(c->ctx->inner, c->ic, n, (void **)data, sizes, tags, mh, ph,
+				      &in);
+	if (res || !in || in == *req) {
+		ireq_put(w);
+		*req = res ? NULL : in;
+		return res;
+	}
+	w->magic = NET_IREQ_MAGIC;
+	w->c = c;
+	w->ireq = in;
+	w->event = send ? NCCLBPF_NET_SEND_DONE : NCCLBPF_NET_RECV_DONE;
+	w->posted = 0;
+	*req = w;
+	if (net_hook_msg(c, send ? NCCLBPF_NET_SEND_POST : NCCLBPF_NET_RECV_POST, sizes[0],
+			 tags ? tags[0] : -1, 0))
+		w->posted = nbpf_now_ns();
+	return NBPF_NCCL_SUCCESS;
+}
+
+static bool ireq_ok(const struct net_ireq *w)
+{
+	return atomic_load(&be_inner) && w && ((uintptr_t)w & (_Alignof(struct net_ireq) - 1)) == 0 &&
+	       (uintptr_t)w > 0x1000 && w->magic == NET_IREQ_MAGIC;
+}
+
+static nbpf_nccl_result_t inner_test(struct net_ireq *w, int *done, int *sizes)
+{
+	struct net_comm *c = w->c;
+	nbpf_nccl_result_t res;
+	int sz[8] = { 0 };
+
+	res = net_inner_test(c->ctx->inner, w->ireq, done, sizes ? sizes : sz);
+	if (res || !*done)
+		return res;
+	if (w->event != NET_FLUSH_EVENT)
+		net_hook_msg(c, w->event, (size_t)(sizes ? sizes[0] : sz[0]), -1,
+			     w->posted ? nbpf_now_ns() - w->posted : 0);
+	ireq_put(w);
+	return NBPF_NCCL_SUCCESS;
+}
+
 nbpf_nccl_result_t net_core_isend(void *sc, void *data, size_t size, int tag, void *mh,
 				  void *ph, void **req)
 {
@@ -336,6 +618,8 @@ nbpf_nccl_result_t net_core_isend(void *sc, void *data, size_t size, int tag, vo
 
 	if (!req)
 		return NBPF_NCCL_INVALID_ARGUMENT;
+	if (c && c->ic)
+		return inner_post(c, true, data, &size, 1, &tag, &mh, &ph, req);
 	*req = NULL;
 	if (!c)
 		return NBPF_NCCL_INVALID_ARGUMENT;
@@ -355,6 +639,8 @@ nbpf_nccl_result_t net_core_irecv(void *rc, int n, void **data, size_t *sizes, i
 
 	if (!req)
 		return NBPF_NCCL_INVALID_ARGUMENT;
+	if (c && c->ic && data && sizes && n >= 1)
+		return inner_post(c, false, (void *)data, sizes, n, tags, mh, ph, req);
 	*req = NULL; /* v9+ may pre-set 0x1; always overwrite */
 	if (!c || n != 1 || !data || !sizes)
 		return NBPF_NCCL_INVALID_ARGUMENT;
@@ -369,21 +655,54 @@ nbpf_nccl_result_t net_core_irecv(void *rc, int n, void **data, size_t *sizes, i
 nbpf_nccl_result_t net_core_iflush(void *rc, int n, void **data, int *sizes, void **mh,
 				   void **req)
 {
+	struct net_comm *c = comm_get(rc, NET_OBJ_RECV);
+	struct net_ireq *w;
+	nbpf_nccl_result_t res;
+	void *in = NULL;
+
 	if (req)
 		*req = NULL;
-	return NBPF_NCCL_INTERNAL_ERROR; /* host memory: NCCL never flushes */
+	if (!c || !c->ic || !req)
+		return NBPF_NCCL_INTERNAL_ERROR; /* host memory: NCCL never flushes */
+	w = ireq_get(c);
+	if (!w)
+		return NBPF_NCCL_SUCCESS;
+	res = net_inner_iflush(c->ctx->inner, c->ic, n, data, sizes, mh, &in);
+	if (res || !in) {
+		ireq_put(w);
+		return res;
+	}
+	w->magic = NET_IREQ_MAGIC;
+	w->c = c;
+	w->ireq = in;
+	w->event = NET_FLUSH_EVENT;
+	w->posted = 0;
+	*req = w;
+	return NBPF_NCCL_SUCCESS;
 }
 
 nbpf_nccl_result_t net_core_test(void *req, int *done, int *sizes)
 {
-	uint64_t *user = nnet_req_user(req);
-	struct net_comm *c = user ? (struct net_comm *)(uintptr_t)user[1] : NULL;
-	uint64_t posted = user ? user[0] : 0;
+	uint64_t *user;
+	struct net_comm *c;
+	uint64_t posted;
 	size_t size = 0;
 	int err;
 
 	if (!done)
 		return NBPF_NCCL_INVALID_ARGUMENT;
+	if (atomic_load(&be_inner)) {
+		*done = 0;
+		if (!ireq_ok(req)) {
+			nbpf_host_log(NBPF_NCCL_LOG_WARN, NBPF_NCCL_NET,
+				      "net: test on a request that is not in flight (%p)", req);
+			return NBPF_NCCL_INVALID_ARGUMENT;
+		}
+		return inner_test(req, done, sizes);
+	}
+	user = nnet_req_user(req);
+	c = user ? (struct net_comm *)(uintptr_t)user[1] : NULL;
+	posted = user ? user[0] : 0;
 	err = nnet_test(req, done, &size);
 	if (err == -EINVAL || (err && !c)) {
 		nbpf_host_log(NBPF_NCCL_LOG_WARN, NBPF_NCCL_NET,
@@ -400,4 +719,35 @@ nbpf_nccl_result_t net_core_test(void *req, int *done, int *sizes)
 		net_hook_msg(c, c->magic == NET_OBJ_SEND ? NCCLBPF_NET_SEND_DONE : NCCLBPF_NET_RECV_DONE,
 			     size, -1, posted ? nbpf_now_ns() - posted : 0);
 	return NBPF_NCCL_SUCCESS;
+}
+
+nbpf_nccl_result_t net_core_get_device_mr(void *comm, void *mh, void **dptr)
+{
+	struct net_comm *c = comm_get(comm, 0);
+
+	if (c && c->ic)
+		return net_inner_get_device_mr(c->ctx->inner, c->ic, mh, dptr);
+	return NBPF_NCCL_INTERNAL_ERROR; /* HOST device type: NCCL never asks */
+}
+
+nbpf_nccl_result_t net_core_irecv_consumed(void *rc, int n, void *req)
+{
+	struct net_comm *c = comm_get(rc, NET_OBJ_RECV);
+	struct net_ireq *w = req;
+
+	if (!c || !c->ic)
+		return NBPF_NCCL_SUCCESS;
+	/* Wrappers are reused in FIFO order, so a just-completed one still names its request. */
+	if (w && (uintptr_t)w > 0x1000 && w >= c->ireqs->w && w < c->ireqs->w + NET_IREQS)
+		req = w->ireq;
+	return net_inner_irecv_consumed(c->ctx->inner, c->ic, n, req);
+}
+
+nbpf_nccl_result_t net_core_set_attr(void *p, nbpf_net_attr_v11_t *attr)
+{
+	struct net_ctx *ctx = p;
+
+	if (ctx_ok(ctx) && ctx->inner)
+		return net_inner_set_attr(ctx->inner, ctx->ictx, attr);
+	return NBPF_NCCL_SUCCESS; /* a hint; the socket transport has nothing to tune with it */
 }

@@ -33,6 +33,11 @@ static void count_refusal(struct net_ctx *ctx, enum nbpf_refuse why)
 		atomic_fetch_add_explicit(&ctx->cm->refused[why], 1, memory_order_relaxed);
 }
 
+void net_hook_refuse(struct net_ctx *ctx)
+{
+	count_refusal(ctx, NBPF_REFUSE_RANGE);
+}
+
 /* Runs every net program; returns false when none ran. *skip: one said SKIP. */
 static bool run_programs(struct net_ctx *ctx, struct ncclbpf_net_ctx *x, bool *skip)
 {
@@ -151,11 +156,16 @@ void net_hook_accept(struct net_comm *c)
 	int tos = -1, prio = -1;
 	bool skip;
 
-	ctx_init(&x, c->ctx, NCCLBPF_NET_ACCEPT, c->dev, nnet_comm_peer(c->tc));
+	ctx_init(&x, c->ctx, NCCLBPF_NET_ACCEPT, c->dev, c->tc ? nnet_comm_peer(c->tc) : NULL);
 	x.n_socks = (uint32_t)nnet_comm_nsocks(c->tc);
 	if (!run_programs(c->ctx, &x, &skip) || skip)
 		return;
 	take_marking(c->ctx, &x, &tos, &prio);
+	if (!c->tc) {
+		if (tos >= 0 || prio >= 0)
+			count_refusal(c->ctx, NBPF_REFUSE_RANGE); /* an inner plugin's sockets are its own */
+		return;
+	}
 	if ((tos >= 0 || prio >= 0) && nnet_comm_set_tos(c->tc, tos, prio))
 		count_refusal(c->ctx, NBPF_REFUSE_ERROR);
 }
@@ -167,10 +177,10 @@ bool net_hook_msg(struct net_comm *c, uint32_t event, size_t bytes, int tag, uin
 
 	if (!atomic_load_explicit(&nbpf_host_published, memory_order_relaxed))
 		return false;
-	ctx_init(&x, c->ctx, event, c->dev, nnet_comm_peer(c->tc));
+	ctx_init(&x, c->ctx, event, c->dev, c->tc ? nnet_comm_peer(c->tc) : NULL);
 	x.bytes = bytes;
 	x.tag = tag;
 	x.latency_ns = latency_ns;
-	x.n_socks = (uint32_t)nnet_comm_nsocks(c->tc);
+	x.n_socks = c->tc ? (uint32_t)nnet_comm_nsocks(c->tc) : 0;
 	return run_programs(c->ctx, &x, &skip);
 }
