@@ -27,6 +27,24 @@
 /* Net type in the profiler's pluginId (IB 1 << 16, SOCK 2 << 16) | version. */
 #define NBPF_NET_PROF_SOCK_ID     (2 << 16)
 
+/* Profiler event a socket transport reports (NCCL's ncclProfilerNetSockDescr_v1_t). */
+#define NBPF_NET_PROF_SOCK_VER   1
+#define NBPF_NET_PROF_SOCKET     1 /* ncclProfileSocket */
+#define NBPF_NET_PROF_START      0
+#define NBPF_NET_PROF_STOP       1
+typedef struct {
+	uint8_t type;
+	union {
+		struct {
+			int fd;
+			int op;      /* 0 send, 1 receive (NCCL_SOCKET_SEND/RECV) */
+			size_t length;
+		} sock;
+	};
+} nbpf_net_prof_sock_descr_t;
+NBPF_ABI_ASSERT_SIZE(nbpf_net_prof_sock_descr_t, 24);
+NBPF_ABI_ASSERT_OFF(nbpf_net_prof_sock_descr_t, sock.length, 16);
+
 /* Profiler callback given to net v10+ (type 0 start, 1 stop, 2 update, 3 update+stop). */
 typedef nbpf_nccl_result_t (*nbpf_net_prof_cb_t)(void **eHandle, int type, void *pHandle,
 						 int64_t pluginId, void *extData);

@@ -538,12 +538,29 @@ nbpf_nccl_result_t net_core_deregmr(void *comm, void *mh)
 
 /* ---- data path ------------------------------------------------------------------ */
 
-/* Request words: [0] post time (0: not timed), [1] the comm, for test(). */
-static void req_posted(struct net_comm *c, void *req, uint32_t event, size_t bytes, int tag)
+/*
+ * Request words: [0] post time (0: not timed), [1] the comm, for test(),
+ * [2] NCCL's profiler event handle (NULL: none started).  The profiler
+ * bridge (net v10+): one NetPlugin event per message, from post to
+ * completion, described as NCCL's Socket transport describes its own.
+ */
+static void req_posted(struct net_comm *c, void *req, uint32_t event, size_t bytes, int tag,
+		       void *ph)
 {
 	uint64_t *u = nnet_req_user(req);
 
 	u[1] = (uintptr_t)c;
+	if (c->ctx->prof && ph) {
+		nbpf_net_prof_sock_descr_t d = { .type = NBPF_NET_PROF_SOCKET };
+		void *eh = NULL;
+
+		d.sock.fd = nnet_comm_fd(c->tc, -1);
+		d.sock.op = event == NCCLBPF_NET_SEND_POST ? 0 : 1;
+		d.sock.length = bytes;
+		c->ctx->prof(&eh, NBPF_NET_PROF_START, ph,
+			     NBPF_NET_PROF_SOCK_ID | NBPF_NET_PROF_SOCK_VER, &d);
+		u[2] = (uintptr_t)eh;
+	}
 	if (net_hook_msg(c, event, bytes, tag, 0))
 		u[0] = nbpf_now_ns();
 }
@@ -627,7 +644,7 @@ nbpf_nccl_result_t net_core_isend(void *sc, void *data, size_t size, int tag, vo
 	if (err)
 		return comm_error(c, "post", err);
 	if (*req)
-		req_posted(c, *req, NCCLBPF_NET_SEND_POST, size, tag);
+		req_posted(c, *req, NCCLBPF_NET_SEND_POST, size, tag, ph);
 	return NBPF_NCCL_SUCCESS;
 }
 
@@ -648,7 +665,8 @@ nbpf_nccl_result_t net_core_irecv(void *rc, int n, void **data, size_t *sizes, i
 	if (err)
 		return comm_error(c, "post", err);
 	if (*req)
-		req_posted(c, *req, NCCLBPF_NET_RECV_POST, sizes[0], tags ? tags[0] : -1);
+		req_posted(c, *req, NCCLBPF_NET_RECV_POST, sizes[0], tags ? tags[0] : -1,
+			   ph ? ph[0] : NULL);
 	return NBPF_NCCL_SUCCESS;
 }
 
@@ -686,6 +704,7 @@ nbpf_nccl_result_t net_core_test(void *req, int *done, int *sizes)
 	uint64_t *user;
 	struct net_comm *c;
 	uint64_t posted;
+	void *ev;
 	size_t size = 0;
 	int err;
 
@@ -703,6 +722,7 @@ nbpf_nccl_result_t net_core_test(void *req, int *done, int *sizes)
 	user = nnet_req_user(req);
 	c = user ? (struct net_comm *)(uintptr_t)user[1] : NULL;
 	posted = user ? user[0] : 0;
+	ev = user ? (void *)(uintptr_t)user[2] : NULL;
 	err = nnet_test(req, done, &size);
 	if (err == -EINVAL || (err && !c)) {
 		nbpf_host_log(NBPF_NCCL_LOG_WARN, NBPF_NCCL_NET,
@@ -715,6 +735,8 @@ nbpf_nccl_result_t net_core_test(void *req, int *done, int *sizes)
 		return NBPF_NCCL_SUCCESS;
 	if (sizes)
 		sizes[0] = size > INT_MAX ? INT_MAX : (int)size;
+	if (ev && c)
+		c->ctx->prof(&ev, NBPF_NET_PROF_STOP, NULL, 0, NULL);
 	if (c)
 		net_hook_msg(c, c->magic == NET_OBJ_SEND ? NCCLBPF_NET_SEND_DONE : NCCLBPF_NET_RECV_DONE,
 			     size, -1, posted ? nbpf_now_ns() - posted : 0);

@@ -124,7 +124,7 @@ int nnet_irecv(struct nnet_comm *c, void *data, size_t capacity, void **req);
  * the message's size and req is finished (testing it again is -EINVAL).
  */
 int nnet_test(void *req, int *done, size_t *size);
-/* Two words the caller may keep with a request in flight (post time...). */
+/* Three words the caller may keep with a request in flight (post time...). */
 uint64_t *nnet_req_user(void *req);
 
 #endif

@@ -382,7 +382,7 @@ static int post(struct nnet_comm *c, bool send, void *data, size_t size, void **
 	r->size = size;
 	r->ctrl_off = 0;
 	r->hdr = (struct nnet_hdr){ .size = size, .seq = c->post_seq };
-	r->user[0] = r->user[1] = 0;
+	memset(r->user, 0, sizeof(r->user));
 	atomic_store_explicit(&r->pending, 0, memory_order_relaxed);
 	c->post_seq++;
 	*req = req_handle(r);

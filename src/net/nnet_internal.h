@@ -87,7 +87,7 @@ struct nnet_req {
 	size_t ctrl_off;         /* bytes of header + inline data moved */
 	struct nnet_hdr hdr;
 	atomic_int pending;      /* slices not yet moved by the helpers */
-	uint64_t user[2];
+	uint64_t user[3];
 };
 
 struct nnet_comm {

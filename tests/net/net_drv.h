@@ -15,6 +15,9 @@
 
 #include "nccl/abi_net.h"
 
+/* pHandle passed to v10+ isend/irecv (NCCL's proxy-step event), NULL for none. */
+static void *drv_phandle;
+
 struct drv {
 	int v;
 	const void *tbl;
@@ -155,13 +158,13 @@ static inline int drv_isend(struct drv *d, void *sc, void *data, size_t size, in
 		return DRV_T(d, 6)->isend(sc, data, (int)size, tag, mh, req);
 	if (d->v == 9)
 		return DRV_T(d, 9)->isend(sc, data, size, tag, mh, req);
-	return DRV_T(d, 10)->isend(sc, data, size, tag, mh, NULL, req);
+	return DRV_T(d, 10)->isend(sc, data, size, tag, mh, drv_phandle, req);
 }
 
 static inline int drv_irecv(struct drv *d, void *rc, void *data, size_t size, int tag, void *mh,
 			    void **req)
 {
-	void *ph = NULL;
+	void *ph = drv_phandle;
 
 	if (d->v <= 8) {
 		int isz = (int)size;

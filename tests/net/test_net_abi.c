@@ -41,6 +41,34 @@ static int same(const unsigned char *p, size_t n, unsigned seed)
 	return 1;
 }
 
+/* ---- a stand-in for NCCL's profiler callback (net v10+) ----------------------- */
+
+static int prof_marker;
+static int prof_starts, prof_stops, prof_bad;
+
+static int fake_prof(void **eh, int type, void *ph, int64_t plugin_id, void *ext)
+{
+	const nbpf_net_prof_sock_descr_t *d = ext;
+
+	if (!eh) {
+		prof_bad++;
+		return 0;
+	}
+	if (type == NBPF_NET_PROF_START) {
+		if (*eh != NULL || ph != &prof_marker || plugin_id != ((2 << 16) | 1) || !d ||
+		    d->type != NBPF_NET_PROF_SOCKET || d->sock.fd < 0 || d->sock.op < 0 || d->sock.op > 1)
+			prof_bad++;
+		*eh = (void *)(intptr_t)(0x1000 + ++prof_starts);
+	} else if (type == NBPF_NET_PROF_STOP) {
+		intptr_t h = (intptr_t)*eh;
+
+		if (h <= 0x1000 || h > 0x1000 + prof_starts)
+			prof_bad++;
+		prof_stops++;
+	}
+	return 0;
+}
+
 static void check_props(struct drv *d)
 {
 	struct drv_props p;
@@ -121,7 +149,9 @@ static void in_process(void *lib, int v)
 	struct drv d;
 
 	CHECK(drv_bind(&d, lib, v) == 0);
-	CHECK_MSG(drv_init(&d, 0x1234 + (uint64_t)v, -1, NULL) == 0, "v%d init", v);
+	prof_starts = prof_stops = prof_bad = 0;
+	drv_phandle = &prof_marker;
+	CHECK_MSG(drv_init(&d, 0x1234 + (uint64_t)v, -1, fake_prof) == 0, "v%d init", v);
 	check_props(&d);
 	memset(handle, 0, sizeof(handle));
 	CHECK(drv_listen(&d, 0, handle, &lc) == 0 && lc);
@@ -132,6 +162,11 @@ static void in_process(void *lib, int v)
 	CHECK(drv_close_send(&d, sc) == 0);
 	CHECK(drv_close_recv(&d, rc) == 0);
 	CHECK(drv_finalize(&d) == 0);
+	/* v10+: one NetPlugin event per message, every one stopped; none before v10. */
+	CHECK_EQ_U64(prof_starts, v >= 10 ? 2 * NSIZES + 2 * NBPF_NET_MAX_REQUESTS : 0);
+	CHECK_EQ_U64(prof_stops, prof_starts);
+	CHECK_EQ_U64(prof_bad, 0);
+	drv_phandle = NULL;
 }
 
 /* ---- two processes --------------------------------------------------------- */
