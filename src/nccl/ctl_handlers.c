@@ -11,6 +11,7 @@
  *          refused(csv by reason) image_gen colls_seen events_dropped coll_calls(csv)
  *   map    name type key_size value_size max_entries path
  *   tele   comm coll size count bytes sum_ns gpu_timed hist(csv) mix(csv)
+ *   npeer  peer msgs(csv send,recv) bytes(csv) sum_ns(csv) errors hist_send(csv) hist_recv(csv)
  */
 #include "ctl_handlers.h"
 
@@ -23,6 +24,7 @@
 #include <unistd.h>
 
 #include "host.h"
+#include "net_peers.h"
 #include "prom.h"
 #include "runtime/maps/map.h"
 
@@ -171,6 +173,29 @@ static int put_comm(void *user, const struct nbpf_comm *c)
 			nbpf_ctl_buf_u64s(b, "hist", hist, NBPF_LAT_BUCKETS);
 			nbpf_ctl_buf_u64s(b, "mix", mix, sizeof(mix) / sizeof(mix[0]));
 		}
+	}
+	return 0;
+}
+
+/* Per-peer net telemetry (docs/net.md); bounded by NET_PEERS + "other". */
+static int put_net_peer(void *user, const struct net_peer *p)
+{
+	struct nbpf_ctl_buf *b = user;
+	uint64_t v[NBPF_LAT_BUCKETS];
+
+	nbpf_ctl_buf_rec(b, "npeer");
+	nbpf_ctl_buf_str(b, "peer", p->label);
+	v[0] = ld(&p->msgs[0]), v[1] = ld(&p->msgs[1]);
+	nbpf_ctl_buf_u64s(b, "msgs", v, 2);
+	v[0] = ld(&p->bytes[0]), v[1] = ld(&p->bytes[1]);
+	nbpf_ctl_buf_u64s(b, "bytes", v, 2);
+	v[0] = ld(&p->sum_ns[0]), v[1] = ld(&p->sum_ns[1]);
+	nbpf_ctl_buf_u64s(b, "sum_ns", v, 2);
+	nbpf_ctl_buf_u64(b, "errors", ld(&p->errors));
+	for (int d = 0; d < 2; d++) {
+		for (int i = 0; i < NBPF_LAT_BUCKETS; i++)
+			v[i] = ld(&p->hist[d][i]);
+		nbpf_ctl_buf_u64s(b, d ? "hist_recv" : "hist_send", v, NBPF_LAT_BUCKETS);
 	}
 	return 0;
 }
@@ -358,6 +383,7 @@ int nbpf_ctl_handle(const struct nbpf_ctl_msg *req, struct nbpf_ctl_buf *b, char
 		nbpf_host_unlock();
 		put_prog_stats(b);
 		nbpf_host_comm_foreach(put_comm, &w);
+		net_peers_foreach(put_net_peer, b);
 		return 0;
 	case NBPF_CTL_CALLS:
 		nbpf_host_comm_foreach(put_comm, &w);

@@ -20,6 +20,7 @@
 
 #include "host.h"
 #include "net_core.h"
+#include "net_peers.h"
 
 #define NET_CTX_MAGIC 0x5854434eu
 #define NET_IREQ_MAGIC 0x51455249u
@@ -68,6 +69,7 @@ static nbpf_nccl_result_t comm_error(struct net_comm *c, const char *what, int e
 
 	if (!c->warned) {
 		c->warned = true;
+		net_peer_error(c->peer);
 		nbpf_host_log(NBPF_NCCL_LOG_WARN, NBPF_NCCL_NET, "net: %s peer %s failed (%s): %s",
 			      c->magic == NET_OBJ_SEND ? "send to" : "receive from",
 			      addr_str(nnet_comm_peer(c->tc), peer, sizeof(peer)), what,
@@ -359,6 +361,7 @@ static nbpf_nccl_result_t comm_wrap(struct net_ctx *ctx, struct nnet_comm *tc, v
 	c->tc = tc;
 	c->ic = ic;
 	c->dev = dev;
+	c->peer = net_peer_get(tc ? nnet_comm_peer(tc) : NULL);
 	*out = c;
 	return NBPF_NCCL_SUCCESS;
 }
@@ -561,8 +564,8 @@ static void req_posted(struct net_comm *c, void *req, uint32_t event, size_t byt
 			     NBPF_NET_PROF_SOCK_ID | NBPF_NET_PROF_SOCK_VER, &d);
 		u[2] = (uintptr_t)eh;
 	}
-	if (net_hook_msg(c, event, bytes, tag, 0))
-		u[0] = nbpf_now_ns();
+	net_hook_msg(c, event, bytes, tag, 0);
+	u[0] = nbpf_now_ns(); /* per-peer latency telemetry, and the DONE event's */
 }
 
 /*
@@ -597,11 +600,10 @@ static nbpf_nccl_result_t inner_post(struct net_comm *c, bool send, void *data, 
 	w->c = c;
 	w->ireq = in;
 	w->event = send ? NCCLBPF_NET_SEND_DONE : NCCLBPF_NET_RECV_DONE;
-	w->posted = 0;
 	*req = w;
-	if (net_hook_msg(c, send ? NCCLBPF_NET_SEND_POST : NCCLBPF_NET_RECV_POST, sizes[0],
-			 tags ? tags[0] : -1, 0))
-		w->posted = nbpf_now_ns();
+	net_hook_msg(c, send ? NCCLBPF_NET_SEND_POST : NCCLBPF_NET_RECV_POST, sizes[0],
+		     tags ? tags[0] : -1, 0);
+	w->posted = nbpf_now_ns();
 	return NBPF_NCCL_SUCCESS;
 }
 
@@ -618,11 +620,22 @@ static nbpf_nccl_result_t inner_test(struct net_ireq *w, int *done, int *sizes)
 	int sz[8] = { 0 };
 
 	res = net_inner_test(c->ctx->inner, w->ireq, done, sizes ? sizes : sz);
-	if (res || !*done)
+	if (res) {
+		if (!c->warned) {
+			c->warned = true;
+			net_peer_error(c->peer);
+		}
 		return res;
-	if (w->event != NET_FLUSH_EVENT)
-		net_hook_msg(c, w->event, (size_t)(sizes ? sizes[0] : sz[0]), -1,
-			     w->posted ? nbpf_now_ns() - w->posted : 0);
+	}
+	if (!*done)
+		return res;
+	if (w->event != NET_FLUSH_EVENT) {
+		uint64_t lat = w->posted ? nbpf_now_ns() - w->posted : 0;
+		size_t n = (size_t)(sizes ? sizes[0] : sz[0]);
+
+		net_peer_msg(c->peer, w->event == NCCLBPF_NET_RECV_DONE, n, lat);
+		net_hook_msg(c, w->event, n, -1, lat);
+	}
 	ireq_put(w);
 	return NBPF_NCCL_SUCCESS;
 }
@@ -737,9 +750,13 @@ nbpf_nccl_result_t net_core_test(void *req, int *done, int *sizes)
 		sizes[0] = size > INT_MAX ? INT_MAX : (int)size;
 	if (ev && c)
 		c->ctx->prof(&ev, NBPF_NET_PROF_STOP, NULL, 0, NULL);
-	if (c)
+	if (c) {
+		uint64_t lat = posted ? nbpf_now_ns() - posted : 0;
+
+		net_peer_msg(c->peer, c->magic == NET_OBJ_RECV, size, lat);
 		net_hook_msg(c, c->magic == NET_OBJ_SEND ? NCCLBPF_NET_SEND_DONE : NCCLBPF_NET_RECV_DONE,
-			     size, -1, posted ? nbpf_now_ns() - posted : 0);
+			     size, -1, lat);
+	}
 	return NBPF_NCCL_SUCCESS;
 }
 
