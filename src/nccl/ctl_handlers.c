@@ -178,25 +178,18 @@ static int put_comm(void *user, const struct nbpf_comm *c)
 }
 
 /* Per-peer net telemetry (docs/net.md); bounded by NET_PEERS + "other". */
-static int put_net_peer(void *user, const struct net_peer *p)
+static int put_net_peer(void *user, const struct net_peer_totals *p)
 {
 	struct nbpf_ctl_buf *b = user;
-	uint64_t v[NBPF_LAT_BUCKETS];
 
 	nbpf_ctl_buf_rec(b, "npeer");
 	nbpf_ctl_buf_str(b, "peer", p->label);
-	v[0] = ld(&p->msgs[0]), v[1] = ld(&p->msgs[1]);
-	nbpf_ctl_buf_u64s(b, "msgs", v, 2);
-	v[0] = ld(&p->bytes[0]), v[1] = ld(&p->bytes[1]);
-	nbpf_ctl_buf_u64s(b, "bytes", v, 2);
-	v[0] = ld(&p->sum_ns[0]), v[1] = ld(&p->sum_ns[1]);
-	nbpf_ctl_buf_u64s(b, "sum_ns", v, 2);
-	nbpf_ctl_buf_u64(b, "errors", ld(&p->errors));
-	for (int d = 0; d < 2; d++) {
-		for (int i = 0; i < NBPF_LAT_BUCKETS; i++)
-			v[i] = ld(&p->hist[d][i]);
-		nbpf_ctl_buf_u64s(b, d ? "hist_recv" : "hist_send", v, NBPF_LAT_BUCKETS);
-	}
+	nbpf_ctl_buf_u64s(b, "msgs", p->msgs, 2);
+	nbpf_ctl_buf_u64s(b, "bytes", p->bytes, 2);
+	nbpf_ctl_buf_u64s(b, "sum_ns", p->sum_ns, 2);
+	nbpf_ctl_buf_u64(b, "errors", p->errors);
+	nbpf_ctl_buf_u64s(b, "hist_send", p->hist[0], NBPF_LAT_BUCKETS);
+	nbpf_ctl_buf_u64s(b, "hist_recv", p->hist[1], NBPF_LAT_BUCKETS);
 	return 0;
 }
 

@@ -361,7 +361,7 @@ static nbpf_nccl_result_t comm_wrap(struct net_ctx *ctx, struct nnet_comm *tc, v
 	c->tc = tc;
 	c->ic = ic;
 	c->dev = dev;
-	c->peer = net_peer_get(tc ? nnet_comm_peer(tc) : NULL);
+	c->peer = net_peer_attach(tc ? nnet_comm_peer(tc) : NULL);
 	*out = c;
 	return NBPF_NCCL_SUCCESS;
 }
@@ -493,6 +493,7 @@ nbpf_nccl_result_t net_core_close(void *p)
 		return NBPF_NCCL_INVALID_ARGUMENT;
 	close_backend_comm(c->ctx, c->magic == NET_OBJ_SEND, c->tc, c->ic);
 	c->magic = 0;
+	net_peer_detach(c->peer);
 	if (c->ireqs) {
 		pthread_mutex_destroy(&c->ireqs->mu);
 		free(c->ireqs);

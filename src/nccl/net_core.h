@@ -67,7 +67,7 @@ struct net_comm {
 	struct net_ireqs *ireqs; /* inner backend */
 	int dev;
 	bool warned;             /* one WARN per failed comm */
-	struct net_peer *peer;   /* per-peer telemetry entry (net_peers.h), never NULL */
+	struct net_peer_stats *peer; /* this comm's per-peer counters (net_peers.h), may be NULL */
 };
 
 nbpf_nccl_result_t net_ctx_create(struct net_ctx **out, int abi, uint64_t comm_id,

@@ -68,8 +68,15 @@ static bool run_programs(struct net_ctx *ctx, struct ncclbpf_net_ctx *x, bool *s
 			    img->generation)
 				atomic_store_explicit(&ctx->cm->image_gen, img->generation,
 						      memory_order_relaxed);
-			atomic_fetch_add_explicit(&ctx->cm->prog[hp->slot].runs, 1,
-						  memory_order_relaxed);
+			/*
+			 * One thread drives a context's data path (NCCL's proxy
+			 * progress thread; v6..v10 share one context between
+			 * communicators, where a count may be lost): no locked add.
+			 */
+			_Atomic uint64_t *runs = &ctx->cm->prog[hp->slot].runs;
+
+			atomic_store_explicit(runs, atomic_load_explicit(runs, memory_order_relaxed) + 1,
+					      memory_order_relaxed);
 		}
 	}
 	nbpf_epoch_exit();

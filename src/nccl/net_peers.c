@@ -2,25 +2,22 @@
 /*
  * net_peers.c - the per-peer telemetry table (see net_peers.h).
  *
- * Entries are claimed under a mutex when a connection is made (never on
- * the data path) and published with a release store of the count, so
- * readers (the control thread) walk only complete entries without a
- * lock.  The data path does relaxed atomic adds on its peer's entry:
- * comms to the same peer share that entry's cache lines, the price of a
- * per-peer view that needs no aggregation thread.  Entries live as long
- * as the library: a peer that goes away keeps its totals (counters are
- * monotonic, as Prometheus expects).
+ * Entries are claimed, and comms attached and detached, under one mutex
+ * when connections open and close (never on the data path).  Entries live
+ * as long as the library: a peer that goes away keeps its totals (the
+ * counters are monotonic, as Prometheus expects).
  */
 #include "net_peers.h"
 
 #include <arpa/inet.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static pthread_mutex_t peers_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct net_peer peers[NET_PEERS + 1]; /* last: "other" */
-static _Atomic unsigned peers_used;
+static unsigned peers_used;
 
 static void label_of(const union nnet_addr *a, char *buf, size_t n)
 {
@@ -37,84 +34,97 @@ static void label_of(const union nnet_addr *a, char *buf, size_t n)
 	}
 }
 
-static uint64_t key_of(const union nnet_addr *a)
+/* Entry for label (claimed on first use, "other" when full); lock held. */
+static struct net_peer *entry_locked(const char *label)
 {
-	uint64_t k = 1; /* 1: inner; addresses never fold to 1 in practice, and a clash only merges series */
-	const unsigned char *b;
-	size_t len;
+	struct net_peer *p;
 
-	if (!a)
-		return k;
-	b = a->sa.sa_family == AF_INET6 ? (const unsigned char *)&a->in6.sin6_addr
-					: (const unsigned char *)&a->in.sin_addr;
-	len = a->sa.sa_family == AF_INET6 ? 16 : 4;
-	k = 1469598103934665603ull; /* FNV-1a */
-	for (size_t i = 0; i < len; i++)
-		k = (k ^ b[i]) * 1099511628211ull;
-	return k | 2;
-}
-
-struct net_peer *net_peer_get(const union nnet_addr *a)
-{
-	uint64_t key = key_of(a);
-	unsigned n = atomic_load_explicit(&peers_used, memory_order_acquire);
-	struct net_peer *p = NULL;
-
-	for (unsigned i = 0; i < n; i++)
-		if (peers[i].key == key)
+	for (unsigned i = 0; i < peers_used; i++)
+		if (!strcmp(peers[i].label, label))
 			return &peers[i];
-	pthread_mutex_lock(&peers_lock);
-	n = atomic_load_explicit(&peers_used, memory_order_relaxed);
-	for (unsigned i = 0; i < n && !p; i++)
-		if (peers[i].key == key)
-			p = &peers[i];
-	if (!p && n < NET_PEERS) {
-		p = &peers[n];
-		p->key = key;
-		label_of(a, p->label, sizeof(p->label));
-		atomic_store_explicit(&peers_used, n + 1, memory_order_release);
+	p = peers_used < NET_PEERS ? &peers[peers_used++] : &peers[NET_PEERS];
+	if (!p->key) {
+		snprintf(p->label, sizeof(p->label), "%s", p == &peers[NET_PEERS] ? "other" : label);
+		p->key = 1;
 	}
-	if (!p) {
-		p = &peers[NET_PEERS];
-		if (!p->key) {
-			snprintf(p->label, sizeof(p->label), "other");
-			p->key = UINT64_MAX;
-		}
-	}
-	pthread_mutex_unlock(&peers_lock);
 	return p;
 }
 
-static unsigned lat_bucket(uint64_t ns)
+struct net_peer_stats *net_peer_attach(const union nnet_addr *a)
 {
-	unsigned b = ns ? 63u - (unsigned)__builtin_clzll(ns) : 0;
+	struct net_peer_stats *s = calloc(1, sizeof(*s));
+	char label[48];
 
-	return b < NBPF_LAT_BUCKETS ? b : NBPF_LAT_BUCKETS - 1;
+	if (!s)
+		return NULL;
+	label_of(a, label, sizeof(label));
+	pthread_mutex_lock(&peers_lock);
+	s->peer = entry_locked(label);
+	s->next = s->peer->live;
+	s->peer->live = s;
+	pthread_mutex_unlock(&peers_lock);
+	return s;
 }
 
-void net_peer_msg(struct net_peer *p, int recv, uint64_t bytes, uint64_t latency_ns)
+static uint64_t ld(const _Atomic uint64_t *c)
 {
-	atomic_fetch_add_explicit(&p->msgs[recv], 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&p->bytes[recv], bytes, memory_order_relaxed);
-	atomic_fetch_add_explicit(&p->sum_ns[recv], latency_ns, memory_order_relaxed);
-	atomic_fetch_add_explicit(&p->hist[recv][lat_bucket(latency_ns)], 1, memory_order_relaxed);
+	return atomic_load_explicit(c, memory_order_relaxed);
 }
 
-void net_peer_error(struct net_peer *p)
+static void sum_into(struct net_peer_totals *t, const struct net_peer_stats *s)
 {
-	atomic_fetch_add_explicit(&p->errors, 1, memory_order_relaxed);
+	for (int d = 0; d < 2; d++) {
+		t->msgs[d] += ld(&s->msgs[d]);
+		t->bytes[d] += ld(&s->bytes[d]);
+		t->sum_ns[d] += ld(&s->sum_ns[d]);
+		for (int i = 0; i < NBPF_LAT_BUCKETS; i++)
+			t->hist[d][i] += ld(&s->hist[d][i]);
+	}
+	t->errors += ld(&s->errors);
 }
 
-int net_peers_foreach(int (*fn)(void *user, const struct net_peer *p), void *user)
+void net_peer_detach(struct net_peer_stats *s)
 {
-	unsigned n = atomic_load_explicit(&peers_used, memory_order_acquire);
+	struct net_peer_stats **pp;
+	struct net_peer_totals t = { 0 };
+
+	if (!s)
+		return;
+	pthread_mutex_lock(&peers_lock);
+	for (pp = &s->peer->live; *pp; pp = &(*pp)->next)
+		if (*pp == s) {
+			*pp = s->next;
+			break;
+		}
+	sum_into(&t, s);
+	for (int d = 0; d < 2; d++) {
+		net_peer_add(&s->peer->retired.msgs[d], t.msgs[d]);
+		net_peer_add(&s->peer->retired.bytes[d], t.bytes[d]);
+		net_peer_add(&s->peer->retired.sum_ns[d], t.sum_ns[d]);
+		for (int i = 0; i < NBPF_LAT_BUCKETS; i++)
+			net_peer_add(&s->peer->retired.hist[d][i], t.hist[d][i]);
+	}
+	net_peer_add(&s->peer->retired.errors, t.errors);
+	pthread_mutex_unlock(&peers_lock);
+	free(s);
+}
+
+int net_peers_foreach(int (*fn)(void *user, const struct net_peer_totals *t), void *user)
+{
 	int rc = 0;
 
-	for (unsigned i = 0; i < n && !rc; i++)
-		rc = fn(user, &peers[i]);
 	pthread_mutex_lock(&peers_lock);
-	if (!rc && peers[NET_PEERS].key)
-		rc = fn(user, &peers[NET_PEERS]);
+	for (unsigned i = 0; i <= NET_PEERS && !rc; i++) {
+		struct net_peer *p = &peers[i];
+		struct net_peer_totals t = { .label = p->label };
+
+		if (!p->key)
+			continue;
+		sum_into(&t, &p->retired);
+		for (const struct net_peer_stats *s = p->live; s; s = s->next)
+			sum_into(&t, s);
+		rc = fn(user, &t);
+	}
 	pthread_mutex_unlock(&peers_lock);
 	return rc;
 }
