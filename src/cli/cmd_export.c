@@ -23,8 +23,8 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "ctl_client.h"
-#include "ctl_tele.h"
+#include "control/ctl_client.h"
+#include "control/ctl_tele.h"
 
 struct export_ctx {
 	const int *pids;

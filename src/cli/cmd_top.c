@@ -18,8 +18,8 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "ctl_client.h"
-#include "ctl_tele.h"
+#include "control/ctl_client.h"
+#include "control/ctl_tele.h"
 #include "ncclbpf/runtime.h"
 
 static void fmt_ns(char *out, size_t n, double ns)

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "abi_env.h"
-#include "host.h"
+#include "host/host.h"
 
 #define ENV_SLOTS  256
 #define ENV_VALLEN 1024

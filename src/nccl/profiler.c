@@ -30,7 +30,7 @@
 
 #include "abi_profiler.h"
 #include "epoch.h"
-#include "host.h"
+#include "host/host.h"
 
 #define PROF_POOL      2048u
 #define PROF_MAX_CTX   1024u

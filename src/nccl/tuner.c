@@ -16,7 +16,7 @@
 
 #include "abi_tuner.h"
 #include "epoch.h"
-#include "host.h"
+#include "host/host.h"
 #include "tuner_core.h"
 
 /*

@@ -12,9 +12,9 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "cli/ctl_tele.h"
-#include "nccl/ctl_proto.h"
-#include "nccl/prom.h"
+#include "control/ctl_proto.h"
+#include "control/ctl_tele.h"
+#include "telemetry/prom.h"
 
 /* A TELEMETRY response of one process with one profiler comm (registry id rid). */
 static void fake_response(struct nbpf_ctl_buf *b, uint64_t rid, uint64_t comm_id, uint32_t ranks,

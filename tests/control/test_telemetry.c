@@ -16,11 +16,11 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "cli/ctl_client.h"
-#include "cli/ctl_tele.h"
+#include "control/ctl_client.h"
+#include "control/ctl_proto.h"
+#include "control/ctl_tele.h"
 #include "emu_test.h"
-#include "nccl/ctl_proto.h"
-#include "nccl/prom.h"
+#include "telemetry/prom.h"
 
 #define RANK 3
 #define COMM UINT64_C(0xfeed)

@@ -7,8 +7,8 @@
 
 #include <stdio.h>
 
-#include "nccl/ctl_proto.h"
-#include "nccl/prom.h"
+#include "ctl_proto.h"
+#include "telemetry/prom.h"
 
 /*
  * Asks every pid (all live sockets when n_pids is 0) for TELEMETRY and

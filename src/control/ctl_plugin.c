@@ -19,7 +19,7 @@
 #include "ctl_handlers.h"
 #include "ctl_server.h"
 #include "ctl_watch.h"
-#include "host.h"
+#include "host/host.h"
 #include "runtime/error.h"
 
 const char *const nbpf_ctl_settings[] = {

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "nccl/ctl_proto.h"
+#include "ctl_proto.h"
 
 /* Default time a whole exchange may take, in ms ($NCCLBPF_CTL_TIMEOUT_MS overrides). */
 #define NBPF_CTL_CLIENT_TIMEOUT_MS 5000

@@ -29,8 +29,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "abi_common.h"
 #include "hooks.h"
+#include "nccl/abi_common.h"
 #include "ncclbpf/policy.h"
 #include "ncclbpf/runtime.h"
 
