@@ -1,6 +1,6 @@
 /*
  * ctl_tele.h - gathers telemetry from running processes over their control
- * sockets into one aggregated set (src/nccl/prom.h), for top and export.
+ * sockets into one aggregated set (src/telemetry/prom.h), for top and export.
  */
 #ifndef NCCLBPF_CTL_TELE_H
 #define NCCLBPF_CTL_TELE_H

@@ -2,11 +2,13 @@
  * host.h - per-process state of the NCCL plugin: the loaded policy "image",
  * the registry of live communicators and their counters and telemetry.
  *
- * Who calls what:
- *   - the adapters (tuner.c, profiler.c, env.c) acquire/release the host
- *     around their contexts, register communicators and run programs;
- *   - the control plane (ctl*.c, its own thread) loads and publishes new
- *     images and reads counters through the iteration functions below.
+ * Who calls what (the host calls none of them: it is the layer below):
+ *   - the NCCL adapters (src/nccl: tuner.c, profiler.c, env.c) acquire and
+ *     release the host around their contexts (through the plugin entry,
+ *     plugin.c, which also starts the control plane), register
+ *     communicators and run programs;
+ *   - the control plane (src/control, its own thread) loads and publishes
+ *     new images and reads counters through the iteration functions below.
  *
  * Concurrency model:
  *   - An image is immutable once loaded.  The one published image is held
@@ -20,8 +22,8 @@
  *   - The registry (list of comms) and publishing are serialised by one
  *     internal mutex that the hot path never takes.
  */
-#ifndef NCCLBPF_NCCL_HOST_H
-#define NCCLBPF_NCCL_HOST_H
+#ifndef NCCLBPF_HOST_H
+#define NCCLBPF_HOST_H
 
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -30,7 +32,6 @@
 #include <stdint.h>
 
 #include "hooks.h"
-#include "nccl/abi_common.h"
 #include "ncclbpf/policy.h"
 #include "ncclbpf/runtime.h"
 
@@ -42,6 +43,14 @@
 #define NBPF_HOST_ERRLEN     512
 
 /* ---- logging ----------------------------------------------------------- */
+
+/*
+ * The logger the plugin gets from NCCL: ncclDebugLogger_t's shape
+ * (level, flags, file, line, fmt, ...), declared here so the host needs no
+ * NCCL header.
+ */
+typedef void (*nbpf_host_logger_t)(int level, unsigned long flags, const char *file, int line,
+				   const char *fmt, ...);
 
 /* NCCL log levels and subsystem flags we use. */
 #define NBPF_NCCL_LOG_WARN   2
@@ -187,25 +196,16 @@ void nbpf_host_unlock(void);
 
 /*
  * Every plugin context holds one reference.  The first acquire reads the
- * settings, warns about unknown NCCLBPF_* variables, loads NCCLBPF_POLICY
- * (fail-open: a problem logs one WARN and leaves no image) and starts the
- * control plane if one is linked in; the last release stops the control
- * plane and frees every image, map and communicator, so dlclose leaves
- * nothing behind.  logger may be NULL.  Never fails.
+ * settings, warns about unknown NCCLBPF_* variables (names in
+ * extra_settings, a NULL-terminated list of what the layers above read,
+ * are known too; NULL for none) and loads NCCLBPF_POLICY (fail-open: a
+ * problem logs one WARN and leaves no image); the last release frees every
+ * image, map and communicator, so dlclose leaves nothing behind.  Whoever
+ * runs threads that call into the host (the control plane) stops them
+ * before the last release.  logger may be NULL.  Never fails.
  */
-void nbpf_host_acquire(nbpf_nccl_logger_t logger);
+void nbpf_host_acquire(nbpf_host_logger_t logger, const char *const *extra_settings);
 void nbpf_host_release(void);
-
-/*
- * Optional control plane.  Weak: when no ctl*.c defines them, nothing
- * runs.  start is called once with the host lock NOT held, after the
- * policy is loaded; stop must join its thread before returning.
- * nbpf_ctl_settings is a NULL-terminated list of extra NCCLBPF_* names
- * the control plane reads (so they are not reported as unknown).
- */
-int nbpf_ctl_start(void) __attribute__((weak));
-void nbpf_ctl_stop(void) __attribute__((weak));
-extern const char *const nbpf_ctl_settings[] __attribute__((weak));
 
 /* ---- settings ------------------------------------------------------------ */
 
