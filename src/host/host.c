@@ -111,25 +111,6 @@ int nbpf_algo_from_name(const char *s) { return name_index(algo_names, NCCLBPF_N
 int nbpf_proto_from_name(const char *s) { return name_index(proto_names, NCCLBPF_NUM_PROTOS, s); }
 int nbpf_coll_from_name(const char *s) { return name_index(coll_names, NCCLBPF_NUM_COLLS, s); }
 
-unsigned nbpf_size_class(uint64_t bytes)
-{
-	unsigned cls = 0;
-	uint64_t lim = 1024;
-
-	while (cls < NBPF_SIZE_CLASSES - 1 && bytes > lim) {
-		cls++;
-		lim <<= 4;
-	}
-	return cls;
-}
-
-const char *nbpf_size_class_label(unsigned cls)
-{
-	static const char *const l[NBPF_SIZE_CLASSES] = { "1K", "16K", "256K", "4M", "64M", "1G", "inf" };
-
-	return cls < NBPF_SIZE_CLASSES ? l[cls] : "?";
-}
-
 /* ---- settings ---------------------------------------------------------- */
 
 static const char *const known_settings[] = {

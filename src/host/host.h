@@ -34,6 +34,7 @@
 #include "hooks.h"
 #include "ncclbpf/policy.h"
 #include "ncclbpf/runtime.h"
+#include "telemetry/hist.h"
 
 /* ---- limits ---------------------------------------------------------- */
 
@@ -240,20 +241,6 @@ enum nbpf_refuse {
 	NBPF_REFUSE_COUNT,
 };
 
-/* Log2 buckets of latency in ns: bucket i holds [2^i, 2^(i+1)), bucket 0 also 0. */
-#define NBPF_LAT_BUCKETS 40
-/* Message size classes: <=1K, <=16K, <=256K, <=4M, <=64M, <=1G, larger. */
-#define NBPF_SIZE_CLASSES 7
-
-struct nbpf_telemetry {
-	_Atomic uint64_t count;
-	_Atomic uint64_t bytes;
-	_Atomic uint64_t sum_ns;
-	_Atomic uint64_t gpu_timed;               /* how many came from KernelCh spans */
-	_Atomic uint64_t hist[NBPF_LAT_BUCKETS];
-	_Atomic uint64_t mix[NCCLBPF_NUM_ALGOS + 1][NCCLBPF_NUM_PROTOS + 1]; /* last = unknown */
-};
-
 struct nbpf_prog_stats {
 	_Atomic uint64_t runs;
 	_Atomic uint64_t ns;     /* only with NCCLBPF_STATS=1 */
@@ -420,12 +407,6 @@ unsigned nbpf_host_image_records_locked(void);
 
 /* Sums per-program stats over all comms for the current image. */
 void nbpf_host_prog_totals(uint32_t slot, uint64_t *runs, uint64_t *ns);
-
-/* Size class of a message size, and its label ("1K", "16K", ... "inf"). */
-unsigned nbpf_size_class(uint64_t bytes);
-const char *nbpf_size_class_label(unsigned cls);
-/* Upper bound in ns of latency bucket i (2^(i+1)). */
-static inline uint64_t nbpf_lat_bucket_le(unsigned i) { return 1ull << (i + 1); }
 
 /* Names as NCCL spells them ("RING", "LL128", "AllReduce"); "?" when out of range. */
 const char *nbpf_algo_name(int algo);
