@@ -9,7 +9,7 @@
 #include <stdio.h>
 
 #include "cli.h"
-#include "ctl_tele.h"
+#include "control/ctl_tele.h"
 
 static void fmt_lat(char *out, size_t n, double ns)
 {
@@ -41,8 +41,8 @@ void cli_top_print_peers(const struct nbpf_tele_set *d, double secs, int iter)
 				       "MSGS/s", "BYTES/s", "P50", "P99", "ERRORS");
 				header = 1;
 			}
-			fmt_lat(p50, sizeof(p50), nbpf_tele_quantile_ns(p->hist[k], NBPF_TELE_LAT_BUCKETS, 0.50));
-			fmt_lat(p99, sizeof(p99), nbpf_tele_quantile_ns(p->hist[k], NBPF_TELE_LAT_BUCKETS, 0.99));
+			fmt_lat(p50, sizeof(p50), nbpf_tele_quantile_ns(p->hist[k], NBPF_LAT_BUCKETS, 0.50));
+			fmt_lat(p99, sizeof(p99), nbpf_tele_quantile_ns(p->hist[k], NBPF_LAT_BUCKETS, 0.99));
 			if (iter == 1 || secs <= 0) {
 				snprintf(rate, sizeof(rate), "-");
 				snprintf(bw, sizeof(bw), "-");

@@ -18,9 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "host.h"
+#include "host/host.h"
 #include "net_core.h"
 #include "net_peers.h"
+#include "plugin.h"
 
 #define NET_CTX_MAGIC 0x5854434eu
 #define NET_IREQ_MAGIC 0x51455249u
@@ -151,7 +152,7 @@ nbpf_nccl_result_t net_ctx_create(struct net_ctx **out, int abi, uint64_t comm_i
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
 		return NBPF_NCCL_SYSTEM_ERROR;
-	nbpf_host_acquire(logger);
+	nbpf_plugin_acquire(logger);
 	err = backend_open(&ctx->inner);
 	if (!err && ctx->inner) {
 		nbpf_nccl_result_t res = net_inner_init(ctx->inner, &ctx->ictx, comm_id,
@@ -162,13 +163,13 @@ nbpf_nccl_result_t net_ctx_create(struct net_ctx **out, int abi, uint64_t comm_i
 				      "net: inner plugin %s: init failed (%d)",
 				      net_inner_name(ctx->inner), res);
 			backend_close(ctx->inner);
-			nbpf_host_release();
+			nbpf_plugin_release();
 			free(ctx);
 			return res;
 		}
 	}
 	if (err) {
-		nbpf_host_release();
+		nbpf_plugin_release();
 		free(ctx);
 		return NBPF_NCCL_SYSTEM_ERROR;
 	}
@@ -178,6 +179,7 @@ nbpf_nccl_result_t net_ctx_create(struct net_ctx **out, int abi, uint64_t comm_i
 	ctx->traffic_class = traffic_class;
 	ctx->prof = prof;
 	ctx->cm = nbpf_host_comm_add(NBPF_COMM_NET, abi, comm_id, -1, 0, 0);
+	net_ctl_register();
 	if (ctx->inner)
 		nbpf_host_log(NBPF_NCCL_LOG_INFO, NBPF_NCCL_NET | NBPF_NCCL_INIT,
 			      "net v%d ready (inner plugin %s, its v%d)", abi,
@@ -200,7 +202,7 @@ void net_ctx_destroy(struct net_ctx *ctx)
 	if (ctx->inner)
 		net_inner_finalize(ctx->inner, ctx->ictx);
 	backend_close(ctx->inner);
-	nbpf_host_release();
+	nbpf_plugin_release();
 	free(ctx);
 }
 

@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "epoch.h"
-#include "host.h"
+#include "host/host.h"
 #include "net_core.h"
 
 #define NET_MAX_SOCKS_OUT 64

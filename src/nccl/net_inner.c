@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "host.h"
+#include "host/host.h"
 #include "net_inner.h"
 
 #define MAX_GROUPED_RECVS 8

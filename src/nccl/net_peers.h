@@ -16,7 +16,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "host.h"
+#include "host/host.h"
 #include "net/nnet.h"
 
 #define NET_PEERS 32
@@ -80,5 +80,8 @@ static inline void net_peer_error(struct net_peer_stats *s)
 
 /* Calls fn with every entry's totals (table lock held: keep fn short). */
 int net_peers_foreach(int (*fn)(void *user, const struct net_peer_totals *t), void *user);
+
+/* net_ctl.c: makes the control plane's telemetry answer carry the peers. */
+void net_ctl_register(void);
 
 #endif

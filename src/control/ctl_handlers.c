@@ -11,7 +11,7 @@
  *          refused(csv by reason) image_gen colls_seen events_dropped coll_calls(csv)
  *   map    name type key_size value_size max_entries path
  *   tele   comm coll size count bytes sum_ns gpu_timed hist(csv) mix(csv)
- *   npeer  peer msgs(csv send,recv) bytes(csv) sum_ns(csv) errors hist_send(csv) hist_recv(csv)
+ *   npeer  (from the registered telemetry source: src/nccl/net_ctl.c)
  */
 #include "ctl_handlers.h"
 
@@ -23,14 +23,18 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "host.h"
-#include "net_peers.h"
-#include "prom.h"
+#include "host/host.h"
 #include "runtime/maps/map.h"
+#include "telemetry/prom.h"
 
-_Static_assert(NBPF_TELE_LAT_BUCKETS == NBPF_LAT_BUCKETS, "latency buckets");
-_Static_assert(NBPF_TELE_SIZE_CLASSES == NBPF_SIZE_CLASSES, "size classes");
 _Static_assert(NBPF_TELE_REFUSE == NBPF_REFUSE_COUNT, "refusal reasons");
+
+static _Atomic(nbpf_ctl_tele_source_t) tele_source;
+
+void nbpf_ctl_set_tele_source(nbpf_ctl_tele_source_t fn)
+{
+	atomic_store(&tele_source, fn);
+}
 
 static const char *kind_name(enum nbpf_comm_kind k)
 {
@@ -174,22 +178,6 @@ static int put_comm(void *user, const struct nbpf_comm *c)
 			nbpf_ctl_buf_u64s(b, "mix", mix, sizeof(mix) / sizeof(mix[0]));
 		}
 	}
-	return 0;
-}
-
-/* Per-peer net telemetry (docs/net.md); bounded by NET_PEERS + "other". */
-static int put_net_peer(void *user, const struct net_peer_totals *p)
-{
-	struct nbpf_ctl_buf *b = user;
-
-	nbpf_ctl_buf_rec(b, "npeer");
-	nbpf_ctl_buf_str(b, "peer", p->label);
-	nbpf_ctl_buf_u64s(b, "msgs", p->msgs, 2);
-	nbpf_ctl_buf_u64s(b, "bytes", p->bytes, 2);
-	nbpf_ctl_buf_u64s(b, "sum_ns", p->sum_ns, 2);
-	nbpf_ctl_buf_u64(b, "errors", p->errors);
-	nbpf_ctl_buf_u64s(b, "hist_send", p->hist[0], NBPF_LAT_BUCKETS);
-	nbpf_ctl_buf_u64s(b, "hist_recv", p->hist[1], NBPF_LAT_BUCKETS);
 	return 0;
 }
 
@@ -376,7 +364,8 @@ int nbpf_ctl_handle(const struct nbpf_ctl_msg *req, struct nbpf_ctl_buf *b, char
 		nbpf_host_unlock();
 		put_prog_stats(b);
 		nbpf_host_comm_foreach(put_comm, &w);
-		net_peers_foreach(put_net_peer, b);
+		if (atomic_load(&tele_source))
+			atomic_load(&tele_source)(b);
 		return 0;
 	case NBPF_CTL_CALLS:
 		nbpf_host_comm_foreach(put_comm, &w);

@@ -42,8 +42,8 @@ static void merge_peer(struct nbpf_tele_set *s, const struct nbpf_ctl_rec *r)
 	add_list(p->msgs, 2, nbpf_ctl_rec_get(r, "msgs"));
 	add_list(p->bytes, 2, nbpf_ctl_rec_get(r, "bytes"));
 	add_list(p->sum_ns, 2, nbpf_ctl_rec_get(r, "sum_ns"));
-	add_list(p->hist[0], NBPF_TELE_LAT_BUCKETS, nbpf_ctl_rec_get(r, "hist_send"));
-	add_list(p->hist[1], NBPF_TELE_LAT_BUCKETS, nbpf_ctl_rec_get(r, "hist_recv"));
+	add_list(p->hist[0], NBPF_LAT_BUCKETS, nbpf_ctl_rec_get(r, "hist_send"));
+	add_list(p->hist[1], NBPF_LAT_BUCKETS, nbpf_ctl_rec_get(r, "hist_recv"));
 	if (!nbpf_ctl_rec_u64(r, "errors", &e))
 		p->errors += e;
 }
@@ -104,7 +104,7 @@ void cli_tele_merge(struct nbpf_tele_set *s, const struct nbpf_ctl_msg *m)
 		c->bytes += get_u64(r, "bytes");
 		c->sum_ns += get_u64(r, "sum_ns");
 		c->gpu_timed += get_u64(r, "gpu_timed");
-		add_list(c->hist, NBPF_TELE_LAT_BUCKETS, nbpf_ctl_rec_get(r, "hist"));
+		add_list(c->hist, NBPF_LAT_BUCKETS, nbpf_ctl_rec_get(r, "hist"));
 		add_list(&c->mix[0][0], NBPF_TELE_ALGOS * NBPF_TELE_PROTOS, nbpf_ctl_rec_get(r, "mix"));
 	}
 	/* Program statistics: "prog" names a slot, "progstat" counts it. */
@@ -190,7 +190,7 @@ int cli_tele_delta(struct nbpf_tele_set *out, const struct nbpf_tele_set *now,
 		o->bytes = sub(n->bytes, b->bytes);
 		o->sum_ns = sub(n->sum_ns, b->sum_ns);
 		o->gpu_timed = sub(n->gpu_timed, b->gpu_timed);
-		for (int h = 0; h < NBPF_TELE_LAT_BUCKETS; h++)
+		for (int h = 0; h < NBPF_LAT_BUCKETS; h++)
 			o->hist[h] = sub(n->hist[h], b->hist[h]);
 		for (int a = 0; a < NBPF_TELE_ALGOS; a++)
 			for (int p = 0; p < NBPF_TELE_PROTOS; p++)
@@ -232,7 +232,7 @@ int cli_tele_delta(struct nbpf_tele_set *out, const struct nbpf_tele_set *now,
 			o->msgs[d] = sub(n->msgs[d], b->msgs[d]);
 			o->bytes[d] = sub(n->bytes[d], b->bytes[d]);
 			o->sum_ns[d] = sub(n->sum_ns[d], b->sum_ns[d]);
-			for (int h = 0; h < NBPF_TELE_LAT_BUCKETS; h++)
+			for (int h = 0; h < NBPF_LAT_BUCKETS; h++)
 				o->hist[d][h] = sub(n->hist[d][h], b->hist[d][h]);
 		}
 		o->errors = sub(n->errors, b->errors);
