@@ -24,8 +24,6 @@
 #include "plugin.h"
 
 #define NET_CTX_MAGIC 0x5854434eu
-#define NET_IREQ_MAGIC 0x51455249u
-#define NET_FLUSH_EVENT UINT32_MAX
 
 /*
  * The backend is chosen once per process (NCCLBPF_NET, read by the first
@@ -300,41 +298,6 @@ nbpf_nccl_result_t net_core_listen(struct net_ctx *ctx, int dev, void *handle, v
 	return NBPF_NCCL_SUCCESS;
 }
 
-static struct net_ireqs *ireqs_new(void)
-{
-	struct net_ireqs *q = calloc(1, sizeof(*q));
-
-	if (!q)
-		return NULL;
-	pthread_mutex_init(&q->mu, NULL);
-	for (unsigned i = 0; i < NET_IREQS; i++)
-		q->free_idx[i] = (uint16_t)i;
-	q->tail = NET_IREQS;
-	return q;
-}
-
-static struct net_ireq *ireq_get(struct net_comm *c)
-{
-	struct net_ireqs *q = c->ireqs;
-	struct net_ireq *w = NULL;
-
-	pthread_mutex_lock(&q->mu);
-	if (q->head != q->tail)
-		w = &q->w[q->free_idx[q->head++ % NET_IREQS]];
-	pthread_mutex_unlock(&q->mu);
-	return w;
-}
-
-static void ireq_put(struct net_ireq *w)
-{
-	struct net_ireqs *q = w->c->ireqs;
-
-	pthread_mutex_lock(&q->mu);
-	w->magic = 0;
-	q->free_idx[q->tail++ % NET_IREQS] = (uint16_t)(w - q->w);
-	pthread_mutex_unlock(&q->mu);
-}
-
 static void close_backend_comm(struct net_ctx *ctx, bool send, struct nnet_comm *tc, void *ic)
 {
 	if (tc)
@@ -350,7 +313,7 @@ static nbpf_nccl_result_t comm_wrap(struct net_ctx *ctx, struct nnet_comm *tc, v
 {
 	struct net_comm *c = calloc(1, sizeof(*c));
 
-	if (c && ic && !(c->ireqs = ireqs_new())) {
+	if (c && ic && !(c->ireqs = net_wrap_pool_new())) {
 		free(c);
 		c = NULL;
 	}
@@ -571,77 +534,6 @@ static void req_posted(struct net_comm *c, void *req, uint32_t event, size_t byt
 	u[0] = nbpf_now_ns(); /* per-peer latency telemetry, and the DONE event's */
 }
 
-/*
- * Posts to the inner plugin through a wrapper.  *req may arrive pre-set
- * (v9+: 0x1, "completion optional"): the inner plugin sees the same value,
- * and a request it hands back unchanged is passed through unwrapped.
- */
-static nbpf_nccl_result_t inner_post(struct net_comm *c, bool send, void *data, size_t *sizes,
-				     int n, int *tags, void **mh, void **ph, void **req)
-{
-	void *in = *req;
-	struct net_ireq *w;
-	nbpf_nccl_result_t res;
-
-	w = ireq_get(c);
-	if (!w) {
-		*req = NULL; /* every wrapper in flight: NCCL retries */
-		return NBPF_NCCL_SUCCESS;
-	}
-	if (send)
-		res = net_inner_isend(c->ctx->inner, c->ic, data, sizes[0], tags[0], mh[0],
-				      ph ? ph[0] : NULL, &in);
-	else
-		res = net_inner_irecv(c->ctx->inner, c->ic, n, (void **)data, sizes, tags, mh, ph,
-				      &in);
-	if (res || !in || in == *req) {
-		ireq_put(w);
-		*req = res ? NULL : in;
-		return res;
-	}
-	w->magic = NET_IREQ_MAGIC;
-	w->c = c;
-	w->ireq = in;
-	w->event = send ? NCCLBPF_NET_SEND_DONE : NCCLBPF_NET_RECV_DONE;
-	*req = w;
-	net_hook_msg(c, send ? NCCLBPF_NET_SEND_POST : NCCLBPF_NET_RECV_POST, sizes[0],
-		     tags ? tags[0] : -1, 0);
-	w->posted = nbpf_now_ns();
-	return NBPF_NCCL_SUCCESS;
-}
-
-static bool ireq_ok(const struct net_ireq *w)
-{
-	return atomic_load(&be_inner) && w && ((uintptr_t)w & (_Alignof(struct net_ireq) - 1)) == 0 &&
-	       (uintptr_t)w > 0x1000 && w->magic == NET_IREQ_MAGIC;
-}
-
-static nbpf_nccl_result_t inner_test(struct net_ireq *w, int *done, int *sizes)
-{
-	struct net_comm *c = w->c;
-	nbpf_nccl_result_t res;
-	int sz[8] = { 0 };
-
-	res = net_inner_test(c->ctx->inner, w->ireq, done, sizes ? sizes : sz);
-	if (res) {
-		if (!c->warned) {
-			c->warned = true;
-			net_peer_error(c->peer);
-		}
-		return res;
-	}
-	if (!*done)
-		return res;
-	if (w->event != NET_FLUSH_EVENT) {
-		uint64_t lat = w->posted ? nbpf_now_ns() - w->posted : 0;
-		size_t n = (size_t)(sizes ? sizes[0] : sz[0]);
-
-		net_peer_msg(c->peer, w->event == NCCLBPF_NET_RECV_DONE, n, lat);
-		net_hook_msg(c, w->event, n, -1, lat);
-	}
-	ireq_put(w);
-	return NBPF_NCCL_SUCCESS;
-}
 
 nbpf_nccl_result_t net_core_isend(void *sc, void *data, size_t size, int tag, void *mh,
 				  void *ph, void **req)
@@ -652,7 +544,7 @@ nbpf_nccl_result_t net_core_isend(void *sc, void *data, size_t size, int tag, vo
 	if (!req)
 		return NBPF_NCCL_INVALID_ARGUMENT;
 	if (c && c->ic)
-		return inner_post(c, true, data, &size, 1, &tag, &mh, &ph, req);
+		return net_wrap_post(c, true, &data, &size, 1, &tag, &mh, &ph, req);
 	*req = NULL;
 	if (!c)
 		return NBPF_NCCL_INVALID_ARGUMENT;
@@ -673,7 +565,7 @@ nbpf_nccl_result_t net_core_irecv(void *rc, int n, void **data, size_t *sizes, i
 	if (!req)
 		return NBPF_NCCL_INVALID_ARGUMENT;
 	if (c && c->ic && data && sizes && n >= 1)
-		return inner_post(c, false, (void *)data, sizes, n, tags, mh, ph, req);
+		return net_wrap_post(c, false, data, sizes, n, tags, mh, ph, req);
 	*req = NULL; /* v9+ may pre-set 0x1; always overwrite */
 	if (!c || n != 1 || !data || !sizes)
 		return NBPF_NCCL_INVALID_ARGUMENT;
@@ -690,29 +582,12 @@ nbpf_nccl_result_t net_core_iflush(void *rc, int n, void **data, int *sizes, voi
 				   void **req)
 {
 	struct net_comm *c = comm_get(rc, NET_OBJ_RECV);
-	struct net_ireq *w;
-	nbpf_nccl_result_t res;
-	void *in = NULL;
 
 	if (req)
 		*req = NULL;
 	if (!c || !c->ic || !req)
 		return NBPF_NCCL_INTERNAL_ERROR; /* host memory: NCCL never flushes */
-	w = ireq_get(c);
-	if (!w)
-		return NBPF_NCCL_SUCCESS;
-	res = net_inner_iflush(c->ctx->inner, c->ic, n, data, sizes, mh, &in);
-	if (res || !in) {
-		ireq_put(w);
-		return res;
-	}
-	w->magic = NET_IREQ_MAGIC;
-	w->c = c;
-	w->ireq = in;
-	w->event = NET_FLUSH_EVENT;
-	w->posted = 0;
-	*req = w;
-	return NBPF_NCCL_SUCCESS;
+	return net_wrap_flush(c, n, data, sizes, mh, req);
 }
 
 nbpf_nccl_result_t net_core_test(void *req, int *done, int *sizes)
@@ -728,12 +603,12 @@ nbpf_nccl_result_t net_core_test(void *req, int *done, int *sizes)
 		return NBPF_NCCL_INVALID_ARGUMENT;
 	if (atomic_load(&be_inner)) {
 		*done = 0;
-		if (!ireq_ok(req)) {
+		if (!net_wrap_ok(req)) {
 			nbpf_host_log(NBPF_NCCL_LOG_WARN, NBPF_NCCL_NET,
 				      "net: test on a request that is not in flight (%p)", req);
 			return NBPF_NCCL_INVALID_ARGUMENT;
 		}
-		return inner_test(req, done, sizes);
+		return net_wrap_test(req, done, sizes);
 	}
 	user = nnet_req_user(req);
 	c = user ? (struct net_comm *)(uintptr_t)user[1] : NULL;

@@ -98,6 +98,16 @@ nbpf_nccl_result_t net_core_get_device_mr(void *comm, void *mh, void **dptr);
 nbpf_nccl_result_t net_core_irecv_consumed(void *rc, int n, void *req);
 nbpf_nccl_result_t net_core_set_attr(void *ctx, nbpf_net_attr_v11_t *attr);
 
+/* net_wrap.c: the inner backend's requests. */
+struct net_ireqs *net_wrap_pool_new(void);
+nbpf_nccl_result_t net_wrap_post(struct net_comm *c, bool send, void **data, size_t *sizes,
+				 int n, int *tags, void **mh, void **ph, void **req);
+/* Whether req looks like one of our wrappers in flight. */
+bool net_wrap_ok(const struct net_ireq *w);
+nbpf_nccl_result_t net_wrap_test(struct net_ireq *w, int *done, int *sizes);
+nbpf_nccl_result_t net_wrap_flush(struct net_comm *c, int n, void **data, int *sizes, void **mh,
+				  void **req);
+
 /* net_hooks.c: SEC("net") programs around the calls. */
 struct nbpf_comm;
 uint64_t net_peer_key(const union nnet_addr *a);
