@@ -109,6 +109,8 @@ const struct vmsg_desc nbpf_vmsgs[VM_COUNT] = {
 	  "store pointers in 8-byte aligned slots"),
 	M(VM_STACK_PTR_FILL, "partial read of spilled pointer", "Part of a spilled pointer was read as an integer.",
 	  "read pointers back with 8-byte loads"),
+	M(VM_STACK_PTR_REST, "read of partially overwritten spilled pointer", "A store narrower than 8 bytes (or at a variable offset) over a spilled pointer leaves the rest of the address in the slot; those bytes cannot be read (by a load or a helper) until they are written again.",
+	  "write all 8 bytes of the slot before reading it as data, or keep data and pointers in separate slots"),
 	M(VM_RB_OOB, "ring buffer record access out of bounds", "The access lies outside the reserved record.",
 	  "stay within the size passed to bpf_ringbuf_reserve"),
 	M(VM_ATOMIC_ALIGN, "misaligned atomic operation", "An atomic operation's address may not be a multiple of its width (a locked access split across cache lines can fault or tear).",

@@ -52,11 +52,17 @@ struct vreg {
 	uint64_t umin, umax;
 };
 
-/* Stack byte kinds (low 2 bits) and taint (bit 7). */
+/* Stack byte kinds (low 2 bits), the remnant mark and taint (bit 7). */
 #define SB_INVALID 0
 #define SB_MISC    1
 #define SB_SPILL   2
 #define SB_KIND(b) ((b) & 3)
+/*
+ * An SB_INVALID byte that still holds part of a spilled pointer a narrower
+ * store overwrote in part: unreadable like never-written bytes (so pruning
+ * and joins treat it as SB_INVALID), marked only to name the right reason.
+ */
+#define SB_PTR_REST 0x04
 #define SB_TAINT   0x80
 
 #define NSLOTS (NBPF_STACK_SIZE / 8)
