@@ -140,6 +140,12 @@ const struct vmsg_desc nbpf_vmsgs[VM_COUNT] = {
 	  "pass a buffer of at least the stated size and a constant or clamped size"),
 	M(VM_HELPER_MAP_TYPE, "map type not supported by helper", "E.g. a lookup in a ring buffer or a reservation in an array map.",
 	  "use the helper family matching the map type"),
+	M(VM_PRINTK_FMT, "invalid bpf_printk format", "A constant bpf_printk format has no NUL within the size passed in r2.",
+	  "pass a string literal and its sizeof (bpf_printk does)"),
+	M(VM_PRINTK_CONV, "unsupported bpf_printk conversion", "The format uses a conversion the helper does not print: %s and %p (they would read or reveal memory), %n, floating point, %lc, widths above 64.",
+	  "print integers with %d, %i, %u, %x, %X or %c (l or ll for 64 bits)"),
+	M(VM_PRINTK_ARGS, "bpf_printk argument missing", "The format has more conversions than value arguments set in r3-r5, or more than 3; the helper would print whatever the registers held. A format that is not a constant (not in .rodata, or stack bytes not all from constant stores) needs all three set.",
+	  "pass one argument per conversion, at most 3, and keep formats in .rodata (bpf_printk's default)"),
 
 	M(VM_R0_UNINIT, "r0 not initialised at exit", "A function returns without setting r0.",
 	  "return a value on every path"),

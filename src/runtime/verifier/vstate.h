@@ -280,6 +280,10 @@ int check_helper_call(struct venv *e, uint32_t pc, const struct nbpf_insn *in);
 int check_subprog_call(struct venv *e, uint32_t pc, const struct nbpf_insn *in);
 int check_exit(struct venv *e, uint32_t pc, bool *path_done);
 
+/* ---- printk.c ---- */
+/* bpf_trace_printk's format (r1, r2) against r3-r5, before the call clobbers them. */
+int check_printk(struct venv *e, uint32_t pc);
+
 /* ---- writeset.c ---- */
 /*
  * Sets written[m] for every map m the program may write (a superset of the
