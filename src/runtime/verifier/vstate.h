@@ -211,6 +211,7 @@ struct venv {
 	uint32_t insns_processed, states, peak_states;
 	bool have_ret;
 	int64_t ret_min, ret_max;
+	bool ctx_checked;        /* the BTF context type was compared (ctx_type.c) */
 
 	/* Findings. */
 	struct ncclbpf_finding *findings;
@@ -279,6 +280,10 @@ void stack_write_reg(struct vframe *f, int32_t slot_off, uint32_t size, const st
 int check_helper_call(struct venv *e, uint32_t pc, const struct nbpf_insn *in);
 int check_subprog_call(struct venv *e, uint32_t pc, const struct nbpf_insn *in);
 int check_exit(struct venv *e, uint32_t pc, bool *path_done);
+
+/* ---- ctx_type.c ---- */
+/* The entry function's BTF context type against the hook's (before exploring). */
+int vcheck_ctx_type(struct venv *e);
 
 /* ---- printk.c ---- */
 /* bpf_trace_printk's format (r1, r2) against r3-r5, before the call clobbers them. */
