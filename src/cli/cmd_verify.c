@@ -9,7 +9,8 @@
  * registers involved, the source line and a hint; then one summary line
  * per program (an object with no programs, e.g. env overrides only, is
  * accepted with a line saying so), after a note when the object has no
- * BTF to check the program's declared context type with.  -j prints one JSON document instead.
+ * BTF to check the program's declared context type with.  -j prints one
+ * JSON document instead.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -247,7 +248,10 @@ int cmd_verify(struct cli *c, int argc, char **argv)
 			for (uint32_t k = 0; k < pv->res.n_findings; k++)
 				if (pv->res.findings[k].kind != NCCLBPF_FINDING_ERROR)
 					print_finding(stdout, path, pv->name, &pv->res.findings[k]);
-			/* without BTF the declared context type is unknown: say it went unchecked */
+			/*
+			 * Without BTF the declared context type is unknown: say it went
+			 * unchecked (a verification that failed outright has no result).
+			 */
 			if ((pv->desc->ctx_check & NCCLBPF_CTX_CHECK_TYPE) && !pv->res.ctx_type_checked &&
 			    (pv->accepted || pv->res.n_findings))
 				printf("note: %s: context type not checked against %s * (no BTF for it in %s; build with clang -g)\n",
