@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "nccl/hooks.h"
+#include "host/hooks.h"
 #include "ncclbpf/policy.h"
 #include "ncclbpf/runtime.h"
 
