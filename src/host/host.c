@@ -132,10 +132,42 @@ static bool setting_known(const char *name, size_t len)
 	return false;
 }
 
-static bool parse_bool(const char *v)
+bool nbpf_host_setting_bool(const char *name, bool def)
 {
-	return v && (!strcmp(v, "1") || !strcasecmp(v, "yes") || !strcasecmp(v, "true") ||
-		     !strcasecmp(v, "on"));
+	static const char *const yes[] = { "1", "yes", "on", "true" };
+	static const char *const no[] = { "0", "no", "off", "false" };
+	const char *v = getenv(name);
+
+	if (!v || !*v)
+		return def;
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		if (!strcasecmp(v, yes[i]))
+			return true;
+		if (!strcasecmp(v, no[i]))
+			return false;
+	}
+	nbpf_host_log(NBPF_NCCL_LOG_WARN, NBPF_NCCL_INIT,
+		      "%s=%s: not a boolean (0/1, no/yes, off/on, false/true); using %s", name, v,
+		      def ? "1" : "0");
+	return def;
+}
+
+long long nbpf_host_setting_int(const char *name, long long min, long long max, long long def)
+{
+	const char *v = getenv(name);
+	char *end;
+	long long x;
+
+	if (!v || !*v)
+		return def;
+	errno = 0;
+	x = strtoll(v, &end, 10);
+	if (errno || *end || end == v || x < min || x > max) {
+		nbpf_host_log(NBPF_NCCL_LOG_WARN, NBPF_NCCL_INIT,
+			      "%s=%s: not a number in %lld..%lld; using %lld", name, v, min, max, def);
+		return def;
+	}
+	return x;
 }
 
 /* Reads every NCCLBPF_* variable; bad values and unknown names get one WARN each. */
@@ -180,10 +212,14 @@ static void settings_read(struct nbpf_settings *s)
 			nbpf_host_log(NBPF_NCCL_LOG_WARN, NBPF_NCCL_INIT,
 				      "NCCLBPF_ENGINE=%s: unknown engine (jit|interp); using the default", v);
 	}
-	s->strict_consistency = parse_bool(getenv("NCCLBPF_STRICT_CONSISTENCY"));
-	s->stats = parse_bool(getenv("NCCLBPF_STATS"));
+	s->strict_consistency = nbpf_host_setting_bool("NCCLBPF_STRICT_CONSISTENCY", false);
+	s->stats = nbpf_host_setting_bool("NCCLBPF_STATS", false);
 	v = getenv("NCCLBPF_MAP_DIR");
-	if (v && strlen(v) < sizeof(s->map_dir))
+	if (v && strlen(v) >= sizeof(s->map_dir))
+		nbpf_host_log(NBPF_NCCL_LOG_WARN, NBPF_NCCL_INIT,
+			      "NCCLBPF_MAP_DIR is longer than %zu bytes; using the default directory",
+			      sizeof(s->map_dir) - 1);
+	else if (v)
 		strcpy(s->map_dir, v);
 	v = getenv("NCCLBPF_PROFILER_MASK");
 	if (v && *v) {

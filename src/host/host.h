@@ -223,6 +223,15 @@ struct nbpf_settings {
 /* Settings read at the first acquire (valid while the host is acquired). */
 const struct nbpf_settings *nbpf_host_settings(void);
 
+/*
+ * One parser for every NCCLBPF_* value, so each layer's settings accept the
+ * same spellings.  A boolean is 0/1, no/yes, off/on or false/true (any
+ * case); an integer is decimal within [min, max].  Unset or empty gives
+ * def; anything else logs one WARN naming the setting and gives def.
+ */
+bool nbpf_host_setting_bool(const char *name, bool def);
+long long nbpf_host_setting_int(const char *name, long long min, long long max, long long def);
+
 /* ---- communicators --------------------------------------------------------- */
 
 enum nbpf_comm_kind {

@@ -240,6 +240,30 @@ static void test_swaps(void)
 			CHECK(step(NULL) == 0);
 		CHECK(step(NULL) == 2);
 	}
+
+	/*
+	 * With no activation flag the command agrees a call, as --sync does (no
+	 * call advances while it samples, so the margin is its floor of 1000);
+	 * only --now switches on the next call.
+	 */
+	{
+		char out[8192], *at_s;
+		uint64_t at = UINT64_MAX;
+
+		CHECK(cli(out, sizeof(out), "-j reload %d %s", getpid(), pol("ctl_a")) == 0);
+		at_s = strstr(out, "\"at_call\":");
+		CHECK(at_s && sscanf(at_s, "\"at_call\":%" SCNu64, &at) == 1);
+		CHECK_MSG(at == total_calls + 1000, "default reload at %" PRIu64 " calls %" PRIu64,
+			  at, total_calls);
+		while (total_calls < at)
+			CHECK(step(NULL) == 2);
+		CHECK(step(NULL) == 0);
+		CHECK(cli(out, sizeof(out), "-j reload %d %s --now", getpid(), pol("ctl_b")) == 0);
+		at_s = strstr(out, "\"at_call\":");
+		CHECK(at_s && sscanf(at_s, "\"at_call\":%" SCNu64, &at) == 1 && at == 0);
+		CHECK(step(NULL) == 2);
+		CHECK(cli(out, sizeof(out), "reload %d %s --now --sync", getpid(), pol("ctl_b")) == 2);
+	}
 }
 
 /* The "proc" record's field, or UINT64_MAX. */
