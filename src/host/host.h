@@ -40,6 +40,7 @@
 /* ---- limits ---------------------------------------------------------- */
 
 #define NBPF_HOST_MAX_OBJS   16  /* objects in one NCCLBPF_POLICY */
+#define NBPF_HOST_MAX_FILE   (256u << 20) /* bytes of one object file, as the loader allows */
 #define NBPF_HOST_MAX_PROGS  32  /* programs in one image */
 #define NBPF_HOST_MAX_ENV    64  /* env overrides in one image */
 #define NBPF_HOST_ERRLEN     512

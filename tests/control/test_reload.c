@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <limits.h>
 #include "check.h"
 #include "control/ctl_client.h"
 #include "control/ctl_proto.h"
@@ -194,6 +195,18 @@ static void test_swaps(void)
 	printf("rejected reload said: %s\n", msg);
 	CHECK(reload("/nonexistent/x.bpf.o", 0, msg, sizeof(msg)) < 0);
 	CHECK_STR_CONTAINS(msg, "/nonexistent/x.bpf.o");
+	/* A FIFO is refused at once: the control thread never waits for a writer. */
+	{
+		char fifo[PATH_MAX];
+
+		snprintf(fifo, sizeof(fifo), "%s/policy.fifo", tmpdir);
+		CHECK(mkfifo(fifo, 0600) == 0);
+		alarm(20);
+		CHECK(reload(fifo, 0, msg, sizeof(msg)) == -EINVAL);
+		CHECK_STR_CONTAINS(msg, "policy.fifo: cannot load: not a regular file");
+		alarm(0);
+		unlink(fifo);
+	}
 	CHECK_EQ_U64(step(NULL), 2);
 	CHECK_EQ_U64(map_u64("ctl_runs", 0), runs_before + 2);
 

@@ -4,6 +4,7 @@
  * ranks and several communicators on threads, and dlclose/dlopen cycles.
  */
 #include <pthread.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -150,6 +151,22 @@ static void test_fail_open(void)
 	snprintf(spec, sizeof(spec), "%s:%s", emu_policy("t_ring_ll128"), emu_policy("t_reject"));
 	fail_open_case(spec, "t_reject");
 	unlink(garbage);
+
+	/*
+	 * A FIFO (or any non-regular file) is refused at once, not waited on: an
+	 * open that blocked here would hang NCCL's first init.  The alarm turns a
+	 * hang into a failure.
+	 */
+	char fifo[] = "/tmp/ncclbpf-emu-fifo-XXXXXX";
+
+	CHECK(mkdtemp(fifo) != NULL);
+	snprintf(spec, sizeof(spec), "%s/policy.bpf.o", fifo);
+	CHECK(mkfifo(spec, 0600) == 0);
+	alarm(20);
+	fail_open_case(spec, "not a regular file");
+	alarm(0);
+	unlink(spec);
+	rmdir(fifo);
 
 	/* An unknown setting warns once; the policy still loads. */
 	struct emu_plugin pl;
