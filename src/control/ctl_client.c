@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -70,12 +71,34 @@ static int io_all(int fd, void *buf, size_t len, bool wr, int64_t deadline)
 	return 0;
 }
 
+/*
+ * NCCLBPF_CTL_TIMEOUT_MS for the client side; a bad value is named once on
+ * stderr (the client runs in the command, not in NCCL's process).
+ */
+static int client_timeout_ms(void)
+{
+	static _Atomic int warned;
+	const char *v = getenv("NCCLBPF_CTL_TIMEOUT_MS");
+	char *end;
+	long long x;
+
+	if (!v || !*v)
+		return NBPF_CTL_CLIENT_TIMEOUT_MS;
+	errno = 0;
+	x = strtoll(v, &end, 10);
+	if (!errno && !*end && end != v && x >= 1 && x <= 3600 * 1000)
+		return (int)x;
+	if (!atomic_exchange(&warned, 1))
+		fprintf(stderr, "ncclbpf: NCCLBPF_CTL_TIMEOUT_MS=%s: not a number in 1..3600000; using %d\n",
+			v, NBPF_CTL_CLIENT_TIMEOUT_MS);
+	return NBPF_CTL_CLIENT_TIMEOUT_MS;
+}
+
 int nbpf_ctl_call_path(const char *path, int type, const char *payload,
 		       struct nbpf_ctl_msg *resp, const char **errmsg)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	const char *tmo = getenv("NCCLBPF_CTL_TIMEOUT_MS");
-	int64_t deadline = now_ms() + ((tmo && atoi(tmo) > 0) ? atoi(tmo) : NBPF_CTL_CLIENT_TIMEOUT_MS);
+	int64_t deadline = now_ms() + client_timeout_ms();
 	size_t plen = payload ? strlen(payload) : 0;
 	uint8_t hdr[NBPF_CTL_HDR_SIZE];
 	struct nbpf_ctl_hdr h;

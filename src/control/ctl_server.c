@@ -291,7 +291,6 @@ int nbpf_ctl_server_start(const struct nbpf_ctl_server_opts *opts, struct nbpf_c
 	struct nbpf_ctl_server *srv;
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	char dir[4096];
-	const char *tmo = getenv("NCCLBPF_CTL_TIMEOUT_MS");
 	int err;
 
 	*out = NULL;
@@ -304,9 +303,7 @@ int nbpf_ctl_server_start(const struct nbpf_ctl_server_opts *opts, struct nbpf_c
 	srv->user = opts->user;
 	srv->extra_fd = opts->on_extra ? opts->extra_fd : -1;
 	srv->on_extra = opts->on_extra;
-	srv->timeout_ms = opts->client_timeout_ms > 0 ? opts->client_timeout_ms
-			  : (tmo && atoi(tmo) > 0)    ? atoi(tmo)
-						      : 2000;
+	srv->timeout_ms = opts->client_timeout_ms > 0 ? opts->client_timeout_ms : 2000;
 	srv->max_clients = opts->max_clients > 0 ? opts->max_clients : 16;
 	srv->clients = calloc((size_t)srv->max_clients, sizeof(*srv->clients));
 	if (!srv->clients) {
