@@ -769,9 +769,7 @@ void nbpf_host_acquire(nbpf_nccl_logger_t logger)
 		pthread_mutex_lock(&g_lock);
 		g_ctl_running = !err;
 		pthread_mutex_unlock(&g_lock);
-		if (err)
-			nbpf_host_log(NBPF_NCCL_LOG_WARN, NBPF_NCCL_INIT,
-				      "control socket not started (%d); policies cannot be reloaded", err);
+		/* nbpf_ctl_start has said why, once. */
 	}
 }
 
