@@ -251,7 +251,8 @@ int nbpf_ctl_list(struct nbpf_ctl_proc **out)
 		free(sc.v);
 		return err;
 	}
-	qsort(sc.v, (size_t)sc.n, sizeof(*sc.v), cmp_proc);
+	if (sc.n)
+		qsort(sc.v, (size_t)sc.n, sizeof(*sc.v), cmp_proc);
 	pthread_mutex_lock(&procs_lock);
 	free(procs_cache);
 	procs_cache = malloc((size_t)(sc.n ? sc.n : 1) * sizeof(*sc.v));
