@@ -107,9 +107,10 @@ static int live_sockets(const char *dir)
 		struct sockaddr_un sa = { .sun_family = AF_UNIX };
 		int fd;
 
-		if (!strstr(de->d_name, ".sock"))
+		if (!strstr(de->d_name, ".sock") ||
+		    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", dir, de->d_name) >=
+			    (int)sizeof(sa.sun_path))
 			continue;
-		snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", dir, de->d_name);
 		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (fd >= 0 && !connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
 			n++;
@@ -280,7 +281,7 @@ static void rm_tree(const char *pattern)
 
 static void test_squatted_defaults(void)
 {
-	char tmp_d[64], shm_d[64], out[1 << 14], want[64];
+	char tmp_d[64], shm_d[64], out[1 << 14], want[320];
 	uid_t v = 54321;
 	pid_t pid;
 
