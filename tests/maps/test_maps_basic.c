@@ -298,6 +298,34 @@ static void test_files(void)
 		CHECK_STR_CONTAINS(slash, ".my_map_");
 	}
 	CHECK(!strcmp(ncclbpf_map__name(m), "my map!"));
+	{
+		/* A fork child is another instance: new token, even where the pid could repeat. */
+		char parent[NBPF_INSTANCE_MAX];
+		int pfd[2], st = -1;
+		pid_t c;
+
+		snprintf(parent, sizeof(parent), "%s", nbpf_instance_id());
+		CHECK(!strcmp(parent, nbpf_instance_id()));
+		CHECK(pipe(pfd) == 0);
+		c = fork();
+		if (c == 0) {
+			const char *id = nbpf_instance_id();
+
+			(void)!write(pfd[1], id, strlen(id) + 1);
+			_exit(0);
+		}
+		close(pfd[1]);
+		{
+			char child[NBPF_INSTANCE_MAX] = "";
+			long cp = 0;
+
+			CHECK(read(pfd[0], child, sizeof(child)) > 0);
+			CHECK(nbpf_instance_prefix(child, &cp) == strlen(child) && cp == c);
+			CHECK(strcmp(strchr(child, '.'), strchr(parent, '.')) != 0);
+		}
+		close(pfd[0]);
+		waitpid(c, &st, 0);
+	}
 	snprintf(bad, sizeof(bad), "%s", ncclbpf_map__path(m));
 	ncclbpf_map__put(m);
 	CHECK(access(bad, F_OK) != 0); /* unlinked on the last put */
