@@ -75,7 +75,7 @@ static void sanitize(const char *name, char *out, size_t out_sz)
  * Removes map files whose creator is gone.  A creator takes a shared flock
  * on its file before it writes the header magic and holds it for the map's
  * life (fork children inherit it), so a file that has the magic and whose
- * lock we can take exclusively has no creator left.  This works across pid
+ * lock we can then take exclusively has no creator left.  This works across pid
  * namespaces, where the pid in a name proves nothing.  A file without the
  * magic may be one being created right now: left alone.  Only regular
  * files of ours are considered, opened without following links or
@@ -103,10 +103,14 @@ static void reap_stale(const char *dir)
 		f = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 		if (f < 0)
 			continue;
+		/*
+		 * Magic first: another program's file of ours (a shared directory
+		 * such as /dev/shm) never sees our lock probe.  Once set, the
+		 * magic stays, so reading it before the lock proves as much.
+		 */
 		if (!fstat(f, &fst) && fst.st_ino == st.st_ino && fst.st_dev == st.st_dev &&
-		    flock(f, LOCK_EX | LOCK_NB) == 0 &&
 		    pread(f, &magic, sizeof(magic), 0) == (ssize_t)sizeof(magic) &&
-		    magic == NBPF_SHM_MAGIC)
+		    magic == NBPF_SHM_MAGIC && flock(f, LOCK_EX | LOCK_NB) == 0)
 			unlinkat(dirfd(d), de->d_name, 0);
 		close(f);
 	}
