@@ -256,6 +256,14 @@ static void test_pid_namespaces(const char *base)
 	}
 	CHECK(cli(out, sizeof(out), "ps") == 0);
 	CHECK_STR_CONTAINS(out, "(pid 1 in its pid namespace)");
+	CHECK(cli(out, sizeof(out), "export") == 0);
+	CHECK_STR_CONTAINS(out, "ncclbpf_processes 2");
+	for (int i = 0; i < 2; i++) {
+		snprintf(args, sizeof(args), "reload %d %s", host[i], emu_policy("ctl_b"));
+		CHECK_MSG(cli(out, sizeof(out), args) == 0, "reload of pid %d", host[i]);
+		snprintf(want, sizeof(want), "pid %d: loaded", host[i]);
+		CHECK_STR_CONTAINS(out, want);
+	}
 	close(down[1]);
 	CHECK(wait_child(mid[0]) == 0 && wait_child(mid[1]) == 0);
 	/* Each removed what it made, and only that. */

@@ -3,6 +3,7 @@
  * size validation, file permissions and the helper table.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <fcntl.h>
 #include <sys/file.h>
@@ -264,6 +265,14 @@ static void test_bad_shapes(void)
 	CHECK_STR_CONTAINS(ncclbpf_errmsg(), "map_flags");
 }
 
+static char parent_id[NBPF_INSTANCE_MAX];
+
+static void *first_id(void *arg)
+{
+	*(const char **)arg = nbpf_instance_id();
+	return NULL;
+}
+
 static void test_files(void)
 {
 	struct ncclbpf_map_create_opts o = { .sz = sizeof(o) };
@@ -325,6 +334,28 @@ static void test_files(void)
 		}
 		close(pfd[0]);
 		waitpid(c, &st, 0);
+	}
+	{
+		/* Threads racing for the first id of a fresh instance all get the same one. */
+		int st = -1;
+		pid_t c;
+
+		snprintf(parent_id, sizeof(parent_id), "%s", nbpf_instance_id());
+		c = fork();
+		if (c == 0) {
+			pthread_t th[8];
+			const char *ids[8];
+
+			for (int i = 0; i < 8; i++)
+				pthread_create(&th[i], NULL, first_id, &ids[i]);
+			for (int i = 0; i < 8; i++)
+				pthread_join(th[i], NULL);
+			for (int i = 1; i < 8; i++)
+				if (strcmp(ids[i], ids[0]) || !nbpf_instance_prefix(ids[i], NULL))
+					_exit(1);
+			_exit(strcmp(ids[0], parent_id) ? 0 : 2);
+		}
+		CHECK(waitpid(c, &st, 0) == c && WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	}
 	snprintf(bad, sizeof(bad), "%s", ncclbpf_map__path(m));
 	ncclbpf_map__put(m);
