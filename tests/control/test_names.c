@@ -42,6 +42,20 @@ static void child_begin(void)
 	emu_log_reset();
 }
 
+/* The plugin's log so far and its WARN count, read under the logger's lock (its threads log too). */
+static char log_copy[sizeof(emu_log_buf)];
+
+static int log_snapshot(void)
+{
+	int warns;
+
+	pthread_mutex_lock(&emu_log_lock);
+	memcpy(log_copy, emu_log_buf, sizeof(log_copy));
+	warns = emu_log_warns;
+	pthread_mutex_unlock(&emu_log_lock);
+	return warns;
+}
+
 /* Runs the ncclbpf command; returns its exit status, stdout in out. */
 static int cli(char *out, size_t outlen, const char *args)
 {
@@ -85,7 +99,7 @@ static int job_start(struct emu_plugin *pl, struct emu_tuner *t)
 		fprintf(stderr, "decision %d/%d nccl %d/%d\n", d.algo, d.proto, d.nccl_algo, d.nccl_proto);
 	/* ctl_a picks RING/LL; NCCL's own pick for this call is something else. */
 	return d.algo == 1 && d.proto == 0 && (d.nccl_algo != 1 || d.nccl_proto != 0) &&
-	       !strstr(emu_log_buf, "policy not loaded");
+	       (log_snapshot(), !strstr(log_copy, "policy not loaded"));
 }
 
 static void job_stop(struct emu_plugin *pl, struct emu_tuner *t)
@@ -311,7 +325,7 @@ static void test_squatted_defaults(void)
 	if (pid == 0) {
 		struct emu_plugin pl;
 		struct emu_tuner t;
-		int ok;
+		int ok, warns;
 
 		child_begin();
 		unsetenv("XDG_RUNTIME_DIR");
@@ -320,15 +334,16 @@ static void test_squatted_defaults(void)
 		if (setgroups(0, NULL) || setgid(v) || setuid(v))
 			_exit(2);
 		ok = job_start(&pl, &t);
-		CHECK_MSG(ok == 1, "the victim's policy must run (log:\n%s)", emu_log_buf);
+		warns = log_snapshot();
+		CHECK_MSG(ok == 1, "the victim's policy must run (log:\n%s)", log_copy);
 		/* One WARN per directory, naming the squatter and the replacement. */
-		CHECK_EQ_U64(emu_log_warns, 2);
-		CHECK_STR_CONTAINS(emu_log_buf, "owned by uid 65534");
+		CHECK_EQ_U64(warns, 2);
+		CHECK_STR_CONTAINS(log_copy, "owned by uid 65534");
 		snprintf(want, sizeof(want), "using %s.", tmp_d);
-		CHECK_STR_CONTAINS(emu_log_buf, want);
+		CHECK_STR_CONTAINS(log_copy, want);
 		snprintf(want, sizeof(want), "using %s.", shm_d);
-		CHECK_STR_CONTAINS(emu_log_buf, want);
-		CHECK(!strstr(emu_log_buf, "control socket disabled"));
+		CHECK_STR_CONTAINS(log_copy, want);
+		CHECK(!strstr(log_copy, "control socket disabled"));
 		/* The victim's command finds the job in the replacement directory. */
 		CHECK(cli(out, sizeof(out), "-j ps") == 0);
 		snprintf(want, sizeof(want), "\"pid\":%d,", (int)getpid());
@@ -396,14 +411,16 @@ static void test_warn_once(const char *base)
 			struct emu_plugin pl;
 			struct emu_tuner t;
 			struct stat st;
+			int warns;
 
 			child_begin();
 			setenv("NCCLBPF_CTL_DIR", dirs[i], 1);
 			/* The policy runs without its control socket. */
 			CHECK(job_start(&pl, &t) == 1);
-			CHECK_MSG(emu_log_warns == 1, "%d WARNs:\n%s", emu_log_warns, emu_log_buf);
-			CHECK_STR_CONTAINS(emu_log_buf, dirs[i]);
-			CHECK_STR_CONTAINS(emu_log_buf, "control socket disabled");
+			warns = log_snapshot();
+			CHECK_MSG(warns == 1, "%d WARNs:\n%s", warns, log_copy);
+			CHECK_STR_CONTAINS(log_copy, dirs[i]);
+			CHECK_STR_CONTAINS(log_copy, "control socket disabled");
 			CHECK(lstat(loose, &st) == 0 && (st.st_mode & 07777) == 0777);
 			job_stop(&pl, &t);
 			_exit(check_failed ? 1 : 0);
