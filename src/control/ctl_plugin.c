@@ -64,7 +64,8 @@ int nbpf_ctl_start(void)
 		nbpf_ctl_watch_close(ctl_watch);
 		ctl_watch = NULL;
 		nbpf_host_log(NBPF_NCCL_LOG_WARN, NBPF_NCCL_INIT,
-			      "control socket disabled: %s", ncclbpf_errmsg());
+			      "control socket disabled (policies run, but cannot be reloaded or inspected): %s",
+			      ncclbpf_errmsg());
 		return err;
 	}
 	nbpf_host_log(NBPF_NCCL_LOG_INFO, NBPF_NCCL_INIT, "control socket %s%s%s",

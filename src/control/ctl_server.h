@@ -1,6 +1,6 @@
 /*
  * ctl_server.h - the control socket's server: one background thread that
- * accepts owner-only connections on <runtime dir>/<pid>.sock, reads one
+ * accepts owner-only connections on <runtime dir>/<pid>.<token>.sock, reads one
  * framed request per connection, hands it to a handler and writes the
  * response.  It never touches the hot path; the handler runs on this thread.
  *

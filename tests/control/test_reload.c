@@ -432,7 +432,16 @@ int main(void)
 	CHECK(emu_open(&pl, EMU_TUNER, EMU_PLUGIN, 5, err, sizeof(err)) == 0);
 	CHECK(emu_tuner_init(&rk[0], &pl, 0xabc, &topo8, emu_logger) == 0);
 	CHECK(emu_tuner_init(&rk[1], &pl, 0xabc, &topo8, emu_logger) == 0);
-	snprintf(sock, sizeof(sock), "%s/%d.sock", dir, getpid());
+	{
+		struct nbpf_ctl_proc *procs = NULL;
+		int n = nbpf_ctl_list(&procs);
+
+		/* Found by its socket, named <pid>.<token>.sock, with the pid we see. */
+		CHECK(n == 1 && procs[0].pid == getpid() && procs[0].ns_pid == getpid());
+		snprintf(sock, sizeof(sock), "%s", n == 1 ? procs[0].path : "");
+		CHECK(!strncmp(sock, dir, strlen(dir)) && strstr(sock, ".sock"));
+		free(procs);
+	}
 	CHECK(access(sock, F_OK) == 0);
 	for (int i = 0; i < 10; i++)
 		CHECK_EQ_U64(step(NULL), 0); /* A: RING/LL */
