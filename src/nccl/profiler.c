@@ -29,10 +29,13 @@
  * a Coll never stopped for PROF_ABANDON_NS is dropped (counted, no program
  * run); finalize completes what is left.
  *
- * Bounded work.  The sweep runs only while the pool is low, as a clock
- * hand: each Coll start looks at PROF_SWEEP_SCAN slots and runs programs
- * for at most PROF_SWEEP_RUNS stale records, so a callback never costs more
- * than a few program runs whatever the pool holds.  Finalize runs programs
+ * Bounded work.  The sweep is a clock hand that advances on every Coll
+ * start while the pool is low (under a quarter free) and on every
+ * PROF_SWEEP_EVERY-th otherwise: each step looks at PROF_SWEEP_SCAN slots
+ * and runs programs for at most PROF_SWEEP_RUNS stale records (more stale
+ * ones wait for later steps), so a callback never costs more than a few
+ * program runs whatever the pool holds, and every stale record is handed
+ * over eventually.  Finalize runs programs
  * for at most PROF_FINAL_RUNS leftover records; the rest reach the
  * telemetry only and are counted (colls_unrun).
  *
@@ -62,6 +65,7 @@
 #define PROF_ABANDON_NS   60000000000ull /* Coll never stopped after this long: dropped */
 #define PROF_SWEEP_SCAN   32u    /* slots one Coll start looks at while the pool is low */
 #define PROF_SWEEP_RUNS   2u     /* stale records one Coll start hands to programs */
+#define PROF_SWEEP_EVERY  64u    /* pool not low: one sweep step per this many Coll starts */
 #define PROF_FINAL_RUNS   64u    /* leftover records finalize hands to programs */
 
 _Static_assert(PROF_POOL == 1u << PROF_SLOT_BITS, "slot field of a handle");
@@ -109,6 +113,7 @@ struct pctx {
 	_Alignas(64) _Atomic uint64_t free_head; /* (aba tag << 32) | (slot + 1), 0 = empty */
 	_Atomic uint32_t n_free;
 	_Atomic uint32_t hand;     /* sweep cursor */
+	_Atomic uint32_t starts;   /* Coll starts, paces the sweep while the pool is not low */
 	struct pev ev[PROF_POOL];
 };
 
@@ -594,7 +599,9 @@ static nbpf_nccl_result_t start_event(void *ctx, int abi, void **handle, const v
 
 		if (p->mask_ptr && __atomic_load_n(p->mask_ptr, __ATOMIC_RELAXED) != m)
 			__atomic_store_n(p->mask_ptr, m, __ATOMIC_RELAXED);
-		if (atomic_load_explicit(&p->n_free, memory_order_relaxed) < PROF_POOL / 4)
+		if (atomic_load_explicit(&p->n_free, memory_order_relaxed) < PROF_POOL / 4 ||
+		    atomic_fetch_add_explicit(&p->starts, 1, memory_order_relaxed) %
+		    PROF_SWEEP_EVERY == 0)
 			sweep_step(p);
 	}
 	idx = pool_pop(p);
