@@ -80,10 +80,11 @@ static void *race_worker(void *arg)
 	struct race *r = arg;
 
 	for (int round = 0; round < r->rounds; round++) {
-		struct prof q = *r->p;
+		struct prof q;
 		uint64_t seq = 0;
 
 		pthread_barrier_wait(&r->bar);
+		q = *r->p; /* main writes it (init) only before the barrier */
 		q.ctx = atomic_load(&r->ctx);
 		while (!atomic_load(&r->stop_round)) {
 			int fin = atomic_load(&r->finalized);
