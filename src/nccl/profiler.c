@@ -54,7 +54,8 @@
 
 #include "abi_profiler.h"
 #include "epoch.h"
-#include "host.h"
+#include "host/host.h"
+#include "plugin.h"
 
 #define PROF_POOL         2048u  /* slots per context: PROF_SLOT_BITS wide */
 #define PROF_SLOT_BITS    11
@@ -751,7 +752,7 @@ static nbpf_nccl_result_t prof_init(void **ctx, int abi, uint64_t comm_id, int *
 
 	if (ctx)
 		*ctx = NULL;
-	nbpf_host_acquire(logger);
+	nbpf_plugin_acquire(logger);
 	if (!ctx)
 		goto fail;
 	p = aligned_alloc(64, (sizeof(*p) + 63) & ~(size_t)63);
@@ -791,7 +792,7 @@ fail:
 	nbpf_host_log(NBPF_NCCL_LOG_WARN, NBPF_NCCL_INIT | NBPF_NCCL_PROFILE,
 		      "profiler v%d: no context (out of memory or more than %u contexts); events off",
 		      abi, PROF_MAX_CTX);
-	nbpf_host_release();
+	nbpf_plugin_release();
 	return NBPF_NCCL_SUCCESS;
 }
 
@@ -827,7 +828,7 @@ static nbpf_nccl_result_t prof_finalize(void *ctx)
 		}
 	}
 	nbpf_epoch_poll(); /* frees what earlier finalizes retired, without waiting */
-	nbpf_host_release();
+	nbpf_plugin_release();
 	return NBPF_NCCL_SUCCESS;
 }
 

@@ -18,10 +18,10 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "cli/ctl_client.h"
+#include "control/ctl_client.h"
 #include "emu_prof.h"
 #include "emu_test.h"
-#include "nccl/ctl_proto.h"
+#include "control/ctl_proto.h"
 
 #define STALE_COLLS 1600 /* of a 2048-slot pool: the sweep runs on every Coll start */
 
