@@ -120,7 +120,10 @@ struct pctx {
 
 static pthread_mutex_t g_tab_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic(struct pctx *) g_tab[PROF_MAX_CTX];
-static uint32_t g_next_serial = 1;  /* under g_tab_lock */
+/* Under g_tab_lock.  Starts at a clock-derived value (never 0) the first
+ * time, so a context of an earlier load of this library (dlclose, then
+ * dlopen again) is unlikely to share a serial with one of this load. */
+static uint32_t g_next_serial;
 
 /* ---- contexts, handles and the pool ------------------------------------- */
 
@@ -729,6 +732,11 @@ static bool ctx_publish(struct pctx *p)
 	bool ok = false;
 
 	pthread_mutex_lock(&g_tab_lock);
+	if (!g_next_serial) {
+		uint64_t t = nbpf_now_ns();
+
+		g_next_serial = (uint32_t)(t ^ t >> 32) | 1;
+	}
 	for (uint32_t n = 0; n < PROF_MAX_CTX && !ok; n++) {
 		uint32_t s = g_next_serial++;
 
