@@ -17,7 +17,9 @@
  * references live in one atomic word, so every transition is one CAS that
  * also checks the generation: a thread holding a stale view of a slot that
  * was completed and reused can never stop, complete or decrement its new
- * occupant.
+ * occupant.  A channel folding its GPU span into its Coll marks it busy
+ * first (the sweep skips busy Colls), so those stores never land in a
+ * reused slot either.
  *
  * Lifetime of a Coll.  It holds one reference for itself (dropped at its
  * stop) and one per KernelCh channel it announces (coll.nChannels, when
@@ -72,8 +74,9 @@
 _Static_assert(PROF_POOL == 1u << PROF_SLOT_BITS, "slot field of a handle");
 
 /*
- * Slot word: [63:32] generation   [15:8] KernelCh references left
- *            [4] the Coll's own reference   [1:0] state
+ * Slot word: [63:32] generation   [27:20] channels folding in their span
+ *            [15:8] KernelCh references left   [4] the Coll's own reference
+ *            [1:0] state
  */
 enum { EV_FREE = 0, EV_LIVE = 1, EV_STOPPED = 2 };
 #define W_STATE(w)  ((uint32_t)(w) & 3u)
@@ -81,6 +84,8 @@ enum { EV_FREE = 0, EV_LIVE = 1, EV_STOPPED = 2 };
 #define W_KCH(w)    (((uint32_t)(w) >> 8) & 0xffu)
 #define W_KCH1      (1u << 8)
 #define W_REFS(w)   ((uint32_t)(w) & (W_SELF | 0xff00u))
+#define W_BUSY(w)   (((uint32_t)(w) >> 20) & 0xffu)
+#define W_BUSY1     (1u << 20)
 #define W_GEN(w)    ((uint32_t)((w) >> 32))
 #define W_MAKE(g, low) ((uint64_t)(g) << 32 | (uint32_t)(low))
 
@@ -454,23 +459,32 @@ static void coll_complete(struct pctx *p, uint32_t idx, bool run)
 }
 
 /*
- * Drops one KernelCh reference of the Coll in slot idx, generation gen;
- * the caller completes it when this was the last one.  False when the slot
- * no longer holds that Coll or it has no channel reference left.
+ * Marks a channel of the Coll in slot word w (generation gen) as folding in
+ * its span: it keeps its reference meanwhile, and the sweep leaves a busy
+ * Coll alone, so the slot cannot be completed and reused under the
+ * channel's timestamp stores.  False when the slot no longer holds that
+ * Coll or it has no channel reference left.
  */
-static bool coll_put_kch(struct pctx *p, uint32_t idx, uint32_t gen, bool *last)
+static bool coll_busy(struct pev *e, uint64_t w, uint32_t gen)
 {
-	struct pev *e = &p->ev[idx];
-	uint64_t w = atomic_load_explicit(&e->w, memory_order_acquire), nw;
-
 	do {
 		if (W_GEN(w) != gen || W_STATE(w) == EV_FREE || !W_KCH(w))
 			return false;
-		nw = w - W_KCH1;
-	} while (!atomic_compare_exchange_weak_explicit(&e->w, &w, nw, memory_order_acq_rel,
-							memory_order_acquire));
-	*last = W_REFS(nw) == 0;
+	} while (!atomic_compare_exchange_weak_explicit(&e->w, &w, w + W_BUSY1,
+							memory_order_acq_rel, memory_order_acquire));
 	return true;
+}
+
+/* Ends coll_busy and drops that channel's reference; true when it was the last. */
+static bool coll_put_kch(struct pev *e)
+{
+	uint64_t w = atomic_load_explicit(&e->w, memory_order_relaxed), nw;
+
+	do {
+		nw = w - W_BUSY1 - W_KCH1;
+	} while (!atomic_compare_exchange_weak_explicit(&e->w, &w, nw, memory_order_acq_rel,
+							memory_order_relaxed));
+	return W_REFS(nw) == 0;
 }
 
 /*
@@ -499,7 +513,7 @@ static void sweep_slot(struct pctx *p, uint32_t i, uint64_t now, uint32_t *runs,
 	uint64_t w = atomic_load_explicit(&e->w, memory_order_acquire), hs;
 	bool run;
 
-	if (W_STATE(w) == EV_FREE || !W_REFS(w) ||
+	if (W_STATE(w) == EV_FREE || !W_REFS(w) || W_BUSY(w) ||
 	    atomic_load_explicit(&e->type, memory_order_relaxed) != NBPF_PROF_COLL)
 		return;
 	if (W_STATE(w) == EV_LIVE) {
@@ -641,10 +655,9 @@ static void kch_finish(struct pev *k)
 	uint64_t cw;
 	struct pev *c = handle_get(parent, &pp, &cw);
 	uint64_t ks = k->k_start, kt = atomic_load_explicit(&k->k_stop, memory_order_acquire);
-	bool last = false;
 
 	if (!c || atomic_load_explicit(&c->type, memory_order_relaxed) != NBPF_PROF_COLL ||
-	    !W_KCH(cw))
+	    !coll_busy(c, cw, W_GEN(cw)))
 		return;
 	if (ks && kt >= ks) {
 		uint64_t cur = atomic_load_explicit(&c->gpu_start, memory_order_relaxed);
@@ -655,7 +668,7 @@ static void kch_finish(struct pev *k)
 		while (kt > cur && !atomic_compare_exchange_weak(&c->gpu_stop, &cur, kt))
 			;
 	}
-	if (coll_put_kch(pp, (uint32_t)(c - pp->ev), W_GEN(cw), &last) && last)
+	if (coll_put_kch(c))
 		coll_complete(pp, (uint32_t)(c - pp->ev), true);
 }
 
@@ -667,7 +680,8 @@ static bool event_stop(struct pev *e, uint64_t w, uint64_t *nw)
 	do {
 		if (W_GEN(w) != gen || W_STATE(w) != EV_LIVE)
 			return false;
-		*nw = W_MAKE(gen, EV_STOPPED | (W_REFS(w) & ~W_SELF));
+		/* References and busy channels carry over; only SELF goes. */
+		*nw = W_MAKE(gen, ((uint32_t)w & ~(W_SELF | 3u)) | EV_STOPPED);
 	} while (!atomic_compare_exchange_weak_explicit(&e->w, &w, *nw, memory_order_acq_rel,
 							memory_order_acquire));
 	return true;

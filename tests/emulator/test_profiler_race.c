@@ -13,7 +13,10 @@
  *     over in the end;
  *   - a storm: 8 contexts x 2 threads each, Colls with KernelCh children,
  *     interleaved with hostile calls (stale, foreign, NULL handles): every
- *     collective is counted exactly once, none dropped.
+ *     collective is counted exactly once, none dropped;
+ *   - launching and proxy threads: one thread starts and stops each Coll
+ *     while another reports its channels, so stops race with the
+ *     channels' spans: every Coll completes exactly once.
  * Programs count their runs in prof_stats[0]; a tuner program sharing the
  * map (t_probe_wide) reads the counter back 6 bits per call.
  */
@@ -317,6 +320,94 @@ static void test_storm(void)
 	close_both(&p[0], &tpl, &t);
 }
 
+/* ---- launching thread and proxy thread on one Coll ------------------------- */
+
+#define PAIRS 4
+#define RING 512
+
+/*
+ * As in NCCL: the launching thread starts and stops each Coll while the
+ * proxy thread, handed the Coll's handle, reports its two channels, so a
+ * Coll's stop races with its channels folding in their spans.
+ */
+struct pair {
+	struct prof q;
+	uint64_t colls;
+	void *ring[RING];
+	_Atomic uint64_t head, tail;
+	int no_handle;
+};
+
+static void *pair_launcher(void *arg)
+{
+	struct pair *s = arg;
+
+	for (uint64_t i = 0; i < s->colls; i++) {
+		void *c = start_coll(&s->q, NULL, i, 4096, 2);
+		uint64_t h = atomic_load_explicit(&s->head, memory_order_relaxed);
+
+		s->no_handle += !c;
+		while (h - atomic_load_explicit(&s->tail, memory_order_acquire) >= RING)
+			sched_yield();
+		s->ring[h % RING] = c;
+		atomic_store_explicit(&s->head, h + 1, memory_order_release);
+		stop(&s->q, c);
+	}
+	return NULL;
+}
+
+static void *pair_proxy(void *arg)
+{
+	struct pair *s = arg;
+
+	for (uint64_t i = 0; i < s->colls; i++) {
+		void *c, *k0, *k1;
+
+		while (atomic_load_explicit(&s->head, memory_order_acquire) == i)
+			sched_yield();
+		c = s->ring[i % RING];
+		atomic_store_explicit(&s->tail, i + 1, memory_order_release);
+		k0 = start_kch(&s->q, c, 0, 100);
+		k1 = start_kch(&s->q, c, 1, 110);
+		record_kch_stop(&s->q, k0, 400);
+		record_kch_stop(&s->q, k1, 420);
+		stop(&s->q, k0);
+		stop(&s->q, k1);
+	}
+	return NULL;
+}
+
+static void test_launcher_proxy(void)
+{
+	static struct pair pr[PAIRS];
+	struct prof p = { .v = 5 };
+	struct emu_plugin tpl;
+	struct emu_tuner t;
+	pthread_t th[2 * PAIRS];
+	uint64_t per = (uint64_t)(200000 * emu_scale());
+
+	open_both(&p, &tpl, &t, "t_prof");
+	for (int i = 0; i < PAIRS; i++) {
+		memset(&pr[i], 0, sizeof(pr[i]));
+		pr[i].q = p;
+		CHECK(prof_init(&pr[i].q, 0x7000 + (uint64_t)i) == 0);
+		pr[i].colls = per;
+		pthread_create(&th[2 * i], NULL, pair_launcher, &pr[i]);
+		pthread_create(&th[2 * i + 1], NULL, pair_proxy, &pr[i]);
+	}
+	for (int i = 0; i < 2 * PAIRS; i++)
+		pthread_join(th[i], NULL);
+	for (int i = 0; i < PAIRS; i++)
+		CHECK_EQ_U64(pr[i].no_handle, 0);
+	/* Every Coll completed exactly once, by whichever thread dropped its last reference. */
+	CHECK_EQ_U64(count(&t, 0), per * PAIRS);
+	CHECK_EQ_U64(count(&t, 2), 1); /* the last one was GPU-timed */
+	for (int i = 0; i < PAIRS; i++)
+		CHECK(prof_fini(&pr[i].q) == 0);
+	CHECK_EQ_U64(count(&t, 0), per * PAIRS);
+	close_both(&p, &tpl, &t);
+}
+
 int main(int argc, char **argv)
 {
 	const char *only = argc > 1 ? argv[1] : "";
@@ -329,5 +420,7 @@ int main(int argc, char **argv)
 		test_bounded_sweep();
 	if (!*only || !strcmp(only, "storm"))
 		test_storm();
+	if (!*only || !strcmp(only, "proxy"))
+		test_launcher_proxy();
 	return check_summary("emulator_profiler_race");
 }
