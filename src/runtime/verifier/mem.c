@@ -119,6 +119,7 @@ static int stack_access(struct venv *e, uint32_t pc, uint8_t regno, const struct
 		}
 		if (cst) {
 			stack_write_reg(f, (int32_t)lo, size, stored);
+			vframe_touch(e, base->frameno); /* a caller's frame: restamp */
 			return 0;
 		}
 		/*
@@ -136,6 +137,7 @@ static int stack_access(struct venv *e, uint32_t pc, uint8_t regno, const struct
 			if (SB_KIND(*b) != SB_INVALID)
 				*b |= taint;
 		}
+		vframe_touch(e, base->frameno);
 		return 0;
 	}
 	/* read; a helper reads raw bytes, so a spilled pointer must not pass */

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -43,13 +44,21 @@ void for_each_reg_with_id(struct vstate *s, uint32_t id, void (*fn)(struct vreg 
 {
 	for (uint32_t f = 0; f < s->nframes; f++) {
 		struct vframe *fr = &s->frames[f];
+		bool hit = false;
 
 		for (int r = 0; r < NBPF_NREGS; r++)
-			if (fr->regs[r].id == id && fr->regs[r].type != VT_NOT_INIT)
+			if (fr->regs[r].id == id && fr->regs[r].type != VT_NOT_INIT) {
 				fn(&fr->regs[r], arg);
+				hit = true;
+			}
 		for (uint32_t k = 0; k < fr->nslots; k++)
-			if (SB_KIND(fr->slots[k].stype[0]) == SB_SPILL && fr->slots[k].spill.id == id)
+			if (SB_KIND(fr->slots[k].stype[0]) == SB_SPILL && fr->slots[k].spill.id == id) {
 				fn(&fr->slots[k].spill, arg);
+				hit = true;
+			}
+		/* a caller's frame changed: no longer the one its stamp names */
+		if (hit)
+			fr->gen = 0;
 	}
 }
 
@@ -701,8 +710,12 @@ static int do_insn(struct venv *e, bool *path_done)
 			return 0;
 		}
 		if (in->code == NBPF_OP_CALL) {
-			if (in->src == NBPF_PSEUDO_CALL)
-				return check_subprog_call(e, pc, in);
+			if (in->src == NBPF_PSEUDO_CALL) {
+				if ((err = check_subprog_call(e, pc, in)))
+					return err;
+				vframe_touch(e, s->nframes - 2); /* the caller's frame, as of now */
+				return 0;
+			}
 			if ((err = check_helper_call(e, pc, in)))
 				return err;
 			ctrl_taint_write(s, &f->regs[0]);
@@ -730,6 +743,33 @@ static void init_state(struct venv *e)
 	f->regs[1].type = VT_CTX;
 	const_reg(&f->regs[NBPF_REG_FP], 0);
 	f->regs[NBPF_REG_FP].type = VT_STACK;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/*
+ * The wall-clock budget.  The instruction budget bounds work
+ * deterministically, but what one processed instruction costs varies by
+ * orders of magnitude (a prune point may compare against 64 checkpoints of
+ * 8 frames each), so time is bounded as well: a load or reload must answer
+ * quickly whatever the program.  Checked every VWORK_CHECK work units.
+ */
+static int time_exhausted(struct venv *e, uint32_t pc)
+{
+	uint64_t now;
+
+	e->next_check = e->work + VWORK_CHECK;
+	if (!e->deadline_ns || (now = mono_ns()) < e->deadline_ns)
+		return 0;
+	e->timed_out = true;
+	return verr(e, pc, VM_BUDGET_TIME, NULL, "%u instructions processed, %u states",
+		    e->insns_processed, e->states);
 }
 
 /* Names the loop head with the most stored states: where exploration went round. */
@@ -760,6 +800,8 @@ static int explore(struct venv *e)
 			return -ENOMEM;
 		if (++e->insns_processed > e->max_insns)
 			return budget_exhausted(e, pc);
+		if (++e->work >= e->next_check && (err = time_exhausted(e, pc)))
+			return err;
 		e->flags[pc] |= IF_SEEN;
 		if (e->cur->nctrl)
 			ctrl_leave(e, pc);
@@ -851,8 +893,23 @@ static int analyze(struct venv *e)
 	return explore(e);
 }
 
+/* max_time_ms arrived after the first release: read it only from callers that know it. */
+static uint32_t opts_max_time_ms(const struct ncclbpf_verify_opts *opts)
+{
+	if (!opts || opts->sz < offsetof(struct ncclbpf_verify_opts, max_time_ms) +
+				    sizeof(opts->max_time_ms) || !opts->max_time_ms)
+		return NBPF_VERIFY_MAX_TIME_MS;
+	return opts->max_time_ms;
+}
+
+static uint64_t deadline_from(const struct ncclbpf_verify_opts *opts)
+{
+	return mono_ns() + (uint64_t)opts_max_time_ms(opts) * 1000000ull;
+}
+
 static void venv_setup(struct venv *e, const struct nbpf_verify_input *in,
-		       const struct ncclbpf_hook_desc *hook, const struct ncclbpf_verify_opts *opts)
+		       const struct ncclbpf_hook_desc *hook, const struct ncclbpf_verify_opts *opts,
+		       uint64_t deadline_ns)
 {
 	memset(e, 0, sizeof(*e));
 	e->insns = in->insns;
@@ -871,10 +928,12 @@ static void venv_setup(struct venv *e, const struct nbpf_verify_input *in,
 	e->max_insns = opts && opts->max_insns_processed ? opts->max_insns_processed
 							 : NBPF_VERIFY_MAX_INSNS;
 	e->max_states = opts && opts->max_states ? opts->max_states : NBPF_VERIFY_MAX_STATES;
+	e->deadline_ns = deadline_ns;
 }
 
-int nbpf_verify_insns(const struct nbpf_verify_input *in, const struct ncclbpf_hook_desc *hook,
-		      const struct ncclbpf_verify_opts *opts, struct ncclbpf_verify_result *res)
+static int verify_insns(const struct nbpf_verify_input *in, const struct ncclbpf_hook_desc *hook,
+			const struct ncclbpf_verify_opts *opts, struct ncclbpf_verify_result *res,
+			uint64_t deadline_ns)
 {
 	struct venv e;
 	int err;
@@ -882,7 +941,7 @@ int nbpf_verify_insns(const struct nbpf_verify_input *in, const struct ncclbpf_h
 	if (!in || !hook || !res || (!in->insns && in->n_insns))
 		return nbpf_err(-EINVAL, "verify: instructions, hook and result are required");
 	memset(res, 0, sizeof(*res));
-	venv_setup(&e, in, hook, opts);
+	venv_setup(&e, in, hook, opts, deadline_ns);
 	e.map_writes = in->n_maps ? calloc(in->n_maps, 1) : NULL;
 	err = analyze(&e);
 	if (e.oom || err == -ENOMEM) {
@@ -920,6 +979,12 @@ int nbpf_verify_insns(const struct nbpf_verify_input *in, const struct ncclbpf_h
 	return 0;
 }
 
+int nbpf_verify_insns(const struct nbpf_verify_input *in, const struct ncclbpf_hook_desc *hook,
+		      const struct ncclbpf_verify_opts *opts, struct ncclbpf_verify_result *res)
+{
+	return verify_insns(in, hook, opts, res, deadline_from(opts));
+}
+
 /*
  * Which maps any program of the object writes: each program is explored in
  * collect mode (no hook restrictions, no findings) and records the maps it
@@ -927,8 +992,12 @@ int nbpf_verify_insns(const struct nbpf_verify_input *in, const struct ncclbpf_h
  * so a program it rejects is rejected for real too and never runs: the
  * writes seen before the rejection are kept (conservative), nothing more.
  */
-void nbpf_object_map_writes(const struct ncclbpf_object *obj, uint8_t *written, bool fast)
+/* false when an exploration ran out of time: the set may then miss writes. */
+static bool object_map_writes(const struct ncclbpf_object *obj, uint8_t *written, bool fast,
+			      uint64_t deadline_ns)
 {
+	bool complete = true;
+
 	static const struct ncclbpf_hook_desc any = {
 		.name = "any", .section = "", .ctx_type = "context", .ctx_size = 0,
 		.ret_min = INT64_MIN, .ret_max = INT64_MAX,
@@ -946,13 +1015,20 @@ void nbpf_object_map_writes(const struct ncclbpf_object *obj, uint8_t *written, 
 		if (fast && !nbpf_writeset_scan(q->insns, (uint32_t)q->n_insns, obj->maps,
 					(uint32_t)obj->n_maps, written))
 			continue;
-		venv_setup(&e, &in, &any, NULL);
+		venv_setup(&e, &in, &any, NULL, deadline_ns);
 		e.collect = true;
 		e.map_writes = written;
 		analyze(&e);
+		complete &= !e.timed_out;
 		free(e.findings);
 		venv_free(&e);
 	}
+	return complete;
+}
+
+void nbpf_object_map_writes(const struct ncclbpf_object *obj, uint8_t *written, bool fast)
+{
+	object_map_writes(obj, written, fast, 0);
 }
 
 /*
@@ -969,7 +1045,13 @@ static struct {
 static unsigned wcache_next;
 static pthread_mutex_t wcache_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void object_writes(const struct ncclbpf_object *obj, uint8_t *written)
+/*
+ * A discovery cut short by the deadline is not cached: its set may miss a
+ * write.  The verification that follows shares the deadline and is refused
+ * for time too, so the incomplete set decides nothing.
+ */
+static void object_writes(const struct ncclbpf_object *obj, uint8_t *written,
+			  uint64_t deadline_ns)
 {
 	bool cacheable = obj->tag[0] != 0;
 
@@ -985,7 +1067,8 @@ static void object_writes(const struct ncclbpf_object *obj, uint8_t *written)
 		}
 		pthread_mutex_unlock(&wcache_lock);
 	}
-	nbpf_object_map_writes(obj, written, true);
+	if (!object_map_writes(obj, written, true, deadline_ns))
+		cacheable = false;
 	if (cacheable) {
 		uint8_t *copy = malloc(obj->n_maps);
 
@@ -1019,6 +1102,7 @@ int nbpf_verify(struct ncclbpf_program *prog, const struct ncclbpf_hook_desc *ho
 {
 	struct nbpf_verify_input in;
 	uint8_t *written = NULL;
+	uint64_t deadline_ns = deadline_from(opts); /* one budget for discovery and verification */
 	int err;
 
 	if (!prog || !hook || !res)
@@ -1033,10 +1117,10 @@ int nbpf_verify(struct ncclbpf_program *prog, const struct ncclbpf_hook_desc *ho
 		written = calloc(in.n_maps, 1);
 		if (!written)
 			return nbpf_err(-ENOMEM, "verify: out of memory");
-		object_writes(prog->obj, written);
+		object_writes(prog->obj, written, deadline_ns);
 		in.map_written = written;
 	}
-	err = nbpf_verify_insns(&in, hook, opts, res);
+	err = verify_insns(&in, hook, opts, res, deadline_ns);
 	free(written);
 	return err;
 }

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "../helpers.h"
 #include "../insn.h"
@@ -70,13 +71,24 @@ struct vslot {
 /*
  * A frame.  Slots at or above nslots are all zero (invalid), so a stored
  * state keeps only the slots in use of its innermost frame (vstate_size).
+ *
+ * gen stamps a caller's frame (any frame but the innermost): two such
+ * frames, in any two states of one run, with the same nonzero gen have the
+ * same content, so pruning skips comparing them.  A frame is stamped anew
+ * when it becomes a caller and whenever it is written while it is one
+ * (vframe_touch: stores through pointers into it); what cannot restamp
+ * (refinements of linked copies) sets 0, which means "compare".  Bit 0:
+ * the frame holds register ids that the comparison must map.  With a
+ * stamp come kmask/ksum, the frame's constant spills (state.c: const_match).
  */
 struct vframe {
 	struct vreg regs[NBPF_NREGS];
 	uint32_t callsite;    /* insn of the call that made this frame (main: UINT32_MAX) */
 	uint32_t subprog;
 	uint32_t nslots;
-	uint32_t pad;
+	uint32_t gen;
+	uint64_t kmask, ksum;  /* valid while gen != 0 */
+	uint64_t rsum;         /* ksum over the slots that reach addresses (rel_slots) */
 	struct vslot slots[NSLOTS];
 };
 
@@ -85,15 +97,19 @@ static inline uint32_t stk_slot(int64_t o)
 	return (uint32_t)((-o - 1) / 8);
 }
 
-/* Bit i set when byte i of the slot holds (part of) a spilled register. */
+/*
+ * Bit i set when byte i of the slot holds (part of) a spilled register.
+ * All 8 bytes at once (pruning asks this of every slot of every frame it
+ * compares): kind SB_SPILL is bit 1 without bit 0; the multiply gathers
+ * bit 0 of each byte into the top byte, byte i to bit i.
+ */
 static inline uint8_t slot_spill_mask(const struct vslot *sl)
 {
-	uint8_t m = 0;
+	uint64_t x, z;
 
-	for (int i = 0; i < 8; i++)
-		if (SB_KIND(sl->stype[i]) == SB_SPILL)
-			m |= (uint8_t)(1u << i);
-	return m;
+	memcpy(&x, sl->stype, 8);
+	z = (x >> 1) & ~x & 0x0101010101010101ull;
+	return (uint8_t)((z * 0x0102040810204080ull) >> 56);
 }
 
 static inline uint8_t *stk_type(struct vframe *f, int64_t o)
@@ -158,6 +174,11 @@ struct vnode {
 	uint16_t cmask;        /* live innermost registers holding a constant scalar */
 	uint8_t joins;         /* joins in the chain that produced this state (widening) */
 	uint64_t chash;        /* hash of those constants (a quick necessary test) */
+	uint64_t smask;        /* innermost stack slots holding an 8-byte constant spill */
+	uint64_t shash;        /* sum of their mixes (state.c: const_match) */
+	uint64_t jkey;         /* what try_join needs equal, hashed (state.c: join_key) */
+	uint64_t okey, osum;   /* callers' frames' constant spills (valid: okey != 0) */
+	uint64_t jokey;        /* their relevant ones, for joins (valid: != 0) */
 	struct vstate *st;
 };
 
@@ -181,6 +202,9 @@ struct venv {
 	bool collect;          /* write-set discovery: no findings, no consistency */
 	bool track_ctrl;       /* the hook has decision fields: follow control dependence */
 	uint32_t max_insns, max_states;
+	uint64_t deadline_ns;    /* CLOCK_MONOTONIC; 0: none */
+	uint64_t work, next_check; /* work units done, and when to look at the clock next */
+	bool timed_out;
 
 	/* Static facts. */
 	uint8_t *flags;        /* per insn: IF_* */
@@ -200,8 +224,10 @@ struct venv {
 	size_t *stack_bytes;     /* capacity of each buffer in stack[] */
 	uint32_t n_stack, cap_stack, n_bufs;
 	void *arena;             /* checkpoints: bump-allocated, released at the end of the run */
+	void *harena;            /* their headers, apart: a prune point walks 64 of them */
 	struct vstate *cur;
 	uint32_t next_id;
+	uint32_t next_gen;       /* frame stamps (struct vframe) */
 	uint32_t insns_processed, states, peak_states;
 	bool have_ret;
 	int64_t ret_min, ret_max;
@@ -213,6 +239,15 @@ struct venv {
 	int oom;
 };
 
+/*
+ * Work units between two looks at the clock: an instruction counts 1, a
+ * state comparison VWORK_CMP (it may walk 8 frames).  At about 0.1 to 4 us
+ * per 1,000 units here, the wall-clock budget overshoots by well under a
+ * millisecond.
+ */
+#define VWORK_CHECK 1024u
+#define VWORK_CMP 8u
+
 /* Per-insn static flags. */
 #define IF_PRUNE   0x01   /* prune point: jump target, after branch/call */
 #define IF_LDDW2   0x02   /* second slot of a lddw */
@@ -220,6 +255,7 @@ struct venv {
 #define IF_WARNED  0x08   /* a consistency warning was recorded here */
 #define IF_LOOP    0x10   /* target of a backward jump: always checkpointed */
 #define IF_LOOPEXIT 0x20  /* conditional jump that can leave a loop */
+#define IF_HIT     0x40   /* a checkpoint here has pruned a path */
 
 /* ---- bounds.c: scalar domain ---- */
 void reg_mark_unknown(struct vreg *r);
@@ -260,6 +296,8 @@ void vstate_restore(struct vstate *d, const struct vstate *s);
 int vstate_visit(struct venv *e);
 void vstate_path_done(struct venv *e);
 void vstate_release_all(struct venv *e);
+/* Restamps caller frame fi of the current state after a write to it (see struct vframe). */
+void vframe_touch(struct venv *e, uint32_t fi);
 
 /* ---- mem.c ---- */
 int check_mem_access(struct venv *e, uint32_t pc, uint8_t regno, int32_t off, uint32_t size,
