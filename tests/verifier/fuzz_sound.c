@@ -225,7 +225,7 @@ static void stack_index(struct gen *g, uint8_t r)
 /* One plausible fragment; pending forward jumps are patched to land here or later. */
 static void fragment(struct gen *g, int depth)
 {
-	uint32_t k = take(g, 22);
+	uint32_t k = take(g, 23);
 	uint8_t r = reg(g), s = reg(g);
 	int small = (int)take(g, 70) - 3;
 
@@ -411,6 +411,49 @@ static void fragment(struct gen *g, int depth)
 		emit(g, NBPF_ALU64 | NBPF_MOV | NBPF_K, 0, 0, 0, 0);
 		break;
 	}
+	case 22: { /* checks on one extended copy of a value, an index through another */
+		uint8_t v = 3, a = 4, b = 5;
+
+		emit(g, NBPF_LDX | NBPF_MEM | NBPF_DW, v, 6, take(g, 2) ? 0 : 32, 0);
+		if (take(g, 2))
+			emit(g, NBPF_ALU64 | NBPF_RSH | NBPF_K, v, 0, 0, (int32_t)take(g, 40));
+		for (int c = 0; c < 2; c++) {
+			uint8_t d = c ? b : a;
+
+			emit(g, NBPF_ALU64 | NBPF_MOV | NBPF_X, d, v, 0, 0);
+			switch (take(g, 5)) {
+			case 0: /* mov32 */
+				emit(g, NBPF_ALU | NBPF_MOV | NBPF_X, d, v, 0, 0);
+				break;
+			case 1: /* movsx32 */
+				emit(g, NBPF_ALU64 | NBPF_MOV | NBPF_X, d, v, 32, 0);
+				break;
+			case 2: /* (x << k) >> 32 or s>> 32 */
+				emit(g, NBPF_ALU64 | NBPF_LSH | NBPF_K, d, 0, 0, (int32_t)take(g, 33));
+				emit(g, NBPF_ALU64 | (take(g, 2) ? NBPF_RSH : NBPF_ARSH) | NBPF_K, d, 0, 0,
+				     take(g, 4) ? 32 : (int32_t)take(g, 64));
+				break;
+			case 3: /* x >> j, then an extension */
+				emit(g, NBPF_ALU64 | NBPF_RSH | NBPF_K, d, 0, 0, (int32_t)take(g, 33));
+				emit(g, NBPF_ALU | NBPF_MOV | NBPF_X, d, d, 0, 0);
+				break;
+			default: /* a change of the value in between */
+				emit(g, NBPF_ALU64 | NBPF_ADD | NBPF_K, d, 0, 0, (int32_t)take(g, 3));
+				emit(g, NBPF_ALU | NBPF_MOV | NBPF_X, d, d, 0, 0);
+				break;
+			}
+			if (!c) { /* one or two checks on the first copy, skipping the rest */
+				int checks = 1 + (int)take(g, 2);
+
+				for (int i = 0; i < checks; i++)
+					emit(g, (take(g, 2) ? NBPF_JMP : NBPF_JMP32) |
+						     jmp_ops[take(g, sizeof(jmp_ops))] | NBPF_K,
+					     a, 0, (int16_t)(checks - i - 1 + 7), (int32_t)take(g, 24) - 4);
+			}
+		}
+		stack_index(g, b);
+		break;
+	}
 	default: /* copy between registers / pointers */
 		emit(g, NBPF_ALU64 | NBPF_MOV | NBPF_X, r == 6 ? 8 : r, s, 0, 0);
 		if (small >= 0 && small < 64)
@@ -453,11 +496,12 @@ static uint64_t xs(uint64_t *s)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	nbpf_verify_selfcheck = 1; /* pruning's shortcuts agree with the full tests */
 	struct nbpf_insn prog[256];
 	struct nbpf_verify_input in;
 	struct ncclbpf_verify_result res;
 	uint32_t n;
+
+	nbpf_verify_selfcheck = 1; /* pruning's shortcuts agree with the full tests */
 	int err;
 
 	if (!maps[0]) {

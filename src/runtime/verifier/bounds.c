@@ -371,7 +371,7 @@ void scalar_alu(struct vreg *dst, const struct vreg *src, uint8_t op, bool alu32
 	struct vreg s = *src;
 	uint8_t taint = dst->taint | src->taint;
 
-	dst->id = 0;
+	reg_forget_links(dst);
 	if (alu32) {
 		if (op == NBPF_ARSH)
 			scalar_sext(dst, 4, false);

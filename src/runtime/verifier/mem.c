@@ -72,7 +72,7 @@ void stack_write_reg(struct vframe *f, int32_t o, uint32_t size, const struct vr
 		if (slot_spill_mask(sl))
 			slot_to_misc(f, stk_slot(o));
 		sl->spill = *v;
-		sl->spill.id = 0;
+		reg_forget_links(&sl->spill);
 		scalar_zext32(&sl->spill);
 		for (int64_t i = o; i < (int64_t)o + 4; i++)
 			*stk_type(f, i) = SB_SPILL | t;

@@ -286,6 +286,12 @@ static inline __attribute__((always_inline)) bool regsafe(const struct vreg *o, 
 		/* An old link between copies must exist in the new state too. */
 		if (o->id && !check_ids(m, o->id, c->id))
 			return false;
+		/* and so must a derivation (links.c): later copies join its class */
+		if (o->pad && (o->pad != c->pad || (o->aux >> 24) != (c->aux >> 24) ||
+			       !check_ids(m, o->aux & 0xffffff, c->aux & 0xffffff)))
+			return false;
+		if (exact && c->pad && !o->pad)
+			return false;
 		return true;
 	}
 	if (o->aux != c->aux || o->frameno != c->frameno || o->off != c->off)
@@ -431,6 +437,24 @@ static bool states_equal(const struct venv *e, const struct vstate *o, const str
 	for (uint32_t f = 0; f < o->nframes; f++)
 		if (o->frames[f].callsite != c->frames[f].callsite)
 			return false;
+	/* o's classes of extended copies (links.c), in order, with bounds as wide */
+	if (o->nlinks > c->nlinks || (exact && o->nlinks != c->nlinks))
+		return false;
+	for (uint32_t i = 0; i < o->nlinks; i++) {
+		const struct vlink *ol = &o->links[i], *cl = &c->links[i];
+		struct vreg ov, cv;
+
+		if (ol->kind != cl->kind || (ol->key >> 24) != (cl->key >> 24) ||
+		    !check_ids(&m, ol->key & 0xffffff, cl->key & 0xffffff) ||
+		    !check_ids(&m, ol->id, cl->id))
+			return false;
+		ov.var_off = ol->var_off, ov.umin = ol->umin, ov.umax = ol->umax;
+		ov.smin = ol->smin, ov.smax = ol->smax;
+		cv.var_off = cl->var_off, cv.umin = cl->umin, cv.umax = cl->umax;
+		cv.smin = cl->smin, cv.smax = cl->smax;
+		if (!(exact ? range_equal(&ov, &cv) : range_within(&ov, &cv)))
+			return false;
+	}
 	/*
 	 * Innermost frame first: paths that differ mostly differ where they
 	 * run, and callers' frames (up to 7 of 4.6 KiB each) are usually the
@@ -574,6 +598,8 @@ static void join_reg(struct vreg *c, const struct vreg *o, int level)
 		c->smax = INT64_MAX;
 		c->taint |= o->taint;
 		c->id = 0;
+		c->pad = 0;
+		c->aux = 0;
 		reg_bounds_sync(c);
 		return;
 	}
@@ -584,6 +610,10 @@ static void join_reg(struct vreg *c, const struct vreg *o, int level)
 	c->taint |= o->taint;
 	if (c->id != o->id)
 		c->id = 0;
+	if (c->pad != o->pad || c->aux != o->aux) {
+		c->pad = 0; /* the join holds values of either derivation */
+		c->aux = 0;
+	}
 	reg_bounds_sync(c);
 }
 
@@ -664,6 +694,10 @@ static bool try_join(struct venv *e, const struct vstate *o, struct vstate *c, i
 	}
 	if (!vcmp_equal(&o->cmp, &c->cmp))
 		c->cmp.code = 0; /* the join holds states where either side was taken */
+	/* classes of extended copies: kept only where both sides have the same */
+	if (o->nlinks != c->nlinks ||
+	    memcmp(o->links, c->links, o->nlinks * sizeof(o->links[0])))
+		c->nlinks = 0;
 	return true;
 }
 
@@ -910,6 +944,8 @@ int vstate_visit(struct venv *e)
 
 	if (cur->cmp.code && !vcmp_live(&cur->cmp, live))
 		cur->cmp.code = 0; /* useless from here on: do not let it split checkpoints */
+	if (cur->nlinks)
+		links_prune(e, cur);
 	for (link = &e->explored[pc]; (n = *link); link = &n->next) {
 		if (n->branches) {
 			/* the hash is only needed against checkpoints still being explored */

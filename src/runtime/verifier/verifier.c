@@ -251,20 +251,23 @@ static int do_alu(struct venv *e, uint32_t pc, const struct nbpf_insn *in)
 			const_reg(dst, src.var_off.value);
 			return 0;
 		}
-		if (in->off) {
+		if (in->off || !is64) {
+			struct vreg from;
+
 			if (is_ptr(&src))
-				return verr(e, pc, VM_PTR_ARITH, regs, "sign extension of a pointer");
-			scalar_sext(&src, (uint32_t)in->off / 8, !is64);
-			src.id = 0;
+				return verr(e, pc, VM_PTR_ARITH, regs, in->off ? "sign extension of a pointer"
+									: "32-bit move of a pointer");
+			/* an id on the source lets later extensions of it join this one's class */
+			if (!src.id && !src.pad && !reg_is_const(&src))
+				src.id = f->regs[in->src].id = ++e->next_id;
+			from = src;
+			if (in->off)
+				scalar_sext(&src, (uint32_t)in->off / 8, !is64);
+			else
+				scalar_zext32(&src);
+			reg_forget_links(&src);
 			*dst = src;
-			return 0;
-		}
-		if (!is64) {
-			if (is_ptr(&src))
-				return verr(e, pc, VM_PTR_ARITH, regs, "32-bit move of a pointer");
-			scalar_zext32(&src);
-			src.id = 0;
-			*dst = src;
+			links_after_alu(e, in, &from, dst);
 			return 0;
 		}
 		if (src.type == VT_SCALAR && !src.id && !reg_is_const(&src))
@@ -296,15 +299,11 @@ static int do_alu(struct venv *e, uint32_t pc, const struct nbpf_insn *in)
 			} else if (!swap) {
 				if (in->imm < 64)
 					scalar_from_load(dst, (uint32_t)in->imm / 8, false);
-				dst->id = 0;
-				if (in->imm < 64) {
-					/* truncation keeps known low bits: recompute from scratch is fine */
-				}
 			} else {
 				scalar_from_load(dst, (uint32_t)in->imm / 8, false);
 			}
 			dst->taint = taint;
-			dst->id = 0;
+			reg_forget_links(dst);
 		}
 		return 0;
 	}
@@ -320,6 +319,13 @@ static int do_alu(struct venv *e, uint32_t pc, const struct nbpf_insn *in)
 	}
 	if (is_ptr(dst) || is_ptr(&src))
 		return ptr_arith(e, pc, in, dst, &src);
+	if (op == NBPF_LSH || op == NBPF_RSH || op == NBPF_ARSH) {
+		struct vreg from = *dst;
+
+		scalar_alu(dst, &src, op, !is64, in->off);
+		links_after_alu(e, in, &from, dst);
+		return 0;
+	}
 	scalar_alu(dst, &src, op, !is64, in->off);
 	if (op == NBPF_SUB && x) {
 		uint64_t k = mod_idiom(e, pc, in);
@@ -421,6 +427,9 @@ static bool refine_state(struct vstate *s, const struct nbpf_insn *in, bool take
 			for_each_reg_with_id(s, b.id, copy_bounds, &c);
 		}
 	}
+	/* extended copies of the same value (links.c) */
+	if (s->nlinks && (!links_refined(s, &a) || (x && !links_refined(s, &b))))
+		return false;
 	return true;
 }
 

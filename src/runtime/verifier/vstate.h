@@ -39,6 +39,8 @@ enum vtype {
  * One register.  A pointer's address is base + off + (a value in var_off
  * and [smin, smax] / [umin, umax]); a scalar is exactly var_off/bounds with
  * off 0.  id ties copies together (null checks, bounds checks, references).
+ * A scalar's pad (DV_*) and aux describe how it derives from another
+ * value's id (links.c); a pointer's aux is its map or record size.
  */
 struct vreg {
 	uint8_t type;
@@ -121,6 +123,25 @@ static inline uint8_t *stk_type(struct vframe *f, int64_t o)
 
 #define MAX_REFS 16
 #define MAX_CTRL 16
+#define MAX_LINKS 4
+
+/* Scalar derivations (links.c); DV_SELF is the value of the id itself. */
+#define DV_SELF 0
+#define DV_RSH  1
+#define DV_TOP  2
+#define DV_ZEXT 3
+#define DV_SEXT 4
+
+/* A class of equal extended copies (links.c): key is base id | j << 24. */
+struct vlink {
+	uint32_t key;
+	uint32_t id;
+	uint8_t kind;
+	uint8_t pad[7];
+	struct tnum var_off;
+	int64_t smin, smax;
+	uint64_t umin, umax;
+};
 
 struct vnode;
 
@@ -156,12 +177,14 @@ struct vstate {
 	uint32_t nframes;
 	uint32_t nrefs;
 	uint32_t nctrl;
+	uint32_t nlinks;
 	uint32_t refs[MAX_REFS];  /* live ring buffer reservations (ids) */
 	/* Active rank-local branch conditions: (frame << 24 | immediate post-dominator). */
 	uint32_t ctrl[MAX_CTRL];
 	struct vnode *parent;     /* latest checkpoint on this path */
 	uint32_t last_ckpt;       /* insns_processed when it was stored */
 	struct vcmp cmp;          /* last forked comparison (see struct vcmp) */
+	struct vlink links[MAX_LINKS];
 	struct vframe frames[NBPF_MAX_CALL_DEPTH];
 };
 
@@ -276,6 +299,16 @@ int scalar_branch_outcome(const struct vreg *a, const struct vreg *b, uint8_t op
 void scalar_refine(struct vreg *a, struct vreg *b, uint8_t op, bool is32, bool taken);
 /* Whether the scalar's bounds are consistent (false: the path is infeasible). */
 bool scalar_feasible(const struct vreg *r);
+
+/* ---- links.c ---- */
+/* Clears a register's id and, for a scalar, its derivation. */
+void reg_forget_links(struct vreg *r);
+/* After a mov32/movsx32/shift computed dst from the value from. */
+void links_after_alu(struct venv *e, const struct nbpf_insn *in, const struct vreg *from,
+		     struct vreg *dst);
+/* After a branch refined r (and its id's copies): its class and sibling; false if infeasible. */
+bool links_refined(struct vstate *s, const struct vreg *r);
+void links_prune(const struct venv *e, struct vstate *s);
 
 /* ---- check_struct.c ---- */
 int vcheck_structure(struct venv *e);
