@@ -225,7 +225,7 @@ static void stack_index(struct gen *g, uint8_t r)
 /* One plausible fragment; pending forward jumps are patched to land here or later. */
 static void fragment(struct gen *g, int depth)
 {
-	uint32_t k = take(g, 23);
+	uint32_t k = take(g, 24);
 	uint8_t r = reg(g), s = reg(g);
 	int small = (int)take(g, 70) - 3;
 
@@ -452,6 +452,23 @@ static void fragment(struct gen *g, int depth)
 			}
 		}
 		stack_index(g, b);
+		break;
+	}
+	case 23: { /* a known value on the left of a comparison (32 or 64 bits), then an index */
+		uint8_t v = r == 6 || r == 7 || r == 2 ? 9 : r;
+		bool w = take(g, 2);
+		int checks = 1 + (int)take(g, 2);
+
+		for (int i = 0; i < checks; i++) {
+			emit(g, (w ? NBPF_ALU : NBPF_ALU64) | NBPF_MOV | NBPF_K, 2, 0, 0,
+			     (int32_t)take(g, 24) - 8);
+			emit(g, (w ? NBPF_JMP32 : NBPF_JMP) | jmp_ops[take(g, sizeof(jmp_ops))] | NBPF_X,
+			     take(g, 2) ? 2 : v, 0, (int16_t)(2 * (checks - i - 1) + 4), 0);
+			g->p[g->len - 1].src = g->p[g->len - 1].dst == 2 ? v : 2;
+		}
+		if (w && take(g, 2))
+			emit(g, NBPF_ALU | NBPF_MOV | NBPF_X, v, v, 0, 0);
+		stack_index(g, v);
 		break;
 	}
 	default: /* copy between registers / pointers */

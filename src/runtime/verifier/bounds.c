@@ -20,6 +20,12 @@ static inline uint64_t umin64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 static inline int64_t smax64(int64_t a, int64_t b) { return a > b ? a : b; }
 static inline int64_t smin64(int64_t a, int64_t b) { return a < b ? a : b; }
 
+static void mark_infeasible_(struct vreg *r)
+{
+	r->umin = 1;
+	r->umax = 0;
+}
+
 static void mark_unbounded(struct vreg *r)
 {
 	r->smin = S64_MIN;
@@ -130,6 +136,11 @@ static void scalar_trunc(struct vreg *r, uint32_t size)
 void scalar_zext32(struct vreg *r)
 {
 	scalar_trunc(r, 4);
+}
+
+void scalar_zext_bytes(struct vreg *r, uint32_t size)
+{
+	scalar_trunc(r, size);
 }
 
 /* Sign-extends the low size bytes to 64 bits (alu32: then zero-extends 32). */
@@ -437,14 +448,46 @@ static int outcome64(const struct vreg *a, const struct vreg *b, uint8_t op)
 }
 
 /* 32-bit view of a: low half zero-extended, or sign-extended for signed ops. */
-static struct vreg view32(const struct vreg *a, bool sign)
+void scalar_meet(struct vreg *r, const struct vreg *b)
+{
+	r->umin = umax64(r->umin, b->umin);
+	r->umax = umin64(r->umax, b->umax);
+	r->smin = smax64(r->smin, b->smin);
+	r->smax = smin64(r->smax, b->smax);
+	if ((r->var_off.value ^ b->var_off.value) & ~(r->var_off.mask | b->var_off.mask)) {
+		mark_infeasible_(r);
+		return;
+	}
+	r->var_off = tnum_intersect(r->var_off, b->var_off);
+	reg_bounds_sync(r);
+}
+
+static void meet_if_feasible(struct vreg *v, const struct vreg *b)
+{
+	struct vreg t = *v;
+
+	scalar_meet(&t, b);
+	if (scalar_feasible(&t))
+		*v = t;
+}
+
+/*
+ * 32-bit view of a: the low half zero-extended, or sign-extended for
+ * signed comparisons, narrowed by what the path knows of the low half
+ * beyond a's own bounds (lo: zero-extended, links.c; may be NULL).
+ */
+static struct vreg view32(const struct vreg *a, const struct vreg *lo, bool sign)
 {
 	struct vreg v = *a;
 
-	if (sign)
+	scalar_trunc(&v, 4);
+	if (lo)
+		meet_if_feasible(&v, &lo[0]);
+	if (sign) {
 		scalar_sext(&v, 4, false);
-	else
-		scalar_trunc(&v, 4);
+		if (lo)
+			meet_if_feasible(&v, &lo[1]);
+	}
 	return v;
 }
 
@@ -453,10 +496,11 @@ static bool op_signed(uint8_t op)
 	return op == NBPF_JSGT || op == NBPF_JSGE || op == NBPF_JSLT || op == NBPF_JSLE;
 }
 
-int scalar_branch_outcome(const struct vreg *a, const struct vreg *b, uint8_t op, bool is32)
+int scalar_branch_outcome(const struct vreg *a, const struct vreg *b, uint8_t op, bool is32,
+			  const struct vreg *alo, const struct vreg *blo)
 {
 	if (is32) {
-		struct vreg a32 = view32(a, op_signed(op)), b32 = view32(b, op_signed(op));
+		struct vreg a32 = view32(a, alo, op_signed(op)), b32 = view32(b, blo, op_signed(op));
 
 		return outcome64(&a32, &b32, op);
 	}
@@ -593,11 +637,12 @@ static void writeback32(struct vreg *r, const struct vreg *v32)
 	r->var_off = tnum_intersect(r->var_off, TNUM(lo.value, lo.mask | ~(uint64_t)U32_MAX));
 }
 
-void scalar_refine(struct vreg *a, struct vreg *b, uint8_t op, bool is32, bool taken)
+void scalar_refine(struct vreg *a, struct vreg *b, uint8_t op, bool is32, bool taken,
+		   struct vreg *alo, struct vreg *blo)
 {
 	if (is32) {
 		bool sg = op_signed(op);
-		struct vreg a32 = view32(a, sg), b32 = view32(b, sg);
+		struct vreg a32 = view32(a, alo, sg), b32 = view32(b, blo, sg), as, bs;
 
 		refine64(&a32, &b32, op, taken);
 		reg_bounds_sync(&a32);
@@ -606,13 +651,27 @@ void scalar_refine(struct vreg *a, struct vreg *b, uint8_t op, bool is32, bool t
 			mark_infeasible(a);
 			return;
 		}
+		as = a32;
+		bs = b32;
 		if (sg) {
 			/* back to the zero-extended view */
 			scalar_trunc(&a32, 4);
 			scalar_trunc(&b32, 4);
+		} else {
+			scalar_sext(&as, 4, false);
+			scalar_sext(&bs, 4, false);
 		}
 		writeback32(a, &a32);
 		writeback32(b, &b32);
+		/* the refined low halves, both views, for the caller to keep (links.c) */
+		if (alo) {
+			meet_if_feasible(&alo[0], &a32);
+			meet_if_feasible(&alo[1], &as);
+		}
+		if (blo) {
+			meet_if_feasible(&blo[0], &b32);
+			meet_if_feasible(&blo[1], &bs);
+		}
 	} else {
 		refine64(a, b, op, taken);
 	}

@@ -86,20 +86,9 @@ static void bounds_to(struct vlink *l, const struct vreg *r)
 	l->smax = r->smax;
 }
 
-/* r := r intersected with b (both describe one concrete value). */
 static void intersect(struct vreg *r, const struct vreg *b)
 {
-	r->umin = r->umin > b->umin ? r->umin : b->umin;
-	r->umax = r->umax < b->umax ? r->umax : b->umax;
-	r->smin = r->smin > b->smin ? r->smin : b->smin;
-	r->smax = r->smax < b->smax ? r->smax : b->smax;
-	if ((r->var_off.value ^ b->var_off.value) & ~(r->var_off.mask | b->var_off.mask)) {
-		r->umin = 1; /* known bits disagree: no such value */
-		r->umax = 0;
-		return;
-	}
-	r->var_off = tnum_intersect(r->var_off, b->var_off);
-	reg_bounds_sync(r);
+	scalar_meet(r, b);
 }
 
 /* What the low 32 bits of src say about a value of the other kind (ZEXT <-> SEXT). */
@@ -339,4 +328,82 @@ void links_prune(const struct venv *e, struct vstate *s)
 	if (k < s->nlinks)
 		memset(&s->links[k], 0, (s->nlinks - k) * sizeof(s->links[0]));
 	s->nlinks = k;
+}
+
+/*
+ * What a 32-bit comparison learnt about a register's low half, kept where
+ * the register's bounds cannot hold it (its upper half is unknown, so the
+ * intervals cannot say "the low half is below 8"): as the classes of its
+ * zero and sign extensions, which a later 32-bit comparison (links_lo32)
+ * or mov32/movsx32 (links_after_alu) of the same value reads back.
+ */
+bool links_lo32(struct vstate *s, const struct vreg *r, struct vreg lo[2])
+{
+	const struct vlink *l;
+	bool more = false;
+
+	lo[0] = *r;
+	scalar_zext32(&lo[0]);
+	lo[1] = *r;
+	scalar_sext(&lo[1], 4, false);
+	if (r->type != VT_SCALAR || !r->id || r->id >= DV_BASE_MAX || r->pad)
+		return false;
+	for (int k = 0; k < 2; k++) {
+		struct vreg t = lo[k];
+
+		l = link_find(s, r->id, k ? DV_SEXT : DV_ZEXT);
+		if (!l)
+			continue;
+		bounds_of(&t, l);
+		intersect(&t, &lo[k]);
+		if (scalar_feasible(&t)) {
+			lo[k] = t;
+			more = true;
+		}
+	}
+	return more;
+}
+
+static bool lo_informative(const struct vreg lo[2])
+{
+	return lo[0].umin || lo[0].umax != UINT32_MAX || lo[0].var_off.mask != UINT32_MAX ||
+	       lo[1].smin != INT32_MIN || lo[1].smax != INT32_MAX;
+}
+
+void links_note32(struct venv *e, struct vstate *s, struct vreg *r, const struct vreg lo[2])
+{
+	/* only where r's own bounds cannot hold it, and only what says something */
+	if (r->type != VT_SCALAR || r->pad || !(r->var_off.mask >> 32) || !lo_informative(lo))
+		return;
+	if (!r->id) {
+		if (e->next_id + 1 >= DV_BASE_MAX)
+			return;
+		r->id = ++e->next_id;
+	}
+	if (r->id >= DV_BASE_MAX)
+		return;
+	for (int k = 0; k < 2; k++) {
+		uint8_t kind = k ? DV_SEXT : DV_ZEXT;
+		struct vlink *l = link_find(s, r->id, kind);
+		struct vreg v = lo[k];
+
+		if (!l) {
+			if (s->nlinks == MAX_LINKS)
+				memmove(&s->links[0], &s->links[1], --s->nlinks * sizeof(s->links[0]));
+			l = &s->links[s->nlinks++];
+			memset(l, 0, sizeof(*l));
+			l->key = r->id;
+			l->kind = kind;
+			l->id = ++e->next_id;
+		} else {
+			struct vreg t = v;
+
+			bounds_of(&t, l);
+			intersect(&v, &t);
+			if (!scalar_feasible(&v))
+				continue;
+		}
+		bounds_to(l, &v);
+		class_set(s, l->id, &v);
+	}
 }

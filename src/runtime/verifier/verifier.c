@@ -237,8 +237,14 @@ static int do_alu(struct venv *e, uint32_t pc, const struct nbpf_insn *in)
 	struct vreg *dst = &f->regs[in->dst], src;
 	uint8_t op = NBPF_OP(in->code);
 	bool is64 = NBPF_CLASS(in->code) == NBPF_ALU64, x = NBPF_SRC(in->code) == NBPF_X;
-	uint8_t regs[3] = { in->dst, x ? in->src : 0xff, 0xff };
+	uint8_t regs[3];
 
+	/* a byte swap's source bit is its direction (to big endian), not a register */
+	if (op == NBPF_END)
+		x = false;
+	regs[0] = in->dst;
+	regs[1] = x ? in->src : 0xff;
+	regs[2] = 0xff;
 	if (x) {
 		src = f->regs[in->src];
 		if (src.type == VT_NOT_INIT)
@@ -297,10 +303,21 @@ static int do_alu(struct venv *e, uint32_t pc, const struct nbpf_insn *in)
 			if (reg_is_const(dst)) {
 				const_reg(dst, bswap_const(dst->var_off.value, in->imm, swap));
 			} else if (!swap) {
+				/* to little endian on a little-endian machine: a truncation */
 				if (in->imm < 64)
-					scalar_from_load(dst, (uint32_t)in->imm / 8, false);
+					scalar_zext_bytes(dst, (uint32_t)in->imm / 8);
 			} else {
-				scalar_from_load(dst, (uint32_t)in->imm / 8, false);
+				/*
+				 * A swap moves known bits: swap the tnum's value and
+				 * mask alike (the low imm bits, zero-extended) and take
+				 * the bounds from it.
+				 */
+				struct tnum t = tnum_cast(dst->var_off, (uint8_t)(in->imm / 8));
+
+				reg_mark_unknown(dst);
+				dst->var_off = TNUM(bswap_const(t.value, in->imm, true),
+						    bswap_const(t.mask, in->imm, true));
+				reg_bounds_sync(dst);
 			}
 			dst->taint = taint;
 			reg_forget_links(dst);
@@ -400,20 +417,28 @@ static void copy_bounds(struct vreg *r, void *arg)
 }
 
 /* Refines the state s for the branch outcome taken; false if infeasible. */
-static bool refine_state(struct vstate *s, const struct nbpf_insn *in, bool taken)
+static bool refine_state(struct venv *e, struct vstate *s, const struct nbpf_insn *in, bool taken)
 {
 	struct vframe *f = &s->frames[s->nframes - 1];
 	bool x = NBPF_SRC(in->code) == NBPF_X, is32 = NBPF_CLASS(in->code) == NBPF_JMP32;
-	struct vreg a = f->regs[in->dst], b;
+	struct vreg a = f->regs[in->dst], b, alo[2], blo[2];
 
 	if (x)
 		b = f->regs[in->src];
 	else
 		const_reg(&b, is32 ? (uint32_t)in->imm : (uint64_t)(int64_t)in->imm);
-	scalar_refine(&a, &b, NBPF_OP(in->code), is32, taken);
+	if (is32) {
+		/* the low halves as the path knows them (links.c), refined in place */
+		links_lo32(s, &a, alo);
+		links_lo32(s, &b, blo);
+	}
+	scalar_refine(&a, &b, NBPF_OP(in->code), is32, taken, is32 ? alo : NULL,
+		      is32 ? blo : NULL);
 	if (!scalar_feasible(&a) || !scalar_feasible(&b))
 		return false;
 	f->regs[in->dst] = a;
+	if (is32)
+		links_note32(e, s, &f->regs[in->dst], alo);
 	if (a.id) {
 		struct copyarg c = { &a };
 
@@ -421,6 +446,8 @@ static bool refine_state(struct vstate *s, const struct nbpf_insn *in, bool take
 	}
 	if (x && in->src != in->dst) {
 		f->regs[in->src] = b;
+		if (is32)
+			links_note32(e, s, &f->regs[in->src], blo);
 		if (b.id) {
 			struct copyarg c = { &b };
 
@@ -541,7 +568,13 @@ static int do_cond_jmp(struct venv *e, uint32_t pc, const struct nbpf_insn *in)
 		e->cur->pc = pc + 1;
 		return 0;
 	}
-	outcome = scalar_branch_outcome(a, &b, op, is32);
+	{
+		struct vreg alo[2], blo[2];
+		bool ka = is32 && links_lo32(e->cur, a, alo);
+		bool kb = is32 && links_lo32(e->cur, &b, blo);
+
+		outcome = scalar_branch_outcome(a, &b, op, is32, ka ? alo : NULL, kb ? blo : NULL);
+	}
 	if (outcome < 0)
 		outcome = cmp_fact_outcome(&e->cur->cmp, in);
 	tainted = (a->taint | b.taint) & TAINT_LOCAL;
@@ -563,12 +596,12 @@ static int do_cond_jmp(struct venv *e, uint32_t pc, const struct nbpf_insn *in)
 		return err;
 	cmp_fact_set(&other->cmp, in, true);
 	cmp_fact_set(&e->cur->cmp, in, false);
-	if (!refine_state(other, in, true)) {
+	if (!refine_state(e, other, in, true)) {
 		/* taken side impossible: drop it */
 		vstate_drop_top(e);
 		other = NULL;
 	}
-	if (!refine_state(e->cur, in, false)) {
+	if (!refine_state(e, e->cur, in, false)) {
 		if (!other) {
 			e->cur->pc = pc + 1; /* both infeasible cannot happen; keep exploring */
 			return 0;

@@ -290,13 +290,24 @@ void scalar_alu(struct vreg *dst, const struct vreg *src, uint8_t op, bool alu32
 /* Truncates/extends a scalar for a load or MOVSX of size bytes. */
 void scalar_from_load(struct vreg *r, uint32_t size, bool sign);
 void scalar_zext32(struct vreg *r);
+/* Keeps the low size bytes, zero-extended, with the bounds that survive. */
+void scalar_zext_bytes(struct vreg *r, uint32_t size);
 void scalar_sext(struct vreg *r, uint32_t size, bool alu32);
 /*
  * Branch refinement: given dst OP src taken (taken=true) or not, narrows
  * both (scalars).  Returns 1 if always taken, 0 if never, -1 if unknown.
  */
-int scalar_branch_outcome(const struct vreg *a, const struct vreg *b, uint8_t op, bool is32);
-void scalar_refine(struct vreg *a, struct vreg *b, uint8_t op, bool is32, bool taken);
+/*
+ * alo/blo (may be NULL): for is32, what the path knows of the operands'
+ * low halves beyond their own bounds, as two views: [0] zero-extended,
+ * [1] sign-extended; scalar_refine narrows them by what the branch says.
+ */
+int scalar_branch_outcome(const struct vreg *a, const struct vreg *b, uint8_t op, bool is32,
+			  const struct vreg *alo, const struct vreg *blo);
+void scalar_refine(struct vreg *a, struct vreg *b, uint8_t op, bool is32, bool taken,
+		   struct vreg *alo, struct vreg *blo);
+/* r := values both r and b allow (both describe one value). */
+void scalar_meet(struct vreg *r, const struct vreg *b);
 /* Whether the scalar's bounds are consistent (false: the path is infeasible). */
 bool scalar_feasible(const struct vreg *r);
 
@@ -309,6 +320,10 @@ void links_after_alu(struct venv *e, const struct nbpf_insn *in, const struct vr
 /* After a branch refined r (and its id's copies): its class and sibling; false if infeasible. */
 bool links_refined(struct vstate *s, const struct vreg *r);
 void links_prune(const struct venv *e, struct vstate *s);
+/* r's low half as the path knows it: lo[0] zero-, lo[1] sign-extended; true if beyond r's bounds. */
+bool links_lo32(struct vstate *s, const struct vreg *r, struct vreg lo[2]);
+/* After a 32-bit comparison refined r's low half to lo (r: the register in the state). */
+void links_note32(struct venv *e, struct vstate *s, struct vreg *r, const struct vreg lo[2]);
 
 /* ---- check_struct.c ---- */
 int vcheck_structure(struct venv *e);
