@@ -225,7 +225,7 @@ static void stack_index(struct gen *g, uint8_t r)
 /* One plausible fragment; pending forward jumps are patched to land here or later. */
 static void fragment(struct gen *g, int depth)
 {
-	uint32_t k = take(g, 24);
+	uint32_t k = take(g, 25);
 	uint8_t r = reg(g), s = reg(g);
 	int small = (int)take(g, 70) - 3;
 
@@ -469,6 +469,31 @@ static void fragment(struct gen *g, int depth)
 		if (w && take(g, 2))
 			emit(g, NBPF_ALU | NBPF_MOV | NBPF_X, v, v, 0, 0);
 		stack_index(g, v);
+		break;
+	}
+	case 24: { /* spill at one width, fill at the same or a narrower one, check one, index the other */
+		static const uint8_t w[4] = { NBPF_B, NBPF_H, NBPF_W, NBPF_DW };
+		static const int16_t wb[4] = { 1, 2, 4, 8 };
+		uint32_t ws = take(g, 4), wf = take(g, ws + 1);
+		int16_t off = (int16_t)(-8 * (int)(take(g, 6) + 1) + (take(g, 4) ? 0 : wb[ws] * (int)take(g, 2)));
+		uint8_t a = 3, b = 4;
+
+		emit(g, NBPF_LDX | NBPF_MEM | sizes[take(g, 4)], a, 6, (int16_t)(take(g, 2) ? 0 : 16), 0);
+		if (take(g, 2))
+			emit(g, NBPF_ALU64 | NBPF_AND | NBPF_K, a, 0, 0, (int32_t)take(g, 0x400));
+		emit(g, NBPF_STX | NBPF_MEM | w[ws], 10, a, off, 0);
+		if (take(g, 4) == 0) /* the register changes after the spill */
+			emit(g, NBPF_ALU64 | NBPF_ADD | NBPF_K, a, 0, 0, 1);
+		emit(g, NBPF_LDX | NBPF_MEM | w[wf], b, 10, (int16_t)(off + (take(g, 4) ? 0 : (int)take(g, 4))), 0);
+		if (take(g, 2)) {
+			uint8_t t = a;
+
+			a = b;
+			b = t;
+		}
+		emit(g, (take(g, 2) ? NBPF_JMP : NBPF_JMP32) | jmp_ops[take(g, sizeof(jmp_ops))] | NBPF_K,
+		     a, 0, 4, (int32_t)take(g, 24) - 4);
+		stack_index(g, b);
 		break;
 	}
 	default: /* copy between registers / pointers */

@@ -52,7 +52,7 @@ void for_each_reg_with_id(struct vstate *s, uint32_t id, void (*fn)(struct vreg 
 				hit = true;
 			}
 		for (uint32_t k = 0; k < fr->nslots; k++)
-			if (SB_KIND(fr->slots[k].stype[0]) == SB_SPILL && fr->slots[k].spill.id == id) {
+			if (slot_spill_mask(&fr->slots[k]) && fr->slots[k].spill.id == id) {
 				fn(&fr->slots[k].spill, arg);
 				hit = true;
 			}
@@ -691,6 +691,14 @@ static int do_insn(struct venv *e, bool *path_done)
 
 		if (v.type == VT_NOT_INIT)
 			return verr(e, pc, VM_UNINIT_REG, regs, NULL);
+		/*
+		 * A spill of an unknown scalar links the stack copy with the
+		 * register (as mov does): a check on the value filled back
+		 * refines the register, and the other way round.
+		 */
+		if (!atomic && f->regs[in->dst].type == VT_STACK && v.type == VT_SCALAR && !v.id &&
+		    !v.pad && !reg_is_const(&v) && (size == 8 || !(v.umax >> (8 * size))))
+			v.id = f->regs[in->src].id = ++e->next_id;
 		/* the stored bytes (and an atomic's fetched value) are written here */
 		ctrl_taint_write(s, &v);
 		if (atomic) {
