@@ -353,6 +353,9 @@ static void fragment(struct gen *g, int depth)
 				(int16_t)fz_fields[take(g, 8)].off : (int16_t)-(int)(take(g, 64) + 1);
 		else
 			emit(g, (take(g, 2) ? NBPF_ALU64 : NBPF_ALU) | NBPF_MOV | NBPF_X, v, s, 8 << take(g, 3), 0);
+		if (take(g, 2)) /* a second check: signed and unsigned ranges that meet after extension */
+			emit(g, (take(g, 2) ? NBPF_JMP : NBPF_JMP32) | jmp_ops[take(g, sizeof(jmp_ops))] | NBPF_K,
+			     v, 0, 5, take(g, 2) ? (int32_t)take(g, 24) - 12 : -(int32_t)take(g, 300));
 		emit(g, (take(g, 2) ? NBPF_JMP : NBPF_JMP32) | jmp_ops[take(g, sizeof(jmp_ops))] | NBPF_K,
 		     v, 0, 4, (int32_t)take(g, 24) - 12);
 		stack_index(g, v);

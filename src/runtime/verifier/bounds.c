@@ -77,11 +77,19 @@ static void deduce_bounds(struct vreg *r)
 		r->smax = (int64_t)(r->umax = umin64((uint64_t)r->smax, r->umax));
 		return;
 	}
-	if ((int64_t)r->umax >= 0) {
+	/*
+	 * The signed range crosses zero: as unsigned values it is two pieces,
+	 * [0, smax] and [(u64)smin, U64_MAX].  An unsigned range that misses
+	 * one piece lies in the other (an empty meet stays infeasible), e.g.
+	 * (s8)x below 0xff..ff00 unsigned is in [0, 127].
+	 */
+	if (r->umax < (uint64_t)r->smin) {
+		r->umax = umin64(r->umax, (uint64_t)r->smax);
 		r->smin = (int64_t)r->umin;
-		r->smax = (int64_t)(r->umax = umin64((uint64_t)r->smax, r->umax));
-	} else if ((int64_t)r->umin < 0) {
-		r->smin = (int64_t)(r->umin = umax64((uint64_t)r->smin, r->umin));
+		r->smax = (int64_t)r->umax;
+	} else if (r->umin > (uint64_t)r->smax) {
+		r->umin = umax64(r->umin, (uint64_t)r->smin);
+		r->smin = (int64_t)r->umin;
 		r->smax = (int64_t)r->umax;
 	}
 }
@@ -472,21 +480,54 @@ static void meet_if_feasible(struct vreg *v, const struct vreg *b)
 }
 
 /*
+ * Makes the two views of one low half agree: lo[0] zero-extended, lo[1]
+ * sign-extended.  The unsigned 32-bit range of lo[0], sign-extended, is
+ * one unsigned 64-bit interval ([umin, 0x7fffffff] and [0xff..ff80000000,
+ * sext(umax)] lie in [umin, sext(umax)]), which lo[1]'s signed range may
+ * meet on one side of zero only (the cross-sign deduction in
+ * deduce_bounds): (s8)w is [-128, 127], and below 0xffffff00 unsigned it
+ * is [0, 127].  lo[0] then takes what lo[1] implies.
+ */
+void scalar_meet_views(struct vreg lo[2])
+{
+	struct vreg s = lo[1], z;
+	uint64_t ext = ~(uint64_t)U32_MAX;
+	uint64_t zmin = lo[0].umin, zmax = lo[0].umax;
+
+	if (zmax > U32_MAX)
+		return;
+	s.umin = umax64(s.umin, zmin & 0x80000000u ? zmin | ext : zmin);
+	s.umax = umin64(s.umax, zmax & 0x80000000u ? zmax | ext : zmax);
+	reg_bounds_sync(&s);
+	if (!scalar_feasible(&s))
+		return;
+	lo[1] = s;
+	z = s;
+	scalar_trunc(&z, 4);
+	meet_if_feasible(&lo[0], &z);
+}
+
+/*
  * 32-bit view of a: the low half zero-extended, or sign-extended for
  * signed comparisons, narrowed by what the path knows of the low half
- * beyond a's own bounds (lo: zero-extended, links.c; may be NULL).
+ * beyond a's own bounds (lo, links.c; may be NULL).
  */
 static struct vreg view32(const struct vreg *a, const struct vreg *lo, bool sign)
 {
-	struct vreg v = *a;
+	struct vreg v = *a, l[2];
 
 	scalar_trunc(&v, 4);
-	if (lo)
-		meet_if_feasible(&v, &lo[0]);
+	if (lo) {
+		l[0] = lo[0];
+		l[1] = lo[1];
+		meet_if_feasible(&l[0], &v);
+		scalar_meet_views(l);
+		meet_if_feasible(&v, &l[0]);
+	}
 	if (sign) {
 		scalar_sext(&v, 4, false);
 		if (lo)
-			meet_if_feasible(&v, &lo[1]);
+			meet_if_feasible(&v, &l[1]);
 	}
 	return v;
 }
@@ -667,10 +708,14 @@ void scalar_refine(struct vreg *a, struct vreg *b, uint8_t op, bool is32, bool t
 		if (alo) {
 			meet_if_feasible(&alo[0], &a32);
 			meet_if_feasible(&alo[1], &as);
+			scalar_meet_views(alo);
+			writeback32(a, &alo[0]);
 		}
 		if (blo) {
 			meet_if_feasible(&blo[0], &b32);
 			meet_if_feasible(&blo[1], &bs);
+			scalar_meet_views(blo);
+			writeback32(b, &blo[0]);
 		}
 	} else {
 		refine64(a, b, op, taken);

@@ -364,16 +364,21 @@ bool links_lo32(struct vstate *s, const struct vreg *r, struct vreg lo[2])
 	return more;
 }
 
-static bool lo_informative(const struct vreg lo[2])
+/* Whether lo says more than r's own bounds do about its low half. */
+static bool lo_informative(const struct vreg *r, const struct vreg lo[2])
 {
-	return lo[0].umin || lo[0].umax != UINT32_MAX || lo[0].var_off.mask != UINT32_MAX ||
-	       lo[1].smin != INT32_MIN || lo[1].smax != INT32_MAX;
+	struct vreg z = *r, s = *r;
+
+	scalar_zext32(&z);
+	scalar_sext(&s, 4, false);
+	return lo[0].umin > z.umin || lo[0].umax < z.umax || lo[0].var_off.mask != z.var_off.mask ||
+	       lo[1].smin > s.smin || lo[1].smax < s.smax;
 }
 
 void links_note32(struct venv *e, struct vstate *s, struct vreg *r, const struct vreg lo[2])
 {
-	/* only where r's own bounds cannot hold it, and only what says something */
-	if (r->type != VT_SCALAR || r->pad || !(r->var_off.mask >> 32) || !lo_informative(lo))
+	/* only what says something r's own bounds cannot */
+	if (r->type != VT_SCALAR || r->pad || reg_is_const(r) || !lo_informative(r, lo))
 		return;
 	if (!r->id) {
 		if (e->next_id + 1 >= DV_BASE_MAX)

@@ -267,6 +267,23 @@ static int do_alu(struct venv *e, uint32_t pc, const struct nbpf_insn *in)
 			if (!src.id && !src.pad && !reg_is_const(&src))
 				src.id = f->regs[in->src].id = ++e->next_id;
 			from = src;
+			if (in->off && !is64) {
+				/*
+				 * w = (s8/s16)w: the signed 32-bit range, e.g.
+				 * [-128, 127], is two pieces once zero-extended;
+				 * keep it as the low half's sign-extended view.
+				 */
+				struct vreg lo[2];
+
+				scalar_sext(&src, (uint32_t)in->off / 8, false);
+				lo[1] = src;
+				scalar_zext32(&src);
+				lo[0] = src;
+				reg_forget_links(&src);
+				*dst = src;
+				links_note32(e, e->cur, dst, lo);
+				return 0;
+			}
 			if (in->off)
 				scalar_sext(&src, (uint32_t)in->off / 8, !is64);
 			else

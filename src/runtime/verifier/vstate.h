@@ -306,6 +306,8 @@ int scalar_branch_outcome(const struct vreg *a, const struct vreg *b, uint8_t op
 			  const struct vreg *alo, const struct vreg *blo);
 void scalar_refine(struct vreg *a, struct vreg *b, uint8_t op, bool is32, bool taken,
 		   struct vreg *alo, struct vreg *blo);
+/* Makes a low half's zero- and sign-extended views (lo[0], lo[1]) agree. */
+void scalar_meet_views(struct vreg lo[2]);
 /* r := values both r and b allow (both describe one value). */
 void scalar_meet(struct vreg *r, const struct vreg *b);
 /* Whether the scalar's bounds are consistent (false: the path is infeasible). */
