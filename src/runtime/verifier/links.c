@@ -337,17 +337,24 @@ void links_prune(const struct venv *e, struct vstate *s)
  * zero and sign extensions, which a later 32-bit comparison (links_lo32)
  * or mov32/movsx32 (links_after_alu) of the same value reads back.
  */
+void links_lo32_plain(const struct vreg *r, struct vreg lo[2])
+{
+	lo[0] = *r;
+	scalar_zext32(&lo[0]);
+	lo[1] = *r;
+	scalar_sext(&lo[1], 4, false);
+}
+
 bool links_lo32(struct vstate *s, const struct vreg *r, struct vreg lo[2])
 {
 	const struct vlink *l;
 	bool more = false;
 
-	lo[0] = *r;
-	scalar_zext32(&lo[0]);
-	lo[1] = *r;
-	scalar_sext(&lo[1], 4, false);
-	if (r->type != VT_SCALAR || !r->id || r->id >= DV_BASE_MAX || r->pad)
+	/* fast path: no class of this value (lo is then left alone) */
+	if (!s->nlinks || r->type != VT_SCALAR || !r->id || r->id >= DV_BASE_MAX || r->pad ||
+	    (!link_find(s, r->id, DV_ZEXT) && !link_find(s, r->id, DV_SEXT)))
 		return false;
+	links_lo32_plain(r, lo);
 	for (int k = 0; k < 2; k++) {
 		struct vreg t = lo[k];
 

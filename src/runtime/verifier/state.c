@@ -31,6 +31,20 @@ size_t vstate_size(const struct vstate *s)
 }
 
 /*
+ * Copies a state of n bytes (vstate_size), skipping the unused entries of
+ * its class table (links.c): most states have none, and the table would
+ * add a quarter to the copy of a small state.
+ */
+static void vstate_copy(struct vstate *d, const struct vstate *s, size_t n)
+{
+	size_t a = offsetof(struct vstate, links) + s->nlinks * sizeof(s->links[0]);
+	size_t b = offsetof(struct vstate, frames);
+
+	memcpy(d, s, a);
+	memcpy((char *)d + b, (const char *)s + b, n - b);
+}
+
+/*
  * Every frame of a working state, live or popped, is zero at and above its
  * nslots (init_state zeroes it all, calls zero the new frame, stores grow
  * nslots first).  So only the slots the old content used above the new
@@ -40,7 +54,7 @@ void vstate_restore(struct vstate *d, const struct vstate *s)
 {
 	uint32_t li = s->nframes - 1, old = d->frames[li].nslots, now = s->frames[li].nslots;
 
-	memcpy(d, s, vstate_size(s));
+	vstate_copy(d, s, vstate_size(s));
 	if (old > now)
 		memset(&d->frames[li].slots[now], 0, (old - now) * sizeof(struct vslot));
 }
@@ -91,7 +105,7 @@ struct vstate *vstate_push(struct venv *e, uint32_t pc)
 		}
 	}
 	s = e->stack[e->n_stack++];
-	memcpy(s, e->cur, need);
+	vstate_copy(s, e->cur, need);
 	s->pc = pc;
 	if (s->parent)
 		s->parent->branches++;
@@ -629,7 +643,9 @@ static bool same_gen(const struct vframe *o, const struct vframe *c, bool outer)
 	return outer && o->gen && o->gen == c->gen;
 }
 
-static bool can_join(const struct venv *e, const struct vstate *o, const struct vstate *c)
+static inline __attribute__((always_inline)) bool can_join(const struct venv *e,
+							   const struct vstate *o,
+							   const struct vstate *c)
 {
 	if (o->nframes != c->nframes || o->nrefs != c->nrefs || o->nctrl != c->nctrl ||
 	    !eq32s(o->refs, c->refs, o->nrefs) || !eq32s(o->ctrl, c->ctrl, o->nctrl))
@@ -819,17 +835,32 @@ struct csum {
 	uint64_t smask;           /* slots holding an 8-byte spill of one */
 	uint64_t stotal;          /* sum of smix over smask */
 	uint64_t okey, osum;      /* callers' frames (see struct vnode) */
+	bool full;                /* the slot and caller parts are computed */
 	uint64_t v[NBPF_REG_FP];
 	uint64_t smix[NSLOTS];
 };
 
-static void const_values(const struct vstate *s, struct csum *cs)
+/*
+ * The slot and caller summaries and the join keys pay off where a deep
+ * comparison is expensive: several frames, or many slots in use.  For the
+ * small states of most policies they would cost more than they save.
+ */
+static bool state_big(const struct vstate *s)
+{
+	return s->nframes > 1 || s->frames[0].nslots > 8;
+}
+
+/* full: the slot and caller parts too (else registers only). */
+static void const_values(const struct vstate *s, struct csum *cs, bool full)
 {
 	const struct vframe *f = &s->frames[s->nframes - 1];
 
 	cs->rmask = 0;
 	cs->smask = 0;
 	cs->stotal = 0;
+	cs->okey = 0;
+	cs->osum = 0;
+	cs->full = full;
 	for (int r = 0; r < NBPF_REG_FP; r++) {
 		const struct vreg *v = &f->regs[r];
 
@@ -840,6 +871,8 @@ static void const_values(const struct vstate *s, struct csum *cs)
 			cs->v[r] = CV_NONCONST ^ ((uint64_t)v->type << 56);
 		}
 	}
+	if (!full)
+		return;
 	for (uint32_t k = 0; k < f->nslots; k++) {
 		const struct vslot *sl = &f->slots[k];
 
@@ -855,8 +888,7 @@ static void const_values(const struct vstate *s, struct csum *cs)
 	 * combined (osum) must match: equal masks with different sums mean a
 	 * constant differs.  okey 0: some frame has no summary, no test.
 	 */
-	cs->okey = 0x510e527fade682d1ull;
-	cs->osum = 0;
+	cs->okey = s->nframes > 1 ? 0x510e527fade682d1ull : 0;
 	for (uint32_t i = 0; i + 1 < s->nframes; i++) {
 		const struct vframe *of = &s->frames[i];
 
@@ -879,20 +911,27 @@ static uint64_t const_hash(const struct csum *cs, uint16_t rmask)
 	return h;
 }
 
-/* Whether the current constants may match checkpoint n's (false: they cannot). */
+/*
+ * Whether the current constants may match checkpoint n's (false: they
+ * cannot).  cs holds the registers, and the rest when n has slot summaries.
+ */
 static bool const_match(const struct vnode *n, const struct csum *cs)
 {
-	uint64_t extra = cs->smask & ~n->smask, sum = cs->stotal;
+	if (n->sflags & NS_SLOTS) {
+		uint64_t extra = cs->smask & ~n->smask, sum = cs->stotal;
 
-	if (n->smask & ~cs->smask)
-		return false; /* a constant spill there, none here */
-	while (extra) {
-		sum -= cs->smix[__builtin_ctzll(extra)];
-		extra &= extra - 1;
+		if (n->smask & ~cs->smask)
+			return false; /* a constant spill there, none here */
+		while (extra) {
+			sum -= cs->smix[__builtin_ctzll(extra)];
+			extra &= extra - 1;
+		}
+		if (sum != n->shash)
+			return false;
+		if (n->okey && n->okey == cs->okey && n->osum != cs->osum)
+			return false;
 	}
-	if (n->okey && n->okey == cs->okey && n->osum != cs->osum)
-		return false;
-	return sum == n->shash && (!n->cmask || const_hash(cs, n->cmask) == n->chash);
+	return !n->cmask || const_hash(cs, n->cmask) == n->chash;
 }
 
 /*
@@ -940,7 +979,7 @@ int vstate_visit(struct venv *e)
 	bool joined = false;
 	struct csum cs;
 	uint16_t live = e->live[pc];
-	bool have_cv = false;
+	bool have_cv = false, big = state_big(cur);
 
 	if (cur->cmp.code && !vcmp_live(&cur->cmp, live))
 		cur->cmp.code = 0; /* useless from here on: do not let it split checkpoints */
@@ -958,8 +997,8 @@ int vstate_visit(struct venv *e)
 					    "the state at insn %u repeats", pc);
 			continue;
 		}
-		if (!have_cv) {
-			const_values(cur, &cs);
+		if ((n->cmask && !have_cv) || ((n->sflags & NS_SLOTS) && !(have_cv && cs.full))) {
+			const_values(cur, &cs, big || (n->sflags & NS_SLOTS));
 			have_cv = true;
 		}
 		if (!const_match(n, &cs)) {
@@ -977,11 +1016,21 @@ int vstate_visit(struct venv *e)
 		complete++;
 	}
 	if (complete >= JOIN_AFTER) {
-		uint64_t jk = join_key(e, cur), jo = join_key_outer(e, cur);
+		/* keys pay for themselves on big states or long lists */
+		bool use_keys = big || complete >= WIDEN_AFTER;
+		uint64_t jk = use_keys ? join_key(e, cur) : 0, jo = use_keys ? join_key_outer(e, cur) : 0;
 
 		for (n = e->explored[pc]; n && !joined; n = n->next) {
-			bool keys = n->jkey == jk && (!jo || !n->jokey || n->jokey == jo);
+			bool keys = true;
 
+			if (use_keys && !n->branches) {
+				if (!(n->sflags & NS_JKEY)) {
+					n->jkey = join_key(e, n->st);
+					n->jokey = join_key_outer(e, n->st);
+					n->sflags |= NS_JKEY;
+				}
+				keys = n->jkey == jk && (!jo || !n->jokey || n->jokey == jo);
+			}
 			if (nbpf_verify_selfcheck && !n->branches && !keys && can_join(e, n->st, cur))
 				abort();
 			if (!n->branches && keys && (e->work += VWORK_CMP, true) &&
@@ -1034,26 +1083,32 @@ int vstate_visit(struct venv *e)
 		 * headers, and 64 of them packed together stay in cache where
 		 * 64 states of up to 37 KiB each would not.
 		 */
-		n = arena_alloc(&e->harena, sizeof(*n));
-		if (!n || !(n->st = arena_alloc(&e->arena, vstate_size(cur))))
+		if (!e->hslab_left) {
+			e->hslab = arena_alloc(&e->arena, 64 * sizeof(*n));
+			if (!e->hslab)
+				return venv_oom(e);
+			e->hslab_left = 64;
+		}
+		n = e->hslab++;
+		e->hslab_left--;
+		if (!(n->st = arena_alloc(&e->arena, vstate_size(cur))))
 			return venv_oom(e);
 		e->states++;
 		if (e->states > e->peak_states)
 			e->peak_states = e->states;
 	}
-	memcpy(n->st, cur, vstate_size(cur));
+	vstate_copy(n->st, cur, vstate_size(cur));
 	n->st->parent = NULL;
 	n->hash = hashed ? h : state_hash(e, cur);
-	if (joined || !have_cv)
-		const_values(cur, &cs);
+	if (joined || !have_cv || (big && !cs.full))
+		const_values(cur, &cs, big);
 	n->cmask = cs.rmask & live;
 	n->smask = cs.smask;
 	n->shash = cs.stotal;
 	n->okey = cs.okey;
 	n->osum = cs.osum;
+	n->sflags = big ? NS_SLOTS : 0;
 	n->chash = const_hash(&cs, n->cmask);
-	n->jkey = join_key(e, cur);
-	n->jokey = join_key_outer(e, cur);
 	n->branches = 1;
 	n->joins = joins;
 	n->parent = cur->parent;
@@ -1081,7 +1136,8 @@ static void arena_release(void **arena)
 void vstate_release_all(struct venv *e)
 {
 	arena_release(&e->arena);
-	arena_release(&e->harena);
+	e->hslab = NULL;
+	e->hslab_left = 0;
 	for (uint32_t i = 0; i < e->n_bufs; i++)
 		free(e->stack[i]);
 	e->n_bufs = 0;

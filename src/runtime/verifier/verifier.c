@@ -439,22 +439,34 @@ static bool refine_state(struct venv *e, struct vstate *s, const struct nbpf_ins
 	struct vframe *f = &s->frames[s->nframes - 1];
 	bool x = NBPF_SRC(in->code) == NBPF_X, is32 = NBPF_CLASS(in->code) == NBPF_JMP32;
 	struct vreg a = f->regs[in->dst], b, alo[2], blo[2];
+	bool la = false, lb = false;
 
 	if (x)
 		b = f->regs[in->src];
 	else
 		const_reg(&b, is32 ? (uint32_t)in->imm : (uint64_t)(int64_t)in->imm);
 	if (is32) {
-		/* the low halves as the path knows them (links.c), refined in place */
-		links_lo32(s, &a, alo);
-		links_lo32(s, &b, blo);
+		/*
+		 * The low halves as the path knows them (links.c), refined in
+		 * place: where a class exists, or where the refinement may
+		 * start one (the upper half is unknown).
+		 */
+		la = links_lo32(s, &a, alo);
+		if (!la && a.type == VT_SCALAR && (a.var_off.mask >> 32)) {
+			links_lo32_plain(&a, alo);
+			la = true;
+		}
+		lb = x && links_lo32(s, &b, blo);
+		if (x && !lb && b.type == VT_SCALAR && (b.var_off.mask >> 32)) {
+			links_lo32_plain(&b, blo);
+			lb = true;
+		}
 	}
-	scalar_refine(&a, &b, NBPF_OP(in->code), is32, taken, is32 ? alo : NULL,
-		      is32 ? blo : NULL);
+	scalar_refine(&a, &b, NBPF_OP(in->code), is32, taken, la ? alo : NULL, lb ? blo : NULL);
 	if (!scalar_feasible(&a) || !scalar_feasible(&b))
 		return false;
 	f->regs[in->dst] = a;
-	if (is32)
+	if (la)
 		links_note32(e, s, &f->regs[in->dst], alo);
 	if (a.id) {
 		struct copyarg c = { &a };
@@ -463,7 +475,7 @@ static bool refine_state(struct venv *e, struct vstate *s, const struct nbpf_ins
 	}
 	if (x && in->src != in->dst) {
 		f->regs[in->src] = b;
-		if (is32)
+		if (lb)
 			links_note32(e, s, &f->regs[in->src], blo);
 		if (b.id) {
 			struct copyarg c = { &b };

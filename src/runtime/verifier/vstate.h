@@ -188,6 +188,10 @@ struct vstate {
 	struct vframe frames[NBPF_MAX_CALL_DEPTH];
 };
 
+/* struct vnode sflags: summaries computed for big states only (state.c: state_big). */
+#define NS_SLOTS 0x01  /* smask, shash, okey, osum */
+#define NS_JKEY  0x02  /* jkey, jokey (computed on first use) */
+
 /* A checkpoint stored at a prune point. */
 struct vnode {
 	struct vnode *next;    /* same insn */
@@ -196,6 +200,7 @@ struct vnode {
 	uint32_t hash;
 	uint16_t cmask;        /* live innermost registers holding a constant scalar */
 	uint8_t joins;         /* joins in the chain that produced this state (widening) */
+	uint8_t sflags;        /* NS_*: which summaries below are valid */
 	uint64_t chash;        /* hash of those constants (a quick necessary test) */
 	uint64_t smask;        /* innermost stack slots holding an 8-byte constant spill */
 	uint64_t shash;        /* sum of their mixes (state.c: const_match) */
@@ -247,7 +252,8 @@ struct venv {
 	size_t *stack_bytes;     /* capacity of each buffer in stack[] */
 	uint32_t n_stack, cap_stack, n_bufs;
 	void *arena;             /* checkpoints: bump-allocated, released at the end of the run */
-	void *harena;            /* their headers, apart: a prune point walks 64 of them */
+	struct vnode *hslab;     /* their headers, apart (a prune point walks 64 of them): */
+	uint32_t hslab_left;     /* taken from slabs of 64 in the same arena */
 	struct vstate *cur;
 	uint32_t next_id;
 	uint32_t next_gen;       /* frame stamps (struct vframe) */
@@ -324,6 +330,8 @@ bool links_refined(struct vstate *s, const struct vreg *r);
 void links_prune(const struct venv *e, struct vstate *s);
 /* r's low half as the path knows it: lo[0] zero-, lo[1] sign-extended; true if beyond r's bounds. */
 bool links_lo32(struct vstate *s, const struct vreg *r, struct vreg lo[2]);
+/* r's low half from r's bounds alone: lo[0] zero-, lo[1] sign-extended. */
+void links_lo32_plain(const struct vreg *r, struct vreg lo[2]);
 /* After a 32-bit comparison refined r's low half to lo (r: the register in the state). */
 void links_note32(struct venv *e, struct vstate *s, struct vreg *r, const struct vreg lo[2]);
 
