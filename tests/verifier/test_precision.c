@@ -24,7 +24,7 @@
 
 #include "check.h"
 #include "helpers.h"
-#include "nccl/hooks.h"
+#include "host/hooks.h"
 #include "verifier/verifier.h"
 
 #define INS(c, d, s, o, i) ((struct nbpf_insn){ .code = (c), .dst = (d), .src = (s), .off = (o), .imm = (i) })

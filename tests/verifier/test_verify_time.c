@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "nccl/hooks.h"
+#include "host/hooks.h"
 #include "patho_gen.h"
 #include "verifier/verifier.h"
 

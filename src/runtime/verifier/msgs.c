@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../disasm.h"
+#include "../text/disasm.h"
 #include "../maps/map.h"
 #include "../object.h"
 #include "vstate.h"
@@ -95,6 +95,10 @@ const struct vmsg_desc nbpf_vmsgs[VM_COUNT] = {
 	  "use a switch over the fields instead of an index"),
 	M(VM_CTX_ATOMIC, "atomic operation on context", "Atomic read-modify-write of the context is not allowed.",
 	  "read the field, compute, then write it"),
+	M(VM_CTX_TYPE, "context type does not match hook", "The entry function's first parameter (from the object's BTF) points to another type than the hook's context: the program would read the wrong fields.",
+	  "declare the first parameter as a pointer to the hook's context type named in the detail (or move the program to the section of the hook it was written for)"),
+	M(VM_CTX_UNTYPED, "untyped context not accepted by hook", "The entry function takes `void *` or a non-pointer, and the hook accepts only its typed context, so the type cannot be checked.",
+	  "declare the first parameter as a pointer to the hook's context type named in the detail"),
 	M(VM_MAP_OOB, "map value access out of bounds", "The access may reach outside the map value (constant or variable offset).",
 	  "check indices against the array length before use"),
 	M(VM_MAP_UNBOUNDED, "unbounded variable offset into map value", "The variable part of the offset has no upper or lower bound.",
@@ -109,6 +113,8 @@ const struct vmsg_desc nbpf_vmsgs[VM_COUNT] = {
 	  "store pointers in 8-byte aligned slots"),
 	M(VM_STACK_PTR_FILL, "partial read of spilled pointer", "Part of a spilled pointer was read as an integer.",
 	  "read pointers back with 8-byte loads"),
+	M(VM_STACK_PTR_REST, "read of partially overwritten spilled pointer", "A store narrower than 8 bytes (or at a variable offset) over a spilled pointer leaves the rest of the address in the slot; those bytes cannot be read (by a load or a helper) until they are written again.",
+	  "write all 8 bytes of the slot before reading it as data, or keep data and pointers in separate slots"),
 	M(VM_RB_OOB, "ring buffer record access out of bounds", "The access lies outside the reserved record.",
 	  "stay within the size passed to bpf_ringbuf_reserve"),
 	M(VM_ATOMIC_ALIGN, "misaligned atomic operation", "An atomic operation's address may not be a multiple of its width (a locked access split across cache lines can fault or tear).",
@@ -138,6 +144,12 @@ const struct vmsg_desc nbpf_vmsgs[VM_COUNT] = {
 	  "pass a buffer of at least the stated size and a constant or clamped size"),
 	M(VM_HELPER_MAP_TYPE, "map type not supported by helper", "E.g. a lookup in a ring buffer or a reservation in an array map.",
 	  "use the helper family matching the map type"),
+	M(VM_PRINTK_FMT, "invalid bpf_printk format", "A constant bpf_printk format has no NUL within the size passed in r2.",
+	  "pass a string literal and its sizeof (bpf_printk does)"),
+	M(VM_PRINTK_CONV, "unsupported bpf_printk conversion", "The format uses a conversion the helper does not print: %s and %p (they would read or reveal memory), %n, floating point, %lc, widths above 64.",
+	  "print integers with %d, %i, %u, %x, %X or %c (l or ll for 64 bits)"),
+	M(VM_PRINTK_ARGS, "bpf_printk argument missing", "The format has more conversions than value arguments set in r3-r5, or more than 3; the helper would print whatever the registers held. A format that is not a constant (not in .rodata, or stack bytes not all from constant stores) needs all three set.",
+	  "pass one argument per conversion, at most 3, and keep formats in .rodata (bpf_printk's default)"),
 
 	M(VM_R0_UNINIT, "r0 not initialised at exit", "A function returns without setting r0.",
 	  "return a value on every path"),

@@ -1,0 +1,138 @@
+/*
+ * hooks.c - declares every hook once.  Offsets come from the structs in
+ * include/ncclbpf/policy.h via offsetof, and the static asserts pin the
+ * layout the BPF side compiles against, so the verifier can never check a
+ * program against a layout other than the one it runs with.
+ */
+#include "hooks.h"
+
+#include <stddef.h>
+#include <string.h>
+
+#include "ncclbpf/policy.h"
+#include "runtime/helpers.h"
+
+#define R   NCCLBPF_FIELD_READ
+#define RW  (NCCLBPF_FIELD_READ | NCCLBPF_FIELD_WRITE)
+#define INV NCCLBPF_FIELD_RANK_INVARIANT
+#define DEC NCCLBPF_FIELD_DECISION
+
+#define TF(f, acc, fl, d) \
+	{ #f, offsetof(struct ncclbpf_tuner_ctx, f), \
+	  sizeof(((struct ncclbpf_tuner_ctx *)0)->f), acc, fl, d }
+#define PF(f, d) \
+	{ #f, offsetof(struct ncclbpf_coll_record, f), \
+	  sizeof(((struct ncclbpf_coll_record *)0)->f), R, 0, d }
+
+_Static_assert(sizeof(struct ncclbpf_tuner_ctx) == 88, "tuner ctx layout");
+_Static_assert(offsetof(struct ncclbpf_tuner_ctx, coll_type) == 24, "tuner ctx layout");
+_Static_assert(offsetof(struct ncclbpf_tuner_ctx, avail_mask) == 44, "tuner ctx layout");
+_Static_assert(offsetof(struct ncclbpf_tuner_ctx, algo) == 72, "tuner ctx layout");
+_Static_assert(offsetof(struct ncclbpf_tuner_ctx, n_channels) == 80, "tuner ctx layout");
+_Static_assert(sizeof(struct ncclbpf_coll_record) == 64, "coll record layout");
+_Static_assert(offsetof(struct ncclbpf_coll_record, rank) == 32, "coll record layout");
+_Static_assert(offsetof(struct ncclbpf_coll_record, gpu_timed) == 56, "coll record layout");
+
+static const struct ncclbpf_ctx_field tuner_fields[] = {
+	TF(n_bytes, R, INV, "bytes of the (aggregated) operation"),
+	TF(comm_id, R, INV, "communicator hash, same on every rank"),
+	TF(call_seq, R, INV, "per-communicator getCollInfo call number, from 0"),
+	TF(coll_type, R, INV, "NCCLBPF_COLL_*"),
+	TF(n_ranks, R, INV, "ranks in the communicator"),
+	TF(n_nodes, R, INV, "nodes in the communicator"),
+	TF(num_pipe_ops, R, INV, "pipelined operations in the group"),
+	TF(reg_buff, R, INV, "1 if the buffers are registered"),
+	TF(avail_mask, R, INV, "NCCLBPF_CELL(algo, proto) for each cell NCCL offers"),
+	TF(nccl_algo, R, INV, "NCCL's own algorithm pick, -1 if none"),
+	TF(nccl_proto, R, INV, "NCCL's own protocol pick, -1 if none"),
+	TF(nvl_domains, R, INV, "NVLink domains (tuner v5+; 0 if unknown)"),
+	TF(min_ranks_per_nvl_domain, R, INV, "smallest NVLink domain"),
+	TF(max_ranks_per_nvl_domain, R, INV, "largest NVLink domain"),
+	TF(abi_version, R, INV, "tuner ABI version NCCL loaded"),
+	TF(algo, RW, DEC, "output: NCCLBPF_ALGO_* or NCCLBPF_KEEP"),
+	TF(proto, RW, DEC, "output: NCCLBPF_PROTO_* or NCCLBPF_KEEP"),
+	TF(n_channels, RW, DEC, "output: 1..64 or NCCLBPF_KEEP"),
+	/* Readable so a program may copy the whole context; always 0. */
+	TF(reserved, R, INV, "always 0"),
+};
+
+static const struct ncclbpf_ctx_field profiler_fields[] = {
+	PF(comm_id, "communicator hash"),
+	PF(n_bytes, "bytes of the collective"),
+	PF(seq, "per-communicator collective sequence number"),
+	PF(latency_ns, "GPU time from KernelCh spans, else host time"),
+	PF(rank, "this rank"),
+	PF(n_ranks, "ranks in the communicator"),
+	PF(coll_type, "NCCLBPF_COLL_*"),
+	PF(algo, "algorithm NCCL ran, -1 if unknown"),
+	PF(proto, "protocol NCCL ran, -1 if unknown"),
+	PF(n_channels, "channels NCCL ran"),
+	PF(gpu_timed, "1 if latency_ns came from GPU timestamps"),
+	/* Readable so a program may copy the whole record (ring buffer); always 0. */
+	PF(reserved, "always 0"),
+};
+
+static const int32_t common_helpers[] = {
+	NBPF_HELPER_MAP_LOOKUP, NBPF_HELPER_MAP_UPDATE, NBPF_HELPER_MAP_DELETE,
+	NBPF_HELPER_KTIME_GET_NS, NBPF_HELPER_TRACE_PRINTK, NBPF_HELPER_PRANDOM_U32,
+	NBPF_HELPER_SMP_PROC_ID, NBPF_HELPER_RINGBUF_OUTPUT, NBPF_HELPER_RINGBUF_RESERVE,
+	NBPF_HELPER_RINGBUF_SUBMIT, NBPF_HELPER_RINGBUF_DISCARD, NBPF_HELPER_RINGBUF_QUERY,
+};
+
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+const struct ncclbpf_hook_desc ncclbpf_hooks[NCCLBPF_HOOK_COUNT] = {
+	[NCCLBPF_HOOK_TUNER] = {
+		.name = "tuner",
+		.section = "tuner",
+		.ctx_type = "struct ncclbpf_tuner_ctx",
+		.ctx_size = sizeof(struct ncclbpf_tuner_ctx),
+		.fields = tuner_fields,
+		.n_fields = ARRAY_LEN(tuner_fields),
+		.helpers = common_helpers,
+		.n_helpers = ARRAY_LEN(common_helpers),
+		.ret_min = NCCLBPF_TUNER_APPLY,
+		.ret_max = NCCLBPF_TUNER_SKIP,
+		.ret_doc = "0 (NCCLBPF_TUNER_APPLY): apply the outputs; 1 (NCCLBPF_TUNER_SKIP): leave the call to NCCL",
+		.doc = "Runs on every getCollInfo; picks algorithm, protocol and channel count.",
+		/* typed only: `void *` would hide a program written for the other hook */
+		.ctx_check = NCCLBPF_CTX_CHECK_TYPE,
+	},
+	[NCCLBPF_HOOK_PROFILER] = {
+		.name = "profiler",
+		.section = "profiler",
+		.ctx_type = "struct ncclbpf_coll_record",
+		.ctx_size = sizeof(struct ncclbpf_coll_record),
+		.fields = profiler_fields,
+		.n_fields = ARRAY_LEN(profiler_fields),
+		.helpers = common_helpers,
+		.n_helpers = ARRAY_LEN(common_helpers),
+		.ret_min = 0,
+		.ret_max = 0,
+		.ret_doc = "0",
+		.doc = "Runs once per completed collective with its measured latency.",
+		.ctx_check = NCCLBPF_CTX_CHECK_TYPE,
+	},
+};
+
+const struct ncclbpf_hook_desc *ncclbpf_hook_find_section(const char *sec)
+{
+	if (!sec)
+		return NULL;
+	for (size_t i = 0; i < NCCLBPF_HOOK_COUNT; i++) {
+		const char *s = ncclbpf_hooks[i].section;
+		size_t len = strlen(s);
+
+		if (len && s[len - 1] == '/' ? !strncmp(sec, s, len) : !strcmp(sec, s))
+			return &ncclbpf_hooks[i];
+	}
+	return NULL;
+}
+
+const struct ncclbpf_hook_desc *ncclbpf_hook_find(const char *name)
+{
+	for (size_t i = 0; name && i < NCCLBPF_HOOK_COUNT; i++)
+		if (!strcmp(ncclbpf_hooks[i].name, name))
+			return &ncclbpf_hooks[i];
+	return NULL;
+}

@@ -1,0 +1,870 @@
+/*
+ * host.c - per-process plugin state: settings, logging, image load and
+ * publish, and the communicator registry.  See host.h for the model.
+ *
+ * Everything here is created by the first nbpf_host_acquire and destroyed
+ * by the last nbpf_host_release, so a dlclose after the last finalize
+ * leaves no thread, handler or allocation behind.  No constructors, no
+ * atexit handlers.
+ */
+#include "host.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "epoch.h"
+#include "host_env.h"
+#include "load_status.h"
+
+extern char **environ;
+
+_Atomic(struct nbpf_image *) nbpf_host_published;
+/* Starts at 1 so that a zeroed cache (ver 0) never matches. */
+struct nbpf_host_chain_ver nbpf_host_chain = { .v = 1 };
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static int g_refs;                    /* under g_lock */
+static struct nbpf_settings g_settings;
+static const char *const *g_extra_settings; /* the upper layers' names, under g_lock */
+static _Atomic(nbpf_host_logger_t) g_logger;
+static _Atomic int g_log_level = NBPF_NCCL_LOG_INFO;
+static struct nbpf_image *g_owned;    /* every image the host owns, under g_lock */
+static struct nbpf_image *g_rollback; /* what the last publish replaced */
+static struct nbpf_comm *g_comms;     /* registry, under g_lock */
+static uint64_t g_next_gen = 1, g_next_comm = 1;
+
+uint64_t nbpf_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void nbpf_host_lock(void) { pthread_mutex_lock(&g_lock); }
+void nbpf_host_unlock(void) { pthread_mutex_unlock(&g_lock); }
+
+/* ---- logging ----------------------------------------------------------- */
+
+void nbpf_host_log(int level, unsigned long flags, const char *fmt, ...)
+{
+	nbpf_host_logger_t logger = atomic_load_explicit(&g_logger, memory_order_acquire);
+	char msg[1024];
+	va_list ap;
+
+	if (level > atomic_load_explicit(&g_log_level, memory_order_relaxed))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (logger)
+		logger(level, flags, __FILE__, __LINE__, "ncclbpf: %s", msg);
+	else
+		fprintf(stderr, "ncclbpf %s: %s\n", level <= NBPF_NCCL_LOG_WARN ? "WARN" : "INFO",
+			msg);
+}
+
+/* Runtime diagnostics and bpf_printk output, routed to NCCL's logger. */
+static void runtime_log(int level, const char *msg)
+{
+	int lvl = level <= NCCLBPF_LOG_WARN ? NBPF_NCCL_LOG_WARN :
+		  level == NCCLBPF_LOG_INFO ? NBPF_NCCL_LOG_INFO : NBPF_NCCL_LOG_TRACE;
+
+	nbpf_host_log(lvl, NBPF_NCCL_TUNING, "%s", msg);
+}
+
+/* ---- names ------------------------------------------------------------- */
+
+static const char *const algo_names[NCCLBPF_NUM_ALGOS] = {
+	"TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT",
+};
+static const char *const proto_names[NCCLBPF_NUM_PROTOS] = { "LL", "LL128", "SIMPLE" };
+static const char *const coll_names[NCCLBPF_NUM_COLLS] = {
+	"Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce",
+};
+
+const char *nbpf_algo_name(int a) { return a >= 0 && a < NCCLBPF_NUM_ALGOS ? algo_names[a] : "?"; }
+const char *nbpf_proto_name(int p) { return p >= 0 && p < NCCLBPF_NUM_PROTOS ? proto_names[p] : "?"; }
+const char *nbpf_coll_name(int c) { return c >= 0 && c < NCCLBPF_NUM_COLLS ? coll_names[c] : "?"; }
+
+static int name_index(const char *const *names, int n, const char *s)
+{
+	for (int i = 0; s && i < n; i++)
+		if (!strcasecmp(names[i], s))
+			return i;
+	return -1;
+}
+
+int nbpf_algo_from_name(const char *s) { return name_index(algo_names, NCCLBPF_NUM_ALGOS, s); }
+int nbpf_proto_from_name(const char *s) { return name_index(proto_names, NCCLBPF_NUM_PROTOS, s); }
+int nbpf_coll_from_name(const char *s) { return name_index(coll_names, NCCLBPF_NUM_COLLS, s); }
+
+/* ---- settings ---------------------------------------------------------- */
+
+static const char *const known_settings[] = {
+	"NCCLBPF_POLICY", "NCCLBPF_ENGINE", "NCCLBPF_STRICT_CONSISTENCY", "NCCLBPF_LOG",
+	"NCCLBPF_STATS", "NCCLBPF_MAP_DIR", "NCCLBPF_PROFILER_MASK", "NCCLBPF_PLUGIN",
+	"NCCLBPF_TEST_SCALE", /* read by the test suite, not the plugin */
+	NULL,
+};
+
+static bool setting_known(const char *name, size_t len)
+{
+	for (const char *const *k = known_settings; *k; k++)
+		if (strlen(*k) == len && !strncmp(*k, name, len))
+			return true;
+	if (g_extra_settings)
+		for (const char *const *k = g_extra_settings; *k; k++)
+			if (strlen(*k) == len && !strncmp(*k, name, len))
+				return true;
+	return false;
+}
+
+static bool parse_bool(const char *v)
+{
+	return v && (!strcmp(v, "1") || !strcasecmp(v, "yes") || !strcasecmp(v, "true") ||
+		     !strcasecmp(v, "on"));
+}
+
+/* Reads every NCCLBPF_* variable; bad values and unknown names get one WARN each. */
+static void settings_read(struct nbpf_settings *s)
+{
+	const char *v;
+
+	memset(s, 0, sizeof(*s));
+	s->log_level = NBPF_NCCL_LOG_INFO;
+	s->profiler_mask = -1;
+	v = getenv("NCCLBPF_LOG");
+	if (v && *v) {
+		if (!strcasecmp(v, "none") || !strcmp(v, "0"))
+			s->log_level = 0;
+		else if (!strcasecmp(v, "warn"))
+			s->log_level = NBPF_NCCL_LOG_WARN;
+		else if (!strcasecmp(v, "info"))
+			s->log_level = NBPF_NCCL_LOG_INFO;
+		else if (!strcasecmp(v, "debug") || !strcasecmp(v, "trace"))
+			s->log_level = NBPF_NCCL_LOG_TRACE;
+		else
+			nbpf_host_log(NBPF_NCCL_LOG_WARN, NBPF_NCCL_INIT,
+				      "NCCLBPF_LOG=%s: unknown level (none|warn|info|debug); using info", v);
+	}
+	atomic_store(&g_log_level, s->log_level);
+
+	v = getenv("NCCLBPF_POLICY");
+	if (v) {
+		if (strlen(v) >= sizeof(s->policy))
+			nbpf_host_log(NBPF_NCCL_LOG_WARN, NBPF_NCCL_INIT,
+				      "NCCLBPF_POLICY is longer than %zu bytes; ignored", sizeof(s->policy) - 1);
+		else
+			strcpy(s->policy, v);
+	}
+	v = getenv("NCCLBPF_ENGINE");
+	if (v && *v) {
+		if (!strcasecmp(v, "jit"))
+			s->engine = NCCLBPF_ENGINE_JIT;
+		else if (!strcasecmp(v, "interp"))
+			s->engine = NCCLBPF_ENGINE_INTERP;
+		else
+			nbpf_host_log(NBPF_NCCL_LOG_WARN, NBPF_NCCL_INIT,
+				      "NCCLBPF_ENGINE=%s: unknown engine (jit|interp); using the default", v);
+	}
+	s->strict_consistency = parse_bool(getenv("NCCLBPF_STRICT_CONSISTENCY"));
+	s->stats = parse_bool(getenv("NCCLBPF_STATS"));
+	v = getenv("NCCLBPF_MAP_DIR");
+	if (v && strlen(v) < sizeof(s->map_dir))
+		strcpy(s->map_dir, v);
+	v = getenv("NCCLBPF_PROFILER_MASK");
+	if (v && *v) {
+		char *end;
+		long m = strtol(v, &end, 0);
+
+		if (*end || m < 0 || m > 0xffff)
+			nbpf_host_log(NBPF_NCCL_LOG_WARN, NBPF_NCCL_INIT,
+				      "NCCLBPF_PROFILER_MASK=%s: not a mask in 0..0xffff; using automatic", v);
+		else
+			s->profiler_mask = (int)m;
+	}
+	for (char **e = environ; e && *e; e++) {
+		const char *eq = strchr(*e, '=');
+
+		if (strncmp(*e, "NCCLBPF_", 8) || !eq)
+			continue;
+		if (!setting_known(*e, (size_t)(eq - *e)))
+			nbpf_host_log(NBPF_NCCL_LOG_WARN, NBPF_NCCL_INIT,
+				      "unknown setting %.*s ignored (see docs/nccl-adapters.md)",
+				      (int)(eq - *e), *e);
+	}
+}
+
+const struct nbpf_settings *nbpf_host_settings(void) { return &g_settings; }
+
+/* ---- images ------------------------------------------------------------ */
+
+struct reuse_ctx {
+	struct nbpf_image *img;        /* objects opened so far */
+	const struct nbpf_image *cur;  /* published image (host lock held) */
+};
+
+static struct ncclbpf_map *find_map_in(const struct nbpf_image *img, const char *name,
+				       uint32_t type, uint32_t ks, uint32_t vs, uint32_t me)
+{
+	for (uint32_t i = 0; img && i < img->n_objs; i++) {
+		struct ncclbpf_map *m = ncclbpf_object__find_map(img->objs[i], name);
+
+		if (m && (uint32_t)ncclbpf_map__type(m) == type && ncclbpf_map__key_size(m) == ks &&
+		    ncclbpf_map__value_size(m) == vs && ncclbpf_map__max_entries(m) == me)
+			return m;
+	}
+	return NULL;
+}
+
+/*
+ * Same name and shape: one map.  Global-data maps (names with a '.', which
+ * BTF map names cannot have) belong to their object and are never shared.
+ */
+static struct ncclbpf_map *map_reuse(void *user, const char *name, uint32_t type,
+				     uint32_t key_size, uint32_t value_size, uint32_t max_entries)
+{
+	struct reuse_ctx *rc = user;
+	struct ncclbpf_map *m;
+
+	if (!name || strchr(name, '.'))
+		return NULL;
+	m = find_map_in(rc->img, name, type, key_size, value_size, max_entries);
+	if (!m)
+		m = find_map_in(rc->cur, name, type, key_size, value_size, max_entries);
+	return m ? ncclbpf_map__get(m) : NULL;
+}
+
+void nbpf_host_image_free(struct nbpf_image *img)
+{
+	if (!img)
+		return;
+	if (img->base) {
+		/* Objects, maps and env strings belong to the base. */
+		free(img->spec);
+		free(img);
+		return;
+	}
+	for (uint32_t i = 0; i < img->n_objs; i++)
+		ncclbpf_object__close(img->objs[i]);
+	for (uint32_t i = 0; i < img->n_env; i++) {
+		free(img->env[i].name);
+		free(img->env[i].value);
+	}
+	free(img->spec);
+	free(img);
+}
+
+static void note(struct nbpf_image *img, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void note(struct nbpf_image *img, const char *fmt, ...)
+{
+	size_t len = strlen(img->warnings);
+	va_list ap;
+
+	if (len + 3 >= sizeof(img->warnings))
+		return;
+	if (len)
+		strcpy(img->warnings + len, "; "), len += 2;
+	va_start(ap, fmt);
+	vsnprintf(img->warnings + len, sizeof(img->warnings) - len, fmt, ap);
+	va_end(ap);
+}
+
+/* The first error finding of prog, formatted "file:line: reason (detail)". */
+static void describe_rejection(const struct ncclbpf_verify_result *vr, char *buf, size_t n)
+{
+	for (uint32_t i = 0; i < vr->n_findings; i++) {
+		const struct ncclbpf_finding *f = &vr->findings[i];
+
+		if (f->kind != NCCLBPF_FINDING_ERROR)
+			continue;
+		if (f->file)
+			snprintf(buf, n, "%.120s:%u: insn %u: %.200s%s%.300s", f->file, f->line, f->insn,
+				 f->reason, f->detail[0] ? ": " : "", f->detail);
+		else
+			snprintf(buf, n, "insn %u: %.200s%s%.300s", f->insn, f->reason,
+				 f->detail[0] ? ": " : "", f->detail);
+		return;
+	}
+	snprintf(buf, n, "%s", ncclbpf_errmsg());
+}
+
+/*
+ * Attaches and prepares every program of obj; caller holds the host lock.
+ * On a rejection *refused names the program (owned by obj).
+ */
+static int image_add_programs(struct nbpf_image *img, struct ncclbpf_object *obj,
+			      const char *path, const char **refused, char *errbuf,
+			      size_t errlen)
+{
+	size_t n = ncclbpf_object__prog_count(obj);
+
+	for (size_t i = 0; i < n; i++) {
+		struct ncclbpf_program *p = ncclbpf_object__prog(obj, i);
+		const char *sec = ncclbpf_program__section(p);
+		const struct ncclbpf_hook_desc *hook = ncclbpf_hook_find_section(sec);
+		struct ncclbpf_verify_opts vo = { .sz = sizeof(vo),
+			.strict_consistency = g_settings.strict_consistency };
+		struct ncclbpf_verify_result vr = { 0 };
+		struct ncclbpf_prepare_opts po = { .sz = sizeof(po), .engine = g_settings.engine,
+						   .verify = &vo, .result = &vr };
+		struct nbpf_host_prog *hp;
+		int err;
+
+		if (!hook) {
+			note(img, "%s: program %s: section \"%s\" names no hook; skipped", path,
+			     ncclbpf_program__name(p), sec ? sec : "");
+			continue;
+		}
+		if (hook == &ncclbpf_hooks[NCCLBPF_HOOK_TUNER] && img->tuner) {
+			/* Not attached, but a rejected program still refuses the set. */
+			err = ncclbpf_program__verify(p, hook, &vo, &vr);
+			if (err) {
+				char why[700];
+
+				describe_rejection(&vr, why, sizeof(why));
+				snprintf(errbuf, errlen, "%s: program %s (%s) rejected: %s", path,
+					 ncclbpf_program__name(p), hook->name, why);
+				*refused = ncclbpf_program__name(p);
+				return err;
+			}
+			note(img, "%s: program %s: a tuner program (%s) is already loaded; only the first tuner decides, this one is skipped",
+			     path, ncclbpf_program__name(p), img->tuner->name);
+			continue;
+		}
+		if (img->n_progs >= NBPF_HOST_MAX_PROGS) {
+			snprintf(errbuf, errlen, "%s: more than %d programs", path, NBPF_HOST_MAX_PROGS);
+			return -E2BIG;
+		}
+		err = ncclbpf_program__prepare(p, hook, &po);
+		if (err) {
+			char why[700];
+
+			if (err == -EACCES)
+				describe_rejection(&vr, why, sizeof(why));
+			else
+				snprintf(why, sizeof(why), "%s", ncclbpf_errmsg());
+			snprintf(errbuf, errlen, "%s: program %s (%s) rejected: %s", path,
+				 ncclbpf_program__name(p), hook->name, why);
+			*refused = ncclbpf_program__name(p);
+			return err;
+		}
+		hp = &img->progs[img->n_progs];
+		hp->prog = p;
+		hp->hook = (enum ncclbpf_hook_id)(hook - ncclbpf_hooks);
+		hp->func = ncclbpf_program__func(p);
+		hp->obj_name = ncclbpf_object__name(obj);
+		hp->obj_tag = ncclbpf_object__tag(obj);
+		hp->name = ncclbpf_program__name(p);
+		hp->slot = img->n_progs;
+		hp->insns = (uint32_t)ncclbpf_program__insn_count(p);
+		for (uint32_t k = 0; k < vr.n_findings; k++)
+			if (vr.findings[k].kind == NCCLBPF_FINDING_WARNING)
+				hp->consistency_warning = true;
+		if (hp->consistency_warning)
+			note(img, "%s: program %s: verifier warning: %s", path, hp->name,
+			     vr.findings[0].reason);
+		if (hp->hook == NCCLBPF_HOOK_TUNER)
+			img->tuner = hp;
+		else if (hp->hook == NCCLBPF_HOOK_PROFILER)
+			img->profilers[img->n_profilers++] = hp;
+		img->n_progs++;
+	}
+	return 0;
+}
+
+/* Caller holds the host lock (map sharing reads the published image). */
+static int load_image_locked(const char *paths, struct nbpf_image **out, char *errbuf,
+			     size_t errlen)
+{
+	struct nbpf_image *img;
+	struct reuse_ctx rc;
+	uint64_t t0 = nbpf_now_ns();
+	char *list = NULL, *save = NULL, *path;
+	const char *bad_obj = NULL, *bad_prog = NULL;
+	int err = 0;
+
+	*out = NULL;
+	if (errlen)
+		errbuf[0] = 0;
+	img = calloc(1, sizeof(*img));
+	if (!img || !(img->spec = strdup(paths ? paths : ""))) {
+		free(img);
+		snprintf(errbuf, errlen, "out of memory");
+		nbpf_load_status_refused_locked(paths, -ENOMEM, NULL, NULL, "out of memory", 0);
+		return -ENOMEM;
+	}
+	list = strdup(img->spec);
+	if (!list) {
+		err = -ENOMEM;
+		snprintf(errbuf, errlen, "out of memory");
+		goto out;
+	}
+	rc.img = img;
+	rc.cur = atomic_load_explicit(&nbpf_host_published, memory_order_acquire);
+	for (path = strtok_r(list, ":", &save); path; path = strtok_r(NULL, ":", &save)) {
+		struct ncclbpf_open_opts oo = { .sz = sizeof(oo), .map_reuse = map_reuse,
+						.map_reuse_user = &rc,
+						.map_dir = g_settings.map_dir[0] ? g_settings.map_dir : NULL };
+		struct ncclbpf_object *obj = NULL;
+
+		if (!*path)
+			continue;
+		bad_obj = path;
+		if (img->n_objs >= NBPF_HOST_MAX_OBJS) {
+			err = -E2BIG;
+			snprintf(errbuf, errlen, "more than %d objects", NBPF_HOST_MAX_OBJS);
+			goto out;
+		}
+		err = ncclbpf_object__open_file(path, &oo, &obj);
+		if (err) {
+			snprintf(errbuf, errlen, "%s: cannot load: %s", path, ncclbpf_errmsg());
+			goto out;
+		}
+		img->objs[img->n_objs++] = obj;
+		err = image_add_programs(img, obj, path, &bad_prog, errbuf, errlen);
+		if (err)
+			goto out;
+		err = nbpf_env_read_overrides(path, img, errbuf, errlen);
+		if (err)
+			goto out;
+	}
+	img->load_ns = nbpf_now_ns() - t0;
+	img->loaded_at = realtime_ns();
+out:
+	if (err) {
+		/* Recorded before the free: bad_obj points into list, bad_prog into img. */
+		nbpf_load_status_refused_locked(img->spec, err, bad_obj, bad_prog,
+						errlen ? errbuf : "", nbpf_now_ns() - t0);
+		free(list);
+		nbpf_host_image_free(img);
+		return err;
+	}
+	free(list);
+	nbpf_load_status_loaded_locked(img);
+	*out = img;
+	return 0;
+}
+
+int nbpf_host_load_image(const char *paths, struct nbpf_image **out, char *errbuf,
+			 size_t errlen)
+{
+	int err;
+
+	if (!out)
+		return -EINVAL;
+	pthread_mutex_lock(&g_lock);
+	err = load_image_locked(paths, out, errbuf, errlen);
+	pthread_mutex_unlock(&g_lock);
+	return err;
+}
+
+const struct nbpf_image *nbpf_host_image_fill(struct nbpf_image_cache *cache, uint64_t call)
+{
+	/* Version first: a publish racing with the walk leaves a newer chain
+	 * cached under the older version, which only costs one more refill. */
+	uint64_t ver = atomic_load_explicit(&nbpf_host_chain.v, memory_order_acquire);
+	const struct nbpf_image *img =
+		nbpf_host_image_walk(atomic_load_explicit(&nbpf_host_published, memory_order_acquire),
+				     call, &cache->until);
+
+	cache->ver = ver;
+	cache->img = img;
+	cache->tuner = img ? img->tuner : NULL;
+	cache->func = cache->tuner ? cache->tuner->func : NULL;
+	cache->gen = img ? img->generation : 0;
+	return img;
+}
+
+struct nbpf_image *nbpf_host_current(void)
+{
+	return atomic_load_explicit(&nbpf_host_published, memory_order_acquire);
+}
+
+/* Lowest call number among live tuner comms (UINT64_MAX if none); lock held. */
+static uint64_t min_live_calls(void)
+{
+	uint64_t min = UINT64_MAX;
+
+	for (struct nbpf_comm *c = g_comms; c; c = c->next)
+		if (c->kind == NBPF_COMM_TUNER) {
+			uint64_t v = atomic_load_explicit(&c->calls, memory_order_relaxed);
+
+			if (v < min)
+				min = v;
+		}
+	return min;
+}
+
+static bool chain_contains(struct nbpf_image *head, const struct nbpf_image *img)
+{
+	for (; head; head = atomic_load_explicit(&head->prev, memory_order_relaxed))
+		if (head == img)
+			return true;
+	return false;
+}
+
+/* Readers reach img, or a live record borrows its objects; lock held. */
+static bool image_live(struct nbpf_image *pub, const struct nbpf_image *img)
+{
+	if (chain_contains(pub, img) || img == g_rollback)
+		return true;
+	for (struct nbpf_image *i = g_owned; i; i = i->owned_next)
+		if (i->base == img && (chain_contains(pub, i) || i == g_rollback))
+			return true;
+	return false;
+}
+
+/* Tells every resolution cache that the chain changed (after the change). */
+static void chain_changed(void)
+{
+	atomic_fetch_add_explicit(&nbpf_host_chain.v, 1, memory_order_release);
+}
+
+/*
+ * Cuts chains no live comm can walk any more, then frees every owned image
+ * unreachable from the published chain and the rollback target (a base
+ * stays while a reachable record borrows from it).  Lock held; the grace
+ * period runs with the lock held, which only delays other control-plane
+ * calls and comm init/finalize, never the hot path.  The chain version is
+ * bumped before the grace period, so no cache can still hold what is freed.
+ */
+static void collect_locked(void)
+{
+	struct nbpf_image *pub = atomic_load_explicit(&nbpf_host_published, memory_order_relaxed);
+	struct nbpf_image **pp, *dead = NULL;
+	uint64_t min = min_live_calls();
+
+	for (struct nbpf_image *i = pub; i; i = atomic_load_explicit(&i->prev, memory_order_relaxed)) {
+		uint64_t at = atomic_load_explicit(&i->at_call, memory_order_relaxed);
+
+		if (at && min >= at) {
+			atomic_store_explicit(&i->at_call, 0, memory_order_relaxed);
+			atomic_store_explicit(&i->prev, NULL, memory_order_release);
+			chain_changed();
+			break;
+		}
+	}
+	for (pp = &g_owned; *pp;) {
+		struct nbpf_image *i = *pp;
+
+		if (image_live(pub, i)) {
+			pp = &i->owned_next;
+			continue;
+		}
+		*pp = i->owned_next;
+		i->owned_next = dead;
+		dead = i;
+	}
+	if (!dead)
+		return;
+	nbpf_epoch_synchronize();
+	while (dead) {
+		struct nbpf_image *next = dead->owned_next;
+
+		nbpf_host_image_free(dead);
+		dead = next;
+	}
+}
+
+unsigned nbpf_host_image_records_locked(void)
+{
+	unsigned n = 0;
+
+	for (struct nbpf_image *i = g_owned; i; i = i->owned_next)
+		n++;
+	return n;
+}
+
+void nbpf_host_collect(void)
+{
+	pthread_mutex_lock(&g_lock);
+	collect_locked();
+	pthread_mutex_unlock(&g_lock);
+}
+
+static int publish_locked(struct nbpf_image *img, uint64_t at_call)
+{
+	struct nbpf_image *cur = atomic_load_explicit(&nbpf_host_published, memory_order_relaxed);
+
+	if (img && img == cur)
+		return -EINVAL;
+	if (img) {
+		/*
+		 * A record is published once: readers may still walk it, and
+		 * re-linking it could close a cycle.  Rollback publishes a new
+		 * record that borrows the old one's objects instead.
+		 */
+		for (struct nbpf_image *i = g_owned; i; i = i->owned_next)
+			if (i == img)
+				return -EINVAL;
+		img->owned_next = g_owned;
+		g_owned = img;
+		img->generation = g_next_gen++;
+		atomic_store_explicit(&img->at_call, at_call, memory_order_relaxed);
+		atomic_store_explicit(&img->prev, at_call ? cur : NULL, memory_order_relaxed);
+	}
+	/* Unpublishing with at_call needs a holder for the "nothing" image. */
+	if (!img && at_call && cur) {
+		img = calloc(1, sizeof(*img));
+		if (!img)
+			return -ENOMEM;
+		img->spec = strdup("");
+		img->generation = g_next_gen++;
+		atomic_store_explicit(&img->at_call, at_call, memory_order_relaxed);
+		atomic_store_explicit(&img->prev, cur, memory_order_relaxed);
+		img->owned_next = g_owned;
+		g_owned = img;
+	}
+	atomic_store_explicit(&nbpf_host_published, img, memory_order_release);
+	chain_changed();
+	if (cur && cur->n_objs + cur->n_env)
+		g_rollback = cur;
+	collect_locked();
+	return 0;
+}
+
+/*
+ * A new, unpublished record of src's programs, maps and env overrides,
+ * borrowed by reference from src's base (never copied or re-verified):
+ * what rollback publishes.  Lock held.  NULL on allocation failure.
+ */
+static struct nbpf_image *image_borrow(const struct nbpf_image *src)
+{
+	struct nbpf_image *img = malloc(sizeof(*img));
+
+	if (!img)
+		return NULL;
+	memcpy(img, src, sizeof(*img));
+	img->spec = strdup(src->spec ? src->spec : "");
+	if (!img->spec) {
+		free(img);
+		return NULL;
+	}
+	img->base = src->base ? src->base : (struct nbpf_image *)src;
+	img->generation = 0;
+	img->owned_next = NULL;
+	atomic_store_explicit(&img->at_call, 0, memory_order_relaxed);
+	atomic_store_explicit(&img->prev, NULL, memory_order_relaxed);
+	/* Dispatch pointers point into src->progs; rebase them on our copy. */
+	if (src->tuner)
+		img->tuner = &img->progs[src->tuner - src->progs];
+	for (uint32_t i = 0; i < src->n_profilers; i++)
+		img->profilers[i] = &img->progs[src->profilers[i] - src->progs];
+	return img;
+}
+
+int nbpf_host_publish(struct nbpf_image *img, uint64_t at_call)
+{
+	int err;
+
+	pthread_mutex_lock(&g_lock);
+	err = publish_locked(img, at_call);
+	pthread_mutex_unlock(&g_lock);
+	return err;
+}
+
+int nbpf_host_rollback(uint64_t at_call)
+{
+	struct nbpf_image *img, *src;
+	int err = -ENOENT;
+
+	pthread_mutex_lock(&g_lock);
+	src = g_rollback;
+	if (!src)
+		goto out;
+	err = -ENOMEM;
+	img = image_borrow(src);
+	if (!img)
+		goto out;
+	err = publish_locked(img, at_call);
+	if (err)
+		nbpf_host_image_free(img);
+	else if (g_rollback == src)
+		g_rollback = NULL; /* replaced nothing loaded: no further target */
+out:
+	pthread_mutex_unlock(&g_lock);
+	return err;
+}
+
+/* ---- lifetime ---------------------------------------------------------- */
+
+/* One INFO line per loaded program set, or one WARN when loading failed. */
+static void log_image(const struct nbpf_image *img)
+{
+	char buf[900];
+	size_t len = 0;
+
+	buf[0] = 0;
+	for (uint32_t i = 0; i < img->n_progs && len < sizeof(buf); i++) {
+		const struct nbpf_host_prog *p = &img->progs[i];
+
+		len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%s[%s] %s -> %s (%u insns, %s, verified%s)",
+					i ? ", " : "", p->obj_name, p->obj_tag, p->name,
+					ncclbpf_hooks[p->hook].name, p->insns, p->func ? "jit" : "interp",
+					p->consistency_warning ? " with warnings" : "");
+	}
+	nbpf_host_log(NBPF_NCCL_LOG_INFO, NBPF_NCCL_INIT,
+		      "policy %s: %u object(s), %u program(s)%s%s; %u env override(s); loaded in %llu us",
+		      img->spec, img->n_objs, img->n_progs, img->n_progs ? ": " : "", buf, img->n_env,
+		      (unsigned long long)(img->load_ns / 1000));
+	if (img->warnings[0])
+		nbpf_host_log(NBPF_NCCL_LOG_WARN, NBPF_NCCL_INIT, "policy %s: %s", img->spec,
+			      img->warnings);
+}
+
+void nbpf_host_acquire(nbpf_host_logger_t logger, const char *const *extra_settings)
+{
+	pthread_mutex_lock(&g_lock);
+	if (logger) {
+		nbpf_host_logger_t none = NULL;
+
+		atomic_compare_exchange_strong(&g_logger, &none, logger);
+	}
+	if (g_refs++ == 0) {
+		struct nbpf_image *img = NULL;
+		char err[NBPF_HOST_ERRLEN];
+
+		g_extra_settings = extra_settings;
+		settings_read(&g_settings);
+		ncclbpf_set_logger(runtime_log);
+		if (g_settings.policy[0]) {
+			if (load_image_locked(g_settings.policy, &img, err, sizeof(err)))
+				nbpf_host_log(NBPF_NCCL_LOG_WARN, NBPF_NCCL_INIT,
+					      "policy not loaded, NCCL's defaults apply: %s", err);
+			else {
+				log_image(img);
+				publish_locked(img, 0);
+			}
+		} else {
+			nbpf_host_log(NBPF_NCCL_LOG_INFO, NBPF_NCCL_INIT,
+				      "NCCLBPF_POLICY is not set; NCCL's defaults apply");
+		}
+	}
+	pthread_mutex_unlock(&g_lock);
+}
+
+void nbpf_host_release(void)
+{
+	pthread_mutex_lock(&g_lock);
+	if (g_refs <= 0) {
+		pthread_mutex_unlock(&g_lock);
+		return;
+	}
+	if (--g_refs == 0) {
+		atomic_store_explicit(&nbpf_host_published, NULL, memory_order_release);
+		chain_changed();
+		g_rollback = NULL;
+		collect_locked();
+		nbpf_epoch_barrier();
+		ncclbpf_set_logger(NULL);
+		atomic_store(&g_logger, NULL);
+		g_extra_settings = NULL;
+	}
+	pthread_mutex_unlock(&g_lock);
+}
+
+/* ---- registry ---------------------------------------------------------- */
+
+struct nbpf_comm *nbpf_host_comm_add(enum nbpf_comm_kind kind, int abi_version,
+				     uint64_t comm_id, int rank, uint32_t n_ranks,
+				     uint32_t n_nodes)
+{
+	struct nbpf_comm *c = aligned_alloc(64, (sizeof(*c) + 63) & ~(size_t)63);
+
+	if (!c)
+		return NULL;
+	memset(c, 0, sizeof(*c));
+	c->kind = kind;
+	c->abi_version = abi_version;
+	c->comm_id = comm_id;
+	c->rank = rank;
+	c->n_ranks = n_ranks;
+	c->n_nodes = n_nodes;
+	c->created_at = realtime_ns();
+	pthread_mutex_lock(&g_lock);
+	c->id = g_next_comm++;
+	c->next = g_comms;
+	g_comms = c;
+	pthread_mutex_unlock(&g_lock);
+	return c;
+}
+
+void nbpf_host_comm_remove(struct nbpf_comm *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&g_lock);
+	for (struct nbpf_comm **pp = &g_comms; *pp; pp = &(*pp)->next)
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	pthread_mutex_unlock(&g_lock);
+	free(c);
+}
+
+int nbpf_host_comm_foreach(int (*fn)(void *user, const struct nbpf_comm *c), void *user)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&g_lock);
+	for (struct nbpf_comm *c = g_comms; c && !ret; c = c->next)
+		ret = fn(user, c);
+	pthread_mutex_unlock(&g_lock);
+	return ret;
+}
+
+void nbpf_host_prog_totals(uint32_t slot, uint64_t *runs, uint64_t *ns)
+{
+	uint64_t r = 0, t = 0;
+
+	pthread_mutex_lock(&g_lock);
+	struct nbpf_image *cur = atomic_load_explicit(&nbpf_host_published, memory_order_relaxed);
+
+	for (struct nbpf_comm *c = g_comms; cur && slot < NBPF_HOST_MAX_PROGS && c; c = c->next) {
+		if (atomic_load_explicit(&c->stats_gen, memory_order_relaxed) != cur->generation)
+			continue;
+		r += atomic_load_explicit(&c->prog[slot].runs, memory_order_relaxed);
+		t += atomic_load_explicit(&c->prog[slot].ns, memory_order_relaxed);
+	}
+	pthread_mutex_unlock(&g_lock);
+	if (runs)
+		*runs = r;
+	if (ns)
+		*ns = t;
+}
+
+const char *nbpf_host_env_lookup(const char *name, char *buf, size_t n)
+{
+	const char *ret = NULL;
+
+	if (!name || !buf || !n)
+		return NULL;
+	pthread_mutex_lock(&g_lock);
+	struct nbpf_image *cur = atomic_load_explicit(&nbpf_host_published, memory_order_relaxed);
+
+	for (uint32_t i = 0; cur && i < cur->n_env; i++)
+		if (!strcmp(cur->env[i].name, name)) {
+			snprintf(buf, n, "%s", cur->env[i].value);
+			ret = buf;
+			break;
+		}
+	pthread_mutex_unlock(&g_lock);
+	return ret;
+}

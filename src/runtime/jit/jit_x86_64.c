@@ -1,0 +1,1336 @@
+/*
+ * jit_x86_64.c - the x86-64 template JIT.
+ *
+ * Each eBPF instruction becomes a short fixed x86-64 sequence.  BPF
+ * registers live in x86 registers for the whole program (see docs/jit.md
+ * for the map): r1-r5 sit in the SysV argument registers and r6-r9/r10 in
+ * callee-saved ones, so a helper call is a bare `call`.  Code is produced
+ * by running the same emitter several times: sizing passes (no buffer)
+ * until every instruction offset is stable, then one writing pass into an
+ * exactly sized RW mapping, which is then made RX.  Jumps to other
+ * instructions take their displacement from the previous pass's offsets,
+ * so they are right by construction once the offsets stop changing.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "jit.h"
+#include "maps/map.h"
+
+#if defined(__x86_64__)
+
+#include "x86_emit.h"
+
+/*
+ * BPF register -> x86 register.  r1..r5 are the SysV argument registers.
+ * r10 has no register: the frame sits at a fixed distance above rsp, so
+ * [r10 + off] becomes [rsp + fp_off + off] and its value, when a program
+ * takes it, is one lea (into x86 r10, FP_TMP).
+ */
+static const int bpf2x86[NBPF_NREGS] = {
+	X_RAX, X_RDI, X_RSI, X_RDX, X_RCX, X_R8, X_RBX, X_R13, X_R14, X_R15, X_R10,
+};
+
+/* Scratch registers the sequences may clobber: r9, r10, r11.  r12 holds the
+ * main frame's stack pointer (for unwinding) when the program needs it. */
+#define FP_TMP    X_R10
+#define SUB_ALLOC (NBPF_STACK_SIZE + 8)        /* keeps subprogram calls aligned */
+#define SUB_FRAME (8 + 4 * 8 + SUB_ALLOC)       /* ret addr + saved regs + stack */
+#define MAX_PASSES 20
+
+/* Inlined lookup key known without reading the stack (see find_key). */
+#define KEY_CONST 1u /* on the call: the key is key_imm[i] */
+#define KEY_R9    2u /* on the call: the key is in r9d */
+#define KEY_COPY  4u /* on the store: also copy the stored value to r9d */
+#define KEY_STORE 8u /* on the store: its slot is read only by the forwarded lookup */
+#define KEY_FPMOV 16u /* on mov r2, r10: only feeds the forwarded lookup */
+
+struct jit {
+	const struct nbpf_insn *insns;
+	uint32_t n;
+	const struct nbpf_env *env;
+	struct nbpf_x86 e;
+	uint64_t base;       /* final code address (writing pass only) */
+	uint32_t *addrs;     /* this pass: code offset of insn i; [n] = unwind tail */
+	uint32_t *prev;      /* previous pass */
+	bool first_pass;     /* no previous offsets: every jump long */
+	bool long_jumps;     /* fallback if offsets never settle */
+	bool far_calls;      /* helpers out of rel32 range: movabs + call rax */
+	bool bmi2;           /* shlx/shrx/sarx for shifts by a register */
+	/* Whole-program facts. */
+	uint8_t *entry;      /* 1: first insn of a subprogram */
+	uint8_t *in_main;    /* 1: insn belongs to the main function */
+	struct ncclbpf_map **inline_map; /* call 1 inlined as an array lookup */
+	uint8_t *kflags;     /* key forwarding for inlined lookups (KEY_*) */
+	uint32_t *key_imm;   /* KEY_CONST: the key */
+	bool uses_fp, has_calls, has_bpf_calls, needs_r12;
+	bool no_frame;       /* r10 only feeds forwarded keys: no frame, key stores elided */
+	int pushes[6], npush;
+	int32_t alloc;       /* main frame bytes below the pushes */
+	int32_t fp_off;      /* r10 - rsp in the function being emitted */
+	uint32_t sub_prologue;  /* size of a subprogram prologue */
+};
+
+/* ---- prologues and epilogues -------------------------------------------- */
+
+static void emit_sub_rsp(struct nbpf_x86 *e, int32_t v)
+{
+	x86_alu_ri(e, 1, G1_SUB, X_RSP, v);
+}
+
+static void emit_main_prologue(struct jit *j)
+{
+	struct nbpf_x86 *e = &j->e;
+
+	for (int k = 0; k < j->npush; k++)
+		x86_push(e, j->pushes[k]);
+	if (j->alloc)
+		emit_sub_rsp(e, j->alloc);
+	if (j->needs_r12)
+		x86_mov_rr(e, 1, X_R12, X_RSP);
+}
+
+static void emit_main_epilogue(struct jit *j)
+{
+	struct nbpf_x86 *e = &j->e;
+
+	if (j->alloc)
+		x86_alu_ri(e, 1, G1_ADD, X_RSP, j->alloc);
+	for (int k = j->npush - 1; k >= 0; k--)
+		x86_pop(e, j->pushes[k]);
+	x86_byte(e, 0xc3);
+}
+
+/* A subprogram saves the caller's r6-r9 and gets its own 512 bytes (r10). */
+static void emit_sub_prologue(struct nbpf_x86 *e)
+{
+	x86_push(e, X_RBX);
+	x86_push(e, X_R13);
+	x86_push(e, X_R14);
+	x86_push(e, X_R15);
+	x86_op1_rr(e, 1, 0x81, G1_SUB, X_RSP);
+	x86_u32(e, SUB_ALLOC);
+}
+
+static void emit_sub_epilogue(struct nbpf_x86 *e)
+{
+	x86_op1_rr(e, 1, 0x81, G1_ADD, X_RSP);
+	x86_u32(e, SUB_ALLOC);
+	x86_pop(e, X_R15);
+	x86_pop(e, X_R14);
+	x86_pop(e, X_R13);
+	x86_pop(e, X_RBX);
+	x86_byte(e, 0xc3);
+}
+
+/* ---- r10 ------------------------------------------------------------------ */
+
+/* The x86 register holding BPF register r's value (r10 materialised). */
+static int reg_val(struct jit *j, int r)
+{
+	if (r != NBPF_REG_FP)
+		return bpf2x86[r];
+	x86_lea(&j->e, FP_TMP, X_RSP, j->fp_off);
+	return FP_TMP;
+}
+
+/* Memory operand [r + off] as x86 base and displacement. */
+static void mem_operand(const struct jit *j, int r, int16_t off, int *base, int32_t *disp)
+{
+	if (r == NBPF_REG_FP) {
+		*base = X_RSP;
+		*disp = j->fp_off + off;
+	} else {
+		*base = bpf2x86[r];
+		*disp = off;
+	}
+}
+
+/* ---- jumps to instructions ---------------------------------------------- */
+
+/*
+ * Jump (cc < 0: unconditional) to the code of instruction `target` (n: the
+ * unwind tail).  The short form is used only when the previous pass says
+ * it fits; once offsets are stable that is exact.
+ */
+static void emit_jump(struct jit *j, int cc, uint32_t target)
+{
+	struct nbpf_x86 *e = &j->e;
+
+	if (!j->first_pass && !j->long_jumps) {
+		int64_t d = (int64_t)j->prev[target] - (int64_t)(e->pos + 2);
+
+		if (x86_fits8(d)) {
+			x86_byte(e, cc < 0 ? 0xeb : (uint8_t)(0x70 + cc));
+			x86_byte(e, (uint8_t)d);
+			return;
+		}
+	}
+	if (cc < 0) {
+		x86_byte(e, 0xe9);
+	} else {
+		x86_byte(e, 0x0f);
+		x86_byte(e, (uint8_t)(0x80 + cc));
+	}
+	x86_u32(e, (uint32_t)(j->first_pass ? 0 : (int64_t)j->prev[target] - (int64_t)(e->pos + 4)));
+}
+
+/* ---- ALU ------------------------------------------------------------------ */
+
+/* Divide or modulo, with BPF's answers where x86 would trap: x / 0 = 0,
+ * x % 0 = x, and signed INT_MIN / -1 = INT_MIN, INT_MIN % -1 = 0. */
+static void emit_divmod(struct jit *j, const struct nbpf_insn *in, int w)
+{
+	struct nbpf_x86 *e = &j->e;
+	int dst = bpf2x86[in->dst];
+	bool is_mod = NBPF_OP(in->code) == NBPF_MOD;
+	bool sgn = in->off == 1;
+	size_t to_zero = 0, to_norm = 0, to_done1 = 0, to_done2 = 0;
+	bool k = NBPF_SRC(in->code) == NBPF_K;
+
+	if (k && in->imm == 0)
+		goto zero_case;
+	if (k && sgn && in->imm == -1) {
+		if (is_mod)
+			x86_alu_rr(e, 0, G1_XOR, dst, dst);
+		else
+			x86_op1_rr(e, w, 0xf7, 3, dst);
+		return;
+	}
+	if (k) {
+		x86_mov_imm64(e, X_R11, w ? (uint64_t)(int64_t)in->imm : (uint32_t)in->imm);
+	} else {
+		x86_mov_rr(e, w, X_R11, reg_val(j, in->src));
+		x86_test_rr(e, w, X_R11, X_R11);
+		to_zero = x86_jcc8(e, CC_E);
+		if (sgn) {
+			x86_alu_ri(e, w, G1_CMP, X_R11, -1);
+			to_norm = x86_jcc8(e, CC_NE);
+			if (is_mod)
+				x86_alu_rr(e, 0, G1_XOR, dst, dst);
+			else
+				x86_op1_rr(e, w, 0xf7, 3, dst);
+			to_done1 = x86_jmp8(e);
+			x86_land8(e, to_norm);
+		}
+	}
+	x86_mov_rr(e, 1, X_R9, X_RAX);
+	x86_mov_rr(e, 1, X_R10, X_RDX);
+	x86_mov_rr(e, w, X_RAX, dst);
+	if (sgn) {
+		if (w)
+			x86_byte(e, 0x48);
+		x86_byte(e, 0x99); /* cqo / cdq */
+	} else {
+		x86_alu_rr(e, 0, G1_XOR, X_RDX, X_RDX);
+	}
+	x86_op1_rr(e, w, 0xf7, sgn ? 7 : 6, X_R11);
+	x86_mov_rr(e, 1, X_R11, is_mod ? X_RDX : X_RAX);
+	x86_mov_rr(e, 1, X_RAX, X_R9);
+	x86_mov_rr(e, 1, X_RDX, X_R10);
+	x86_mov_rr(e, 1, dst, X_R11);
+	if (k)
+		return;
+	to_done2 = x86_jmp8(e);
+	x86_land8(e, to_zero);
+zero_case:
+	if (!is_mod)
+		x86_alu_rr(e, 0, G1_XOR, dst, dst);
+	else if (!w)
+		x86_mov_rr(e, 0, dst, dst);
+	if (!k) {
+		x86_land8(e, to_done2);
+		if (sgn)
+			x86_land8(e, to_done1);
+	}
+}
+
+/*
+ * Shift by a register.  With BMI2, shlx/shrx/sarx take the count from any
+ * register, write no flags and mask the count like shl/shr/sar (31 or 63);
+ * the 32-bit forms always write their destination, so they zero-extend.
+ * Without it x86 wants the count in cl, and cl is BPF r4.
+ */
+static void emit_shift_x(struct nbpf_x86 *e, bool bmi2, int w, int ext, int dst, int src)
+{
+	if (bmi2) {
+		/* VEX.LZ.{66,F2,F3}.0F38.W F7 /r: dst = dst shift (src & mask) */
+		uint8_t pp = ext == 4 ? 1 : ext == 5 ? 3 : 2;
+
+		x86_byte(e, 0xc4);
+		x86_byte(e, (uint8_t)(((dst & 8) ? 0 : 0x80) | 0x40 | ((dst & 8) ? 0 : 0x20) | 0x02));
+		x86_byte(e, (uint8_t)((w ? 0x80 : 0) | ((~src & 0xf) << 3) | pp));
+		x86_byte(e, 0xf7);
+		x86_byte(e, (uint8_t)(0xc0 | ((dst & 7) << 3) | (dst & 7)));
+		return;
+	}
+	if (src == X_RCX) {
+		x86_shift_cl(e, w, ext, dst);
+	} else {
+		x86_mov_rr(e, 1, X_R11, X_RCX);
+		x86_mov_rr(e, 1, X_RCX, src);
+		if (dst == X_RCX) {
+			x86_shift_cl(e, w, ext, X_R11);
+			x86_mov_rr(e, 1, X_RCX, X_R11);
+		} else {
+			x86_shift_cl(e, w, ext, dst);
+			x86_mov_rr(e, 1, X_RCX, X_R11);
+		}
+	}
+	/* A masked count of 0 may leave the upper half alone: zero it. */
+	if (!w)
+		x86_mov_rr(e, 0, dst, dst);
+}
+
+static void emit_end(struct nbpf_x86 *e, int dst, int to_be, int32_t bits)
+{
+	static const uint8_t movzw[2] = { 0x0f, 0xb7 };
+
+	if (!to_be) {
+		if (bits == 16)
+			x86_rm(e, 0, 0, movzw, 2, dst, false, dst, 0);
+		else if (bits == 32)
+			x86_mov_rr(e, 0, dst, dst);
+		return;
+	}
+	if (bits == 16) {
+		x86_byte(e, 0x66);
+		x86_shift_ri(e, 0, 1, dst, 8); /* ror r16, 8 */
+		x86_rm(e, 0, 0, movzw, 2, dst, false, dst, 0);
+	} else {
+		uint8_t rex = (uint8_t)(0x40 | (bits == 64 ? 8 : 0) | ((dst & 8) ? 1 : 0));
+
+		if (rex != 0x40)
+			x86_byte(e, rex);
+		x86_byte(e, 0x0f);
+		x86_byte(e, (uint8_t)(0xc8 + (dst & 7)));
+	}
+}
+
+/*
+ * dst *= imm for a multiplier 2^k, 2^k - 1 or 2^k + 1 (k >= 1, up to
+ * INT32_MAX), as shl (1 cycle) or mov/shl/sub|add (2 cycles on dst's
+ * dependency chain) instead of imul (3): a hashing loop's `h = h * 31 + x`
+ * is bound by that chain.  Same result modulo 2^64 or 2^32; the 32-bit
+ * forms zero the upper half like imul r32 does (shl by a nonzero count
+ * always writes its destination).  Clobbers r11 and flags.  Returns false
+ * (nothing emitted) for any other multiplier.
+ */
+static bool emit_mul_pow2(struct nbpf_x86 *e, int w, int dst, int32_t imm)
+{
+	uint32_t v = (uint32_t)imm, p;
+	int g;
+
+	if (imm < 2)
+		return false;
+	if (!(v & (v - 1))) {
+		x86_shift_ri(e, w, 4, dst, (uint8_t)__builtin_ctz(v));
+		return true;
+	}
+	if (!((v + 1) & v)) {
+		p = v + 1;
+		g = G1_SUB;
+	} else if (!((v - 1) & (v - 2))) {
+		p = v - 1;
+		g = G1_ADD;
+	} else {
+		return false;
+	}
+	x86_mov_rr(e, w, X_R11, dst);
+	x86_shift_ri(e, w, 4, dst, (uint8_t)__builtin_ctz(p));
+	x86_alu_rr(e, w, g, dst, X_R11);
+	return true;
+}
+
+static int emit_alu(struct jit *j, uint32_t i, const struct nbpf_insn *in)
+{
+	struct nbpf_x86 *e = &j->e;
+	int w = NBPF_CLASS(in->code) == NBPF_ALU64;
+	int dst = bpf2x86[in->dst], src;
+	bool x = NBPF_SRC(in->code) == NBPF_X;
+	uint8_t op = NBPF_OP(in->code);
+	static const int g1[16] = {
+		[NBPF_ADD >> 4] = G1_ADD, [NBPF_SUB >> 4] = G1_SUB, [NBPF_OR >> 4] = G1_OR,
+		[NBPF_AND >> 4] = G1_AND, [NBPF_XOR >> 4] = G1_XOR,
+	};
+
+	if (in->off != 0 && op != NBPF_DIV && op != NBPF_MOD && op != NBPF_MOV)
+		return nbpf_err(-EINVAL, "jit: insn %u: nonzero offset on ALU op 0x%02x", i, in->code);
+	if (in->dst == NBPF_REG_FP)
+		return nbpf_err(-EINVAL, "jit: insn %u: r10 is read-only", i);
+	if (x && op == NBPF_MOV && in->off == 0 && in->src == NBPF_REG_FP) {
+		x86_lea(e, dst, X_RSP, j->fp_off);
+		if (!w)
+			x86_mov_rr(e, 0, dst, dst);
+		return 0;
+	}
+	src = x && op != NBPF_DIV && op != NBPF_MOD ? reg_val(j, in->src) : bpf2x86[in->src];
+	switch (op) {
+	case NBPF_ADD: case NBPF_SUB: case NBPF_OR: case NBPF_AND: case NBPF_XOR:
+		if (!x && op == NBPF_AND && (in->imm == 0xff || in->imm == 0xffff)) {
+			/* movzx: 3-4 bytes instead of 7; the result is the same for both widths */
+			uint8_t o[2] = { 0x0f, in->imm == 0xff ? 0xb6 : 0xb7 };
+
+			x86_rm(e, 0, in->imm == 0xff, o, 2, dst, false, dst, 0);
+		} else if (x)
+			x86_alu_rr(e, w, g1[op >> 4], dst, src);
+		else
+			x86_alu_ri(e, w, g1[op >> 4], dst, in->imm);
+		return 0;
+	case NBPF_MUL:
+		if (x) {
+			x86_op2_rr(e, w, 0xaf, dst, src);
+		} else if (emit_mul_pow2(e, w, dst, in->imm)) {
+			/* shl, or shl and add/sub: shorter latency than imul's 3 cycles */
+		} else if (x86_fits8(in->imm)) {
+			x86_op1_rr(e, w, 0x6b, dst, dst);
+			x86_byte(e, (uint8_t)in->imm);
+		} else {
+			x86_op1_rr(e, w, 0x69, dst, dst);
+			x86_u32(e, (uint32_t)in->imm);
+		}
+		return 0;
+	case NBPF_DIV: case NBPF_MOD:
+		if (in->off != 0 && in->off != 1)
+			return nbpf_err(-EINVAL, "jit: insn %u: bad div/mod offset %d", i, in->off);
+		emit_divmod(j, in, w);
+		return 0;
+	case NBPF_LSH: case NBPF_RSH: case NBPF_ARSH: {
+		int ext = op == NBPF_LSH ? 4 : op == NBPF_RSH ? 5 : 7;
+
+		if (x) {
+			emit_shift_x(e, j->bmi2, w, ext, dst, src);
+		} else {
+			uint8_t cnt = (uint8_t)(in->imm & (w ? 63 : 31));
+
+			if (cnt)
+				x86_shift_ri(e, w, ext, dst, cnt);
+			else if (!w)
+				x86_mov_rr(e, 0, dst, dst);
+		}
+		return 0;
+	}
+	case NBPF_NEG:
+		x86_op1_rr(e, w, 0xf7, 3, dst);
+		return 0;
+	case NBPF_MOV:
+		if (!x) {
+			if (in->off)
+				return nbpf_err(-EINVAL, "jit: insn %u: offset on mov imm", i);
+			x86_mov_imm64(e, dst, w ? (uint64_t)(int64_t)in->imm : (uint32_t)in->imm);
+		} else if (in->off == 0) {
+			if (dst != src || !w)
+				x86_mov_rr(e, w, dst, src);
+		} else if (in->off == 8 || in->off == 16) {
+			uint8_t o[2] = { 0x0f, in->off == 8 ? 0xbe : 0xbf };
+
+			x86_rm(e, w, in->off == 8, o, 2, dst, false, src, 0);
+		} else if (in->off == 32 && w) {
+			uint8_t o = 0x63;
+
+			x86_rm(e, 1, 0, &o, 1, dst, false, src, 0);
+		} else {
+			return nbpf_err(-EINVAL, "jit: insn %u: bad movsx offset %d", i, in->off);
+		}
+		return 0;
+	case NBPF_END:
+		if (in->imm != 16 && in->imm != 32 && in->imm != 64)
+			return nbpf_err(-EINVAL, "jit: insn %u: bad byte swap width %d", i, in->imm);
+		if (w && x)
+			return nbpf_err(-EINVAL, "jit: insn %u: bad bswap encoding", i);
+		emit_end(e, dst, w || x, in->imm);
+		return 0;
+	default:
+		return nbpf_err(-EINVAL, "jit: insn %u: unknown ALU opcode 0x%02x", i, in->code);
+	}
+}
+
+/* ---- memory --------------------------------------------------------------- */
+
+static int size_bytes(uint8_t code)
+{
+	switch (NBPF_SIZE(code)) {
+	case NBPF_B: return 1;
+	case NBPF_H: return 2;
+	case NBPF_W: return 4;
+	default: return 8;
+	}
+}
+
+static int emit_atomic(struct jit *j, uint32_t i, const struct nbpf_insn *in)
+{
+	struct nbpf_x86 *e = &j->e;
+	int w = NBPF_SIZE(in->code) == NBPF_DW;
+	int dst, src = bpf2x86[in->src];
+	int32_t op = in->imm, off;
+	uint8_t alu;
+
+	if (in->src == NBPF_REG_FP)
+		return nbpf_err(-EINVAL, "jit: insn %u: atomic operation on r10's value", i);
+	mem_operand(j, in->dst, in->off, &dst, &off);
+
+	if (NBPF_SIZE(in->code) != NBPF_W && !w)
+		return nbpf_err(-EINVAL, "jit: insn %u: atomic op needs W or DW", i);
+	switch (op & ~NBPF_FETCH) {
+	case NBPF_ADD: alu = 0x01; break;
+	case NBPF_OR:  alu = 0x09; break;
+	case NBPF_AND: alu = 0x21; break;
+	case NBPF_XOR: alu = 0x31; break;
+	default: alu = 0; break;
+	}
+	if (op == NBPF_XCHG) {
+		uint8_t o = 0x87;
+
+		x86_rm(e, w, 0, &o, 1, src, true, dst, off);
+		return 0;
+	}
+	if (op == NBPF_CMPXCHG) {
+		static const uint8_t o[2] = { 0x0f, 0xb1 };
+
+		x86_byte(e, 0xf0);
+		x86_rm(e, w, 0, o, 2, src, true, dst, off);
+		if (!w)
+			x86_mov_rr(e, 0, X_RAX, X_RAX);
+		return 0;
+	}
+	if (!alu)
+		return nbpf_err(-EINVAL, "jit: insn %u: unknown atomic op 0x%x", i, op);
+	if (!(op & NBPF_FETCH)) {
+		x86_byte(e, 0xf0);
+		x86_rm(e, w, 0, &alu, 1, src, true, dst, off);
+		return 0;
+	}
+	if (alu == 0x01) {
+		static const uint8_t xadd[2] = { 0x0f, 0xc1 };
+
+		x86_byte(e, 0xf0);
+		x86_rm(e, w, 0, xadd, 2, src, true, dst, off);
+		return 0;
+	}
+	/* fetch-or/and/xor: a cmpxchg loop through rax, which is BPF r0. */
+	{
+		static const uint8_t cx[2] = { 0x0f, 0xb1 };
+		int s = src == X_RAX ? X_R9 : src;
+		size_t loop;
+
+		x86_lea(e, X_R10, dst, off);
+		x86_mov_rr(e, 1, X_R9, X_RAX);
+		x86_load_zx(e, w ? 8 : 4, X_RAX, X_R10, 0);
+		loop = e->pos;
+		x86_mov_rr(e, w, X_R11, X_RAX);
+		x86_alu_rr(e, w, (alu - 1) / 8, X_R11, s);
+		x86_byte(e, 0xf0);
+		x86_rm(e, w, 0, cx, 2, X_R11, true, X_R10, 0);
+		x86_byte(e, 0x70 + CC_NE);
+		x86_byte(e, (uint8_t)(int8_t)((int64_t)loop - (int64_t)(e->pos + 1)));
+		x86_mov_rr(e, w, src, X_RAX);
+		if (src != X_RAX)
+			x86_mov_rr(e, 1, X_RAX, X_R9);
+	}
+	return 0;
+}
+
+static int emit_mem(struct jit *j, uint32_t i, const struct nbpf_insn *in)
+{
+	struct nbpf_x86 *e = &j->e;
+	int size = size_bytes(in->code), base;
+	uint8_t mode = NBPF_MODE(in->code);
+	int32_t off;
+
+	switch (NBPF_CLASS(in->code)) {
+	case NBPF_LDX:
+		if (in->dst == NBPF_REG_FP)
+			return nbpf_err(-EINVAL, "jit: insn %u: r10 is read-only", i);
+		mem_operand(j, in->src, in->off, &base, &off);
+		if (mode == NBPF_MEM)
+			x86_load_zx(e, size, bpf2x86[in->dst], base, off);
+		else if (mode == NBPF_MEMSX && size != 8)
+			x86_load_sx(e, size, bpf2x86[in->dst], base, off);
+		else
+			return nbpf_err(-EINVAL, "jit: insn %u: unknown load opcode 0x%02x", i, in->code);
+		return 0;
+	case NBPF_ST:
+		if (mode != NBPF_MEM)
+			return nbpf_err(-EINVAL, "jit: insn %u: unknown store opcode 0x%02x", i, in->code);
+		if (j->no_frame && (j->kflags[i] & KEY_STORE))
+			return 0; /* the lookup takes the key as an immediate */
+		mem_operand(j, in->dst, in->off, &base, &off);
+		x86_store_i(e, size, base, off, in->imm);
+		return 0;
+	default: {
+		int src;
+
+		if (mode == NBPF_ATOMIC)
+			return emit_atomic(j, i, in);
+		if (mode != NBPF_MEM)
+			return nbpf_err(-EINVAL, "jit: insn %u: unknown store opcode 0x%02x", i, in->code);
+		src = reg_val(j, in->src);
+		if (!(j->no_frame && (j->kflags[i] & KEY_STORE))) {
+			mem_operand(j, in->dst, in->off, &base, &off);
+			x86_store_r(e, size, base, off, src);
+		}
+		if (j->kflags[i] & KEY_COPY)
+			x86_mov_rr(e, 0, X_R9, src);
+		return 0;
+	}
+	}
+}
+
+static int emit_lddw(struct jit *j, uint32_t i, const struct nbpf_insn *in)
+{
+	const struct nbpf_env *env = j->env;
+	struct ncclbpf_map *map;
+	uint64_t v;
+
+	if (i + 1 >= j->n || in[1].code != 0)
+		return nbpf_err(-EINVAL, "jit: insn %u: lddw without its second slot", i);
+	if (in->dst == NBPF_REG_FP)
+		return nbpf_err(-EINVAL, "jit: insn %u: r10 is read-only", i);
+	switch (in->src) {
+	case 0:
+		v = (uint32_t)in->imm | ((uint64_t)(uint32_t)in[1].imm << 32);
+		break;
+	case NBPF_PSEUDO_MAP_FD: case NBPF_PSEUDO_MAP_IDX:
+	case NBPF_PSEUDO_MAP_VALUE: case NBPF_PSEUDO_MAP_IDX_VALUE:
+		if (!env || !env->maps || (uint32_t)in->imm >= env->n_maps || !env->maps[in->imm])
+			return nbpf_err(-EINVAL, "jit: insn %u: lddw names unknown map %d", i, in->imm);
+		map = env->maps[in->imm];
+		if (in->src == NBPF_PSEUDO_MAP_FD || in->src == NBPF_PSEUDO_MAP_IDX) {
+			v = (uintptr_t)map;
+		} else {
+			void *p = nbpf_map_value_addr(map, (uint32_t)in[1].imm);
+
+			if (!p)
+				return nbpf_err(-EINVAL, "jit: insn %u: map %d has no value at offset %d",
+						i, in->imm, in[1].imm);
+			v = (uintptr_t)p;
+		}
+		break;
+	default:
+		return nbpf_err(-EINVAL, "jit: insn %u: unsupported lddw source %d", i, in->src);
+	}
+	x86_mov_imm64(&j->e, bpf2x86[in->dst], v);
+	return 0;
+}
+
+/* ---- calls ---------------------------------------------------------------- */
+
+/* bpf_map_lookup_elem on a known array map: bounds check and address math. */
+static void emit_inline_lookup(struct nbpf_x86 *e, const struct ncclbpf_map *map, uint8_t kf,
+			       uint32_t key)
+{
+	uint32_t stride = map->value_stride;
+	size_t to_null, to_done;
+
+	if (kf & KEY_CONST) {
+		/* The bounds check and the address are folded at compile time. */
+		if (key < map->max_entries)
+			x86_mov_imm64(e, X_RAX, (uintptr_t)map->array_base + (uint64_t)key * stride);
+		else
+			x86_alu_rr(e, 0, G1_XOR, X_RAX, X_RAX);
+		return;
+	}
+	if (kf & KEY_R9)
+		x86_mov_rr(e, 0, X_RAX, X_R9);
+	else
+		x86_load_zx(e, 4, X_RAX, X_RSI, 0);
+	x86_alu_ri(e, 0, G1_CMP, X_RAX, (int32_t)map->max_entries);
+	to_null = x86_jcc8(e, CC_AE);
+	if (stride && !(stride & (stride - 1))) {
+		uint8_t sh = (uint8_t)__builtin_ctz(stride);
+
+		if (sh)
+			x86_shift_ri(e, 1, 4, X_RAX, sh);
+	} else {
+		x86_op1_rr(e, 1, 0x69, X_RAX, X_RAX);
+		x86_u32(e, stride);
+	}
+	x86_movabs(e, X_R11, (uintptr_t)map->array_base);
+	x86_alu_rr(e, 1, G1_ADD, X_RAX, X_R11);
+	to_done = x86_jmp8(e);
+	x86_land8(e, to_null);
+	x86_alu_rr(e, 0, G1_XOR, X_RAX, X_RAX);
+	x86_land8(e, to_done);
+}
+
+static void emit_call_abs(struct jit *j, uint64_t fn)
+{
+	struct nbpf_x86 *e = &j->e;
+
+	if (j->far_calls) {
+		x86_movabs(e, X_RAX, fn);
+		x86_byte(e, 0xff);
+		x86_byte(e, 0xd0); /* call rax */
+		return;
+	}
+	x86_byte(e, 0xe8);
+	/* Range was checked against the mapping before the writing pass. */
+	x86_u32(e, (uint32_t)(e->buf ? (int64_t)fn - (int64_t)(j->base + e->pos + 4) : 0));
+}
+
+/* The runtime-resolved call (callx): conformance programs only. */
+static void emit_callx(struct jit *j, int idreg)
+{
+	struct nbpf_x86 *e = &j->e;
+	size_t to_skip;
+	uint8_t o = 0xf7, ff = 0xff;
+	static const int saved[5] = { X_RDI, X_RSI, X_RDX, X_RCX, X_R8 };
+
+	for (int k = 0; k < 5; k++)
+		x86_push(e, saved[k]);
+	x86_push(e, X_R8); /* pad: keeps the call aligned; becomes the helper slot */
+	x86_mov_rr(e, 0, X_RDI, idreg);
+	x86_movabs(e, X_RAX, (uintptr_t)j->env->helper);
+	x86_byte(e, 0xff);
+	x86_byte(e, 0xd0);
+	x86_rm(e, 1, 0, (const uint8_t[]){ 0x89 }, 1, X_RAX, true, X_RSP, 0);
+	x86_pop(e, X_R11);
+	for (int k = 4; k >= 0; k--)
+		x86_pop(e, saved[k]);
+	x86_test_rr(e, 1, X_R11, X_R11);
+	emit_jump(j, CC_E, j->n);
+	x86_rm(e, 0, 0, &o, 1, 0, true, X_R11, (int32_t)offsetof(struct nbpf_helper, flags));
+	x86_u32(e, NBPF_HELPER_UNWIND);
+	to_skip = x86_jcc8(e, CC_E);
+	x86_test_rr(e, 1, X_RDI, X_RDI);
+	emit_jump(j, CC_E, j->n);
+	x86_land8(e, to_skip);
+	x86_rm(e, 0, 0, &ff, 1, 2, true, X_R11, (int32_t)offsetof(struct nbpf_helper, fn));
+}
+
+static int emit_call(struct jit *j, uint32_t i, const struct nbpf_insn *in)
+{
+	struct nbpf_x86 *e = &j->e;
+
+	if (in->code == NBPF_OP_CALLX) {
+		if (!j->env || !j->env->helper)
+			return nbpf_err(-EINVAL, "jit: insn %u: callx without a helper table", i);
+		emit_callx(j, reg_val(j, in->dst));
+		return 0;
+	}
+	if (in->src == NBPF_PSEUDO_CALL) {
+		int64_t t = (int64_t)i + 1 + in->imm;
+
+		x86_lea(e, X_R11, X_R12, -(NBPF_MAX_CALL_DEPTH - 2) * SUB_FRAME);
+		x86_alu_rr(e, 1, G1_CMP, X_RSP, X_R11);
+		emit_jump(j, CC_B, j->n);
+		x86_byte(e, 0xe8);
+		x86_u32(e, (uint32_t)(j->first_pass ? 0 :
+				      (int64_t)j->prev[t] - j->sub_prologue - (int64_t)(e->pos + 4)));
+		return 0;
+	}
+	if (in->src != 0)
+		return nbpf_err(-EINVAL, "jit: insn %u: unsupported call source %d", i, in->src);
+	if (j->inline_map[i]) {
+		emit_inline_lookup(e, j->inline_map[i], j->kflags[i], j->key_imm[i]);
+		return 0;
+	}
+	{
+		const struct nbpf_helper *h = j->env && j->env->helper ? j->env->helper(in->imm) : NULL;
+
+		if (!h || !h->fn)
+			return nbpf_err(-EINVAL, "jit: insn %u: unknown helper %d", i, in->imm);
+		if (h->flags & NBPF_HELPER_UNWIND) {
+			x86_test_rr(e, 1, X_RDI, X_RDI);
+			emit_jump(j, CC_E, j->n);
+		}
+		emit_call_abs(j, (uintptr_t)h->fn);
+	}
+	return 0;
+}
+
+/* ---- jumps ---------------------------------------------------------------- */
+
+static int jump_cc(uint8_t op)
+{
+	switch (op) {
+	case NBPF_JEQ: return CC_E;
+	case NBPF_JNE: return CC_NE;
+	case NBPF_JSET: return CC_NE;
+	case NBPF_JGT: return CC_A;
+	case NBPF_JGE: return CC_AE;
+	case NBPF_JLT: return CC_B;
+	case NBPF_JLE: return CC_BE;
+	case NBPF_JSGT: return CC_G;
+	case NBPF_JSGE: return CC_GE;
+	case NBPF_JSLT: return CC_L;
+	case NBPF_JSLE: return CC_LE;
+	default: return -1;
+	}
+}
+
+static int emit_jmp(struct jit *j, uint32_t i, const struct nbpf_insn *in)
+{
+	struct nbpf_x86 *e = &j->e;
+	int w = NBPF_CLASS(in->code) == NBPF_JMP;
+	uint8_t op = NBPF_OP(in->code);
+	int dst, src;
+	int cc;
+
+	if (op == NBPF_JA) {
+		emit_jump(j, -1, (uint32_t)((int64_t)i + 1 + (w ? in->off : in->imm)));
+		return 0;
+	}
+	if (op == NBPF_CALL && w)
+		return emit_call(j, i, in);
+	if (op == NBPF_EXIT && w) {
+		if (j->in_main[i])
+			emit_main_epilogue(j);
+		else
+			emit_sub_epilogue(e);
+		return 0;
+	}
+	cc = jump_cc(op);
+	if (cc < 0)
+		return nbpf_err(-EINVAL, "jit: insn %u: unknown jump opcode 0x%02x", i, in->code);
+	dst = in->dst == NBPF_REG_FP ? reg_val(j, in->dst) : bpf2x86[in->dst];
+	src = NBPF_SRC(in->code) == NBPF_X ? reg_val(j, in->src) : 0;
+	if (NBPF_SRC(in->code) == NBPF_X) {
+		if (op == NBPF_JSET)
+			x86_test_rr(e, w, dst, src);
+		else
+			x86_alu_rr(e, w, G1_CMP, dst, src);
+	} else if (op == NBPF_JSET) {
+		x86_test_ri(e, w, dst, in->imm);
+	} else if (in->imm == 0) {
+		x86_test_rr(e, w, dst, dst);
+	} else {
+		x86_alu_ri(e, w, G1_CMP, dst, in->imm);
+	}
+	emit_jump(j, cc, (uint32_t)((int64_t)i + 1 + in->off));
+	return 0;
+}
+
+/* ---- passes --------------------------------------------------------------- */
+
+static int emit_insn(struct jit *j, uint32_t i)
+{
+	const struct nbpf_insn *in = &j->insns[i];
+
+	j->fp_off = j->in_main[i] ? j->alloc : SUB_ALLOC;
+	switch (NBPF_CLASS(in->code)) {
+	case NBPF_ALU: case NBPF_ALU64:
+		return emit_alu(j, i, in);
+	case NBPF_LDX: case NBPF_ST: case NBPF_STX:
+		return emit_mem(j, i, in);
+	case NBPF_JMP: case NBPF_JMP32:
+		return emit_jmp(j, i, in);
+	default:
+		if (in->code == NBPF_OP_LDDW)
+			return emit_lddw(j, i, in);
+		return nbpf_err(-EINVAL, "jit: insn %u: unknown opcode 0x%02x", i, in->code);
+	}
+}
+
+/* One pass over the program: fills j->addrs and, when e.buf is set, the code. */
+static int emit_pass(struct jit *j)
+{
+	struct nbpf_x86 *e = &j->e;
+	int err;
+
+	e->pos = 0;
+	e->overflow = false;
+	emit_main_prologue(j);
+	for (uint32_t i = 0; i < j->n; i++) {
+		if (j->entry[i] && i)
+			emit_sub_prologue(e);
+		j->addrs[i] = (uint32_t)e->pos;
+		err = emit_insn(j, i);
+		if (err)
+			return err;
+		if (j->insns[i].code == NBPF_OP_LDDW)
+			j->addrs[++i] = (uint32_t)e->pos;
+	}
+	j->addrs[j->n] = (uint32_t)e->pos;
+	if (j->needs_r12) {
+		x86_mov_rr(e, 1, X_RSP, X_R12);
+		x86_alu_rr(e, 0, G1_XOR, X_RAX, X_RAX);
+		emit_main_epilogue(j);
+	}
+	if (e->overflow)
+		return nbpf_err(-EFAULT, "jit: internal error: code buffer overrun");
+	return 0;
+}
+
+/* Registers written by an instruction (bitmask of BPF registers). */
+static uint32_t insn_writes(const struct nbpf_insn *in)
+{
+	uint8_t cls = NBPF_CLASS(in->code);
+
+	switch (cls) {
+	case NBPF_ALU: case NBPF_ALU64: case NBPF_LDX:
+		return 1u << in->dst;
+	case NBPF_LD:
+		return 1u << in->dst;
+	case NBPF_STX:
+		if (NBPF_MODE(in->code) != NBPF_ATOMIC)
+			return 0;
+		if (in->imm == NBPF_CMPXCHG)
+			return 1u;
+		return (in->imm & NBPF_FETCH) ? 1u << in->src : 0;
+	case NBPF_JMP:
+		if (NBPF_OP(in->code) == NBPF_CALL)
+			return 0x3f; /* r0-r5 */
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+/* Whether in names register r as an operand (read or written). */
+static bool insn_mentions(const struct nbpf_insn *in, unsigned r)
+{
+	uint8_t cls = NBPF_CLASS(in->code), op = NBPF_OP(in->code);
+
+	switch (cls) {
+	case NBPF_LD:
+		return in->dst == r;
+	case NBPF_ALU: case NBPF_ALU64:
+		return in->dst == r || (NBPF_SRC(in->code) == NBPF_X && in->src == r);
+	case NBPF_LDX: case NBPF_STX:
+		return in->dst == r || in->src == r;
+	case NBPF_ST:
+		return in->dst == r;
+	case NBPF_JMP: case NBPF_JMP32:
+		if (op == NBPF_CALL)
+			return r >= 1 && r <= 5;
+		if (op == NBPF_EXIT)
+			return r == 0;
+		return in->dst == r || (NBPF_SRC(in->code) == NBPF_X && in->src == r);
+	default:
+		return true;
+	}
+}
+
+/*
+ * For the inlined lookup at call i, looks back through its basic block for
+ * where the key comes from: r2 must be r10 + c (mov r2, r10; add r2, K...)
+ * and the last memory write before the call a 4-byte store to [r10 + c].
+ * A constant store folds the whole lookup; a register store is also copied
+ * into r9 (nothing between it and the call may clobber r9: no div/mod, and
+ * calls and atomics are memory writes, which end the search).
+ */
+static void find_key(struct jit *j, const uint8_t *target, uint32_t i)
+{
+	const struct nbpf_insn *ins = j->insns;
+	int64_t c = 0;
+	int r2_done = 0, store = -1, mov = -1;
+	bool r2_other = false; /* r2 read between its mov and the call */
+
+	for (uint32_t k = i; k > 0 && !target[k] && !j->entry[k];) {
+		const struct nbpf_insn *in;
+		uint8_t cls, op;
+
+		k--;
+		if (k > 0 && ins[k - 1].code == NBPF_OP_LDDW)
+			k--;
+		in = &ins[k];
+		cls = NBPF_CLASS(in->code);
+		op = NBPF_OP(in->code);
+		if (store < 0) {
+			if ((cls == NBPF_ALU || cls == NBPF_ALU64) && (op == NBPF_DIV || op == NBPF_MOD))
+				return;
+			if (cls == NBPF_ST || cls == NBPF_STX || in->code == NBPF_OP_CALL ||
+			    in->code == NBPF_OP_CALLX) {
+				if (in->code != (NBPF_ST | NBPF_MEM | NBPF_W) &&
+				    in->code != (NBPF_STX | NBPF_MEM | NBPF_W))
+					return;
+				if (in->dst != NBPF_REG_FP)
+					return;
+				store = (int)k;
+			}
+		}
+		if (!r2_done && (insn_writes(in) & 4u)) {
+			if (in->code == (NBPF_ALU64 | NBPF_ADD | NBPF_K) && in->dst == 2) {
+				c += in->imm;
+			} else if (in->code == (NBPF_ALU64 | NBPF_MOV | NBPF_X) && in->dst == 2 &&
+				   in->src == NBPF_REG_FP && in->off == 0) {
+				r2_done = 1;
+				mov = (int)k;
+			} else {
+				return;
+			}
+		} else if (!r2_done && (insn_mentions(in, 2) || cls == NBPF_JMP || cls == NBPF_JMP32)) {
+			r2_other = true; /* read, or a branch out of the block with r2 live */
+		}
+		if (r2_done && store >= 0)
+			break;
+	}
+	if (!r2_done || store < 0 || ins[store].off != c)
+		return;
+	if (NBPF_CLASS(ins[store].code) == NBPF_ST) {
+		j->kflags[i] = KEY_CONST;
+		j->key_imm[i] = (uint32_t)ins[store].imm;
+	} else {
+		j->kflags[i] = KEY_R9;
+		j->kflags[store] |= KEY_COPY;
+	}
+	/* The slot's address went nowhere else: the store may go (see analyze). */
+	if (!r2_other) {
+		j->kflags[store] |= KEY_STORE;
+		j->kflags[mov] |= KEY_FPMOV;
+	}
+}
+
+/*
+ * Whole-program facts: jump targets and subprogram entries (checked in
+ * range), which callee-saved registers and frames the main function needs,
+ * and which map lookups can be inlined (r1 loaded with an array map by an
+ * lddw earlier in the same basic block).
+ */
+static int analyze(struct jit *j)
+{
+	const struct nbpf_insn *ins = j->insns;
+	uint32_t n = j->n, used = 0;
+	uint8_t *target = calloc(n + 1, 1);
+	struct ncclbpf_map *r1_map = NULL;
+	int err = 0;
+
+	if (!target)
+		return nbpf_err(-ENOMEM, "jit: out of memory");
+	j->entry[0] = 1;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct nbpf_insn *in = &ins[i];
+		uint8_t cls = NBPF_CLASS(in->code), op = NBPF_OP(in->code);
+
+		if (in->dst >= NBPF_NREGS || in->src >= NBPF_NREGS) {
+			if (!(in->code == NBPF_OP_LDDW || (cls == NBPF_JMP && op == NBPF_CALL &&
+							   NBPF_SRC(in->code) == NBPF_K))) {
+				err = nbpf_err(-EINVAL, "jit: insn %u: bad register", i);
+				goto out;
+			}
+		}
+		used |= (1u << in->dst) | (1u << in->src);
+		if (in->code == NBPF_OP_LDDW) {
+			if (in->dst >= NBPF_NREGS) {
+				err = nbpf_err(-EINVAL, "jit: insn %u: bad register", i);
+				goto out;
+			}
+			i++;
+			continue;
+		}
+		if (cls == NBPF_JMP || cls == NBPF_JMP32) {
+			int64_t t;
+
+			if (op == NBPF_EXIT)
+				continue;
+			if (op == NBPF_CALL) {
+				if (cls != NBPF_JMP)
+					continue;
+				if (in->code == NBPF_OP_CALLX) {
+					j->has_calls = j->needs_r12 = true;
+					continue;
+				}
+				if (in->src != NBPF_PSEUDO_CALL)
+					continue;
+				t = (int64_t)i + 1 + in->imm;
+				if (t <= 0 || t >= n) {
+					err = nbpf_err(-EINVAL, "jit: insn %u: call target %" PRId64 " out of range",
+						       i, t);
+					goto out;
+				}
+				j->entry[t] = 1;
+				j->has_bpf_calls = j->has_calls = j->needs_r12 = true;
+				continue;
+			}
+			t = (int64_t)i + 1 + (cls == NBPF_JMP32 && op == NBPF_JA ? in->imm : in->off);
+			if (t < 0 || t >= n) {
+				err = nbpf_err(-EINVAL, "jit: insn %u: jump target %" PRId64 " out of range", i, t);
+				goto out;
+			}
+			target[t] = 1;
+		}
+	}
+	/* A jump may not land in the middle of an lddw. */
+	for (uint32_t i = 0; i + 1 < n; i++) {
+		if (ins[i].code == NBPF_OP_LDDW) {
+			if (target[i + 1] || j->entry[i + 1]) {
+				err = nbpf_err(-EINVAL, "jit: insn %u: jump into the middle of lddw", i + 1);
+				goto out;
+			}
+			i++;
+		}
+	}
+	for (uint32_t i = 0, main = 1; i < n; i++) {
+		if (i && j->entry[i])
+			main = 0;
+		j->in_main[i] = (uint8_t)main;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		const struct nbpf_insn *in = &ins[i];
+
+		if (target[i] || j->entry[i])
+			r1_map = NULL;
+		if (in->code == NBPF_OP_CALL && in->src == 0 && in->imm == NBPF_HELPER_MAP_LOOKUP &&
+		    r1_map)
+			j->inline_map[i] = r1_map;
+		if (in->code == NBPF_OP_CALL && in->src == 0 && !j->inline_map[i])
+			j->has_calls = true;
+		if (in->code == NBPF_OP_CALL && in->src == 0 && j->env && j->env->helper) {
+			const struct nbpf_helper *h = j->env->helper(in->imm);
+
+			if (h && (h->flags & NBPF_HELPER_UNWIND))
+				j->needs_r12 = true;
+		}
+		if (insn_writes(in) & 2u)
+			r1_map = NULL;
+		if (in->code == NBPF_OP_LDDW) {
+			if (in->dst == 1 && (in->src == NBPF_PSEUDO_MAP_FD || in->src == NBPF_PSEUDO_MAP_IDX) &&
+			    j->env && j->env->maps && (uint32_t)in->imm < j->env->n_maps) {
+				struct ncclbpf_map *m = j->env->maps[in->imm];
+
+				if (m && m->type == NCCLBPF_MAP_ARRAY && m->key_size == 4 && m->array_base &&
+				    m->value_stride <= INT32_MAX)
+					r1_map = m;
+			}
+			i++;
+		}
+	}
+	for (uint32_t i = 0; i < n; i++)
+		if (j->inline_map[i])
+			find_key(j, target, i);
+	/* Callee-saved registers the main function touches, and its frame. */
+	j->uses_fp = used & (1u << NBPF_REG_FP);
+	j->npush = 0;
+	{
+		static const int reg_of[4] = { 6, 7, 8, 9 };
+
+		for (int k = 0; k < 4; k++)
+			if ((used & (1u << reg_of[k])) || j->has_bpf_calls)
+				j->pushes[j->npush++] = bpf2x86[reg_of[k]];
+		if (j->needs_r12)
+			j->pushes[j->npush++] = X_R12;
+	}
+	/*
+	 * No frame when r10 only appears in forwarded keys (store + mov r2,
+	 * r10 with the address going nowhere else): nothing can read the
+	 * slots, so the key stores are dropped and the 512 bytes never
+	 * allocated.  A JA/exit mentions no register, so the check is exact.
+	 */
+	if (j->uses_fp && !j->has_bpf_calls) {
+		bool only_keys = true;
+
+		for (uint32_t i = 0; i < n && only_keys; i++) {
+			if (ins[i].code == NBPF_OP_CALL || ins[i].code == NBPF_OP_CALLX)
+				continue; /* src is a flag, not a register */
+			if (insn_mentions(&ins[i], NBPF_REG_FP) &&
+			    !(j->kflags[i] & (KEY_STORE | KEY_FPMOV)))
+				only_keys = false;
+			if (ins[i].code == NBPF_OP_LDDW)
+				i++;
+		}
+		if (only_keys) {
+			j->no_frame = true;
+			j->uses_fp = false;
+		}
+	}
+	j->alloc = j->uses_fp ? NBPF_STACK_SIZE : 0;
+	if (j->has_calls && (8 + 8 * j->npush + j->alloc) % 16)
+		j->alloc += 8;
+out:
+	free(target);
+	return err;
+}
+
+/* Maps code near the runtime's own text so helper calls fit in rel32. */
+static void *map_code(size_t size)
+{
+	uintptr_t text = (uintptr_t)&nbpf_jit_compile, hint = 0;
+
+	if (text > (256u << 20))
+		hint = (text & ~(uintptr_t)0xfffff) - (128u << 20);
+	void *p = mmap((void *)hint, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static bool calls_in_range(const struct jit *j, uint64_t base, size_t size)
+{
+	for (uint32_t i = 0; i < j->n; i++) {
+		const struct nbpf_insn *in = &j->insns[i];
+		const struct nbpf_helper *h;
+
+		if (in->code == NBPF_OP_LDDW) {
+			i++;
+			continue;
+		}
+		if (in->code != NBPF_OP_CALL || in->src != 0 || j->inline_map[i])
+			continue;
+		h = j->env->helper(in->imm);
+		if (!x86_fits32((int64_t)(uintptr_t)h->fn - (int64_t)base) ||
+		    !x86_fits32((int64_t)(uintptr_t)h->fn - (int64_t)(base + size)))
+			return false;
+	}
+	return true;
+}
+
+/* Runs sizing passes until every instruction's offset is unchanged. */
+static int settle(struct jit *j)
+{
+	int err;
+
+	j->e.buf = NULL;
+	j->first_pass = true;
+	err = emit_pass(j);
+	if (err)
+		return err;
+	j->first_pass = false;
+	for (int pass = 0; pass < MAX_PASSES; pass++) {
+		memcpy(j->prev, j->addrs, (j->n + 1) * sizeof(*j->addrs));
+		err = emit_pass(j);
+		if (err)
+			return err;
+		if (!memcmp(j->prev, j->addrs, (j->n + 1) * sizeof(*j->addrs)))
+			return 0;
+	}
+	/* Did not settle (should not happen): long jumps are always stable. */
+	j->long_jumps = true;
+	for (int pass = 0; pass < 2; pass++) {
+		memcpy(j->prev, j->addrs, (j->n + 1) * sizeof(*j->addrs));
+		err = emit_pass(j);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/*
+ * Compiles insns[0..n) for env.  The code is written into an exactly sized
+ * private mapping that is RW while written and RX afterwards.  On failure
+ * nothing is left allocated and the error says which instruction.
+ */
+/*
+ * Whether the CPU has BMI2.  NBPF_JIT_NO_BMI2=1 in the environment turns
+ * it off, so the tests can cover the cl-based shift sequences on any CPU
+ * (not an NCCLBPF_ name: the NCCL adapters warn about unknown ones).
+ */
+static bool use_bmi2(void)
+{
+	const char *no = getenv("NBPF_JIT_NO_BMI2");
+
+	if (no && *no && strcmp(no, "0"))
+		return false;
+	__builtin_cpu_init();
+	return __builtin_cpu_supports("bmi2");
+}
+
+int nbpf_jit_compile(const struct nbpf_insn *insns, uint32_t n, const struct nbpf_env *env,
+		     struct nbpf_jit_image **out)
+{
+	struct jit j = { .insns = insns, .n = n, .env = env, .bmi2 = use_bmi2() };
+	struct nbpf_jit_image *img = NULL;
+	struct nbpf_x86 cnt = { 0 };
+	void *mem = NULL;
+	size_t size = 0, page = (size_t)sysconf(_SC_PAGESIZE), mem_size = 0;
+	int err;
+
+	*out = NULL;
+	if (!insns || !n)
+		return nbpf_err(-EINVAL, "jit: empty program");
+	if (n > (1u << 24))
+		return nbpf_err(-E2BIG, "jit: program too large (%u instructions)", n);
+	j.addrs = calloc(n + 1, sizeof(*j.addrs));
+	j.prev = calloc(n + 1, sizeof(*j.prev));
+	j.entry = calloc(n, 1);
+	j.in_main = calloc(n, 1);
+	j.inline_map = calloc(n, sizeof(*j.inline_map));
+	j.kflags = calloc(n, 1);
+	j.key_imm = calloc(n, sizeof(*j.key_imm));
+	if (!j.addrs || !j.prev || !j.entry || !j.in_main || !j.inline_map || !j.kflags || !j.key_imm) {
+		err = nbpf_err(-ENOMEM, "jit: out of memory");
+		goto cleanup;
+	}
+	emit_sub_prologue(&cnt);
+	j.sub_prologue = (uint32_t)cnt.pos;
+	err = analyze(&j);
+	if (err)
+		goto cleanup;
+	for (int attempt = 0; attempt < 2; attempt++) {
+		err = settle(&j);
+		if (err)
+			goto cleanup;
+		size = j.e.pos;
+		mem_size = (size + page - 1) / page * page;
+		mem = map_code(mem_size);
+		if (!mem) {
+			err = nbpf_err(-ENOMEM, "jit: cannot map %zu bytes of code", mem_size);
+			goto cleanup;
+		}
+		if (j.far_calls || calls_in_range(&j, (uintptr_t)mem, size))
+			break;
+		munmap(mem, mem_size);
+		mem = NULL;
+		j.far_calls = true;
+	}
+	/* The writing pass: offsets are those of the last sizing pass. */
+	memcpy(j.prev, j.addrs, (n + 1) * sizeof(*j.addrs));
+	j.e.buf = mem;
+	j.e.cap = size;
+	j.base = (uintptr_t)mem;
+	err = emit_pass(&j);
+	if (err)
+		goto cleanup;
+	if (j.e.pos != size || memcmp(j.prev, j.addrs, (n + 1) * sizeof(*j.addrs))) {
+		err = nbpf_err(-EFAULT, "jit: internal error: code size changed in the final pass");
+		goto cleanup;
+	}
+	/* Never writable and executable at once. */
+	if (mprotect(mem, mem_size, PROT_READ | PROT_EXEC)) {
+		err = nbpf_err(-errno, "jit: mprotect: %s", strerror(errno));
+		goto cleanup;
+	}
+	img = calloc(1, sizeof(*img));
+	if (!img) {
+		err = nbpf_err(-ENOMEM, "jit: out of memory");
+		goto cleanup;
+	}
+	img->mem = mem;
+	img->mem_size = mem_size;
+	img->code_size = size;
+	img->func = (ncclbpf_func_t)mem;
+	*out = img;
+	mem = NULL;
+cleanup:
+	if (mem)
+		munmap(mem, mem_size);
+	free(j.addrs);
+	free(j.prev);
+	free(j.entry);
+	free(j.in_main);
+	free(j.inline_map);
+	free(j.kflags);
+	free(j.key_imm);
+	return err;
+}
+
+void nbpf_jit_free(struct nbpf_jit_image *img)
+{
+	if (!img)
+		return;
+	if (img->mem)
+		munmap(img->mem, img->mem_size);
+	free(img);
+}
+
+#else /* !__x86_64__ */
+
+int nbpf_jit_compile(const struct nbpf_insn *insns, uint32_t n, const struct nbpf_env *env,
+		     struct nbpf_jit_image **out)
+{
+	*out = NULL;
+	return nbpf_err(-ENOTSUP, "jit: only x86-64 is supported; use the interpreter");
+}
+
+void nbpf_jit_free(struct nbpf_jit_image *img)
+{
+}
+
+#endif

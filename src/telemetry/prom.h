@@ -1,0 +1,87 @@
+/*
+ * prom.h - telemetry aggregated over communicators (and processes), and its
+ * Prometheus text exposition (format 0.0.4).  Shared by the plugin and the
+ * ncclbpf command; knows nothing about sockets or the host registry.
+ *
+ * Aggregation key: (communicator id, collective, size class).  Several
+ * ranks of one communicator, in one or several local processes, merge into
+ * one series, so label sets stay bounded: communicator, collective, size
+ * bucket, algorithm, protocol (no pid or rank labels).
+ */
+#ifndef NCCLBPF_PROM_H
+#define NCCLBPF_PROM_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "hist.h"
+
+#define NBPF_TELE_REFUSE 6  /* NBPF_REFUSE_COUNT (host.h) */
+
+/* Completed collectives of one (communicator, collective, size class). */
+struct nbpf_tele_cell {
+	uint64_t comm_id;
+	uint32_t n_ranks;
+	int coll;      /* 0..NBPF_TELE_COLLS-1 */
+	int size_cls;  /* 0..NBPF_SIZE_CLASSES-1 */
+	uint32_t contributors; /* ranks merged into this cell */
+	uint64_t count, bytes, sum_ns, gpu_timed;
+	uint64_t hist[NBPF_LAT_BUCKETS];  /* bucket i: [2^i, 2^(i+1)) ns */
+	uint64_t mix[NBPF_TELE_ALGOS][NBPF_TELE_PROTOS];
+};
+
+/* Tuner decisions of one communicator (summed over its ranks). */
+struct nbpf_tele_tuner {
+	uint64_t comm_id;
+	uint32_t n_ranks;
+	uint64_t calls, applied, skipped;
+	uint64_t coll_calls[NBPF_TELE_COLLS];
+	uint64_t refused[NBPF_TELE_REFUSE];
+};
+
+struct nbpf_tele_prog {
+	char name[64], hook[16], tag[20];
+	uint64_t runs, ns;
+};
+
+struct nbpf_tele_set {
+	struct nbpf_tele_cell *cells;
+	size_t n_cells, cap_cells;
+	struct nbpf_tele_tuner *tuners;
+	size_t n_tuners, cap_tuners;
+	struct nbpf_tele_prog *progs;
+	size_t n_progs, cap_progs;
+	uint32_t processes;
+};
+
+/* The cell for a key, created zeroed on first use; NULL on allocation failure. */
+struct nbpf_tele_cell *nbpf_tele_cell(struct nbpf_tele_set *s, uint64_t comm_id, int coll,
+				      int size_cls);
+struct nbpf_tele_tuner *nbpf_tele_tuner(struct nbpf_tele_set *s, uint64_t comm_id);
+/* Program entries merge by (name, tag, hook). */
+struct nbpf_tele_prog *nbpf_tele_prog(struct nbpf_tele_set *s, const char *name,
+				      const char *hook, const char *tag);
+void nbpf_tele_free(struct nbpf_tele_set *s);
+
+/* Labels: "AllReduce", "RING", "LL128", "4M" ("other"/"unknown" for the last slots). */
+const char *nbpf_tele_coll_name(int coll);
+const char *nbpf_tele_algo_name(int algo);
+const char *nbpf_tele_proto_name(int proto);
+const char *nbpf_tele_size_name(int cls);
+
+/* Quantile q (0..1) of a log2 histogram in ns, interpolated inside the bucket; 0 if empty. */
+double nbpf_tele_quantile_ns(const uint64_t *hist, size_t n, double q);
+/* nccl-tests bus-bandwidth factor: 2(n-1)/n AllReduce, (n-1)/n AllGather/ReduceScatter, 1 else. */
+double nbpf_tele_busbw_factor(int coll, uint32_t n_ranks);
+
+/* Histogram buckets exported: le = 2^(i+1) ns for i in [FIRST, LAST], then +Inf. */
+#define NBPF_PROM_FIRST_BUCKET 7   /* 256 ns */
+#define NBPF_PROM_LAST_BUCKET  37  /* ~275 s */
+
+/*
+ * Writes the whole exposition: # HELP / # TYPE for each family, latency
+ * histograms in seconds, byte and call counters.  Returns 0 or -EIO.
+ */
+int nbpf_prom_write(FILE *f, const struct nbpf_tele_set *s);
+
+#endif
