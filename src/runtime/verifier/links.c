@@ -62,9 +62,11 @@ void reg_forget_links(struct vreg *r)
 
 static struct vlink *link_find(struct vstate *s, uint32_t key, uint8_t kind)
 {
+	struct vlink *t = vstate_links(s);
+
 	for (uint32_t i = 0; i < s->nlinks; i++)
-		if (s->links[i].key == key && s->links[i].kind == kind)
-			return &s->links[i];
+		if (t[i].key == key && t[i].kind == kind)
+			return &t[i];
 	return NULL;
 }
 
@@ -238,9 +240,11 @@ void links_after_alu(struct venv *e, const struct nbpf_insn *in, const struct vr
 			*dst = t; /* (infeasible: a dead path; keep the plain bounds) */
 		dst->id = l->id;
 	} else {
+		struct vlink *t = vstate_links(s);
+
 		if (s->nlinks == MAX_LINKS)
-			memmove(&s->links[0], &s->links[1], --s->nlinks * sizeof(s->links[0]));
-		l = &s->links[s->nlinks++];
+			memmove(&t[0], &t[1], --s->nlinks * sizeof(t[0]));
+		l = &t[s->nlinks++];
 		memset(l, 0, sizeof(*l));
 		l->key = key;
 		l->kind = kind;
@@ -320,14 +324,13 @@ static bool base_alive(const struct venv *e, const struct vstate *s, uint32_t x)
  */
 void links_prune(const struct venv *e, struct vstate *s)
 {
+	struct vlink *t = vstate_links(s);
 	uint32_t k = 0;
 
 	for (uint32_t i = 0; i < s->nlinks; i++)
-		if (base_alive(e, s, s->links[i].key & (DV_BASE_MAX - 1)))
-			s->links[k++] = s->links[i];
-	if (k < s->nlinks)
-		memset(&s->links[k], 0, (s->nlinks - k) * sizeof(s->links[0]));
-	s->nlinks = k;
+		if (base_alive(e, s, t[i].key & (DV_BASE_MAX - 1)))
+			t[k++] = t[i];
+	s->nlinks = (uint16_t)k;
 }
 
 /*
@@ -400,9 +403,11 @@ void links_note32(struct venv *e, struct vstate *s, struct vreg *r, const struct
 		struct vreg v = lo[k];
 
 		if (!l) {
+			struct vlink *t = vstate_links(s);
+
 			if (s->nlinks == MAX_LINKS)
-				memmove(&s->links[0], &s->links[1], --s->nlinks * sizeof(s->links[0]));
-			l = &s->links[s->nlinks++];
+				memmove(&t[0], &t[1], --s->nlinks * sizeof(t[0]));
+			l = &t[s->nlinks++];
 			memset(l, 0, sizeof(*l));
 			l->key = r->id;
 			l->kind = kind;

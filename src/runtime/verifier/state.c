@@ -22,26 +22,20 @@
 #define JOIN_AFTER 4
 #define WIDEN_AFTER 8
 
+/* Bytes of a compact copy of s: its used bytes, then its class table. */
 size_t vstate_size(const struct vstate *s)
 {
-	const struct vframe *last = &s->frames[s->nframes - 1];
-
-	return offsetof(struct vstate, frames) + (s->nframes - 1) * sizeof(struct vframe) +
-	       offsetof(struct vframe, slots) + last->nslots * sizeof(struct vslot);
+	return vstate_used(s) + s->nlinks * sizeof(struct vlink);
 }
 
-/*
- * Copies a state of n bytes (vstate_size), skipping the unused entries of
- * its class table (links.c): most states have none, and the table would
- * add a quarter to the copy of a small state.
- */
-static void vstate_copy(struct vstate *d, const struct vstate *s, size_t n)
+/* A compact copy of s (working or compact) into d. */
+static void vstate_copy(struct vstate *d, const struct vstate *s)
 {
-	size_t a = offsetof(struct vstate, links) + s->nlinks * sizeof(s->links[0]);
-	size_t b = offsetof(struct vstate, frames);
+	size_t used = vstate_used(s);
 
-	memcpy(d, s, a);
-	memcpy((char *)d + b, (const char *)s + b, n - b);
+	memcpy(d, s, used);
+	memcpy((char *)d + used, vstate_links(s), s->nlinks * sizeof(struct vlink));
+	d->compact = 1;
 }
 
 /*
@@ -54,7 +48,9 @@ void vstate_restore(struct vstate *d, const struct vstate *s)
 {
 	uint32_t li = s->nframes - 1, old = d->frames[li].nslots, now = s->frames[li].nslots;
 
-	vstate_copy(d, s, vstate_size(s));
+	memcpy(d, s, vstate_used(s));
+	memcpy(d->links_full, vstate_links(s), s->nlinks * sizeof(struct vlink));
+	d->compact = 0;
 	if (old > now)
 		memset(&d->frames[li].slots[now], 0, (old - now) * sizeof(struct vslot));
 }
@@ -67,7 +63,8 @@ void vstate_restore(struct vstate *d, const struct vstate *s)
  */
 struct vstate *vstate_push(struct venv *e, uint32_t pc)
 {
-	size_t need = vstate_size(e->cur);
+	/* room for classes a refinement of the pending copy may add (links.c) */
+	size_t need = vstate_used(e->cur) + MAX_LINKS * sizeof(struct vlink);
 	struct vstate *s;
 
 	if (e->n_stack == e->cap_stack) {
@@ -105,7 +102,7 @@ struct vstate *vstate_push(struct venv *e, uint32_t pc)
 		}
 	}
 	s = e->stack[e->n_stack++];
-	vstate_copy(s, e->cur, need);
+	vstate_copy(s, e->cur);
 	s->pc = pc;
 	if (s->parent)
 		s->parent->branches++;
@@ -455,7 +452,7 @@ static bool states_equal(const struct venv *e, const struct vstate *o, const str
 	if (o->nlinks > c->nlinks || (exact && o->nlinks != c->nlinks))
 		return false;
 	for (uint32_t i = 0; i < o->nlinks; i++) {
-		const struct vlink *ol = &o->links[i], *cl = &c->links[i];
+		const struct vlink *ol = &vstate_links(o)[i], *cl = &vstate_links(c)[i];
 		struct vreg ov, cv;
 
 		if (ol->kind != cl->kind || (ol->key >> 24) != (cl->key >> 24) ||
@@ -712,7 +709,7 @@ static bool try_join(struct venv *e, const struct vstate *o, struct vstate *c, i
 		c->cmp.code = 0; /* the join holds states where either side was taken */
 	/* classes of extended copies: kept only where both sides have the same */
 	if (o->nlinks != c->nlinks ||
-	    memcmp(o->links, c->links, o->nlinks * sizeof(o->links[0])))
+	    memcmp(vstate_links(o), vstate_links(c), o->nlinks * sizeof(struct vlink)))
 		c->nlinks = 0;
 	return true;
 }
@@ -1097,7 +1094,7 @@ int vstate_visit(struct venv *e)
 		if (e->states > e->peak_states)
 			e->peak_states = e->states;
 	}
-	vstate_copy(n->st, cur, vstate_size(cur));
+	vstate_copy(n->st, cur);
 	n->st->parent = NULL;
 	n->hash = hashed ? h : state_hash(e, cur);
 	if (joined || !have_cv || (big && !cs.full))

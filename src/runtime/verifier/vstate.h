@@ -7,6 +7,7 @@
 #define NCCLBPF_VERIFIER_VSTATE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -183,16 +184,38 @@ struct vstate {
 	uint32_t nframes;
 	uint32_t nrefs;
 	uint32_t nctrl;
-	uint32_t nlinks;
+	uint16_t nlinks;
+	uint16_t compact;         /* a copy: the class table follows the used bytes */
 	uint32_t refs[MAX_REFS];  /* live ring buffer reservations (ids) */
 	/* Active rank-local branch conditions: (frame << 24 | immediate post-dominator). */
 	uint32_t ctrl[MAX_CTRL];
 	struct vnode *parent;     /* latest checkpoint on this path */
 	uint32_t last_ckpt;       /* insns_processed when it was stored */
 	struct vcmp cmp;          /* last forked comparison (see struct vcmp) */
-	struct vlink links[MAX_LINKS];
 	struct vframe frames[NBPF_MAX_CALL_DEPTH];
+	/* only in a working state; use vstate_links() */
+	struct vlink links_full[MAX_LINKS];
 };
+
+/* Bytes of a state up to its innermost frame's last slot in use. */
+static inline size_t vstate_used(const struct vstate *s)
+{
+	const struct vframe *last = &s->frames[s->nframes - 1];
+
+	return offsetof(struct vstate, frames) + (s->nframes - 1) * sizeof(struct vframe) +
+	       offsetof(struct vframe, slots) + last->nslots * sizeof(struct vslot);
+}
+
+/*
+ * The class table (links.c): in a working state at links_full, in a copy
+ * (pending branch, checkpoint) right after its used bytes, so that the
+ * many states without classes carry none.
+ */
+static inline struct vlink *vstate_links(const struct vstate *s)
+{
+	return s->compact ? (struct vlink *)((char *)s + vstate_used(s))
+			  : (struct vlink *)s->links_full;
+}
 
 /* struct vnode sflags: summaries computed for big states only (state.c: state_big). */
 #define NS_SLOTS 0x01  /* smask, shash, okey, osum */
