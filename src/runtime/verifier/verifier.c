@@ -357,7 +357,8 @@ static int do_alu(struct venv *e, uint32_t pc, const struct nbpf_insn *in)
 		struct vreg from = *dst;
 
 		scalar_alu(dst, &src, op, !is64, in->off);
-		links_after_alu(e, in, &from, dst);
+		if (is64 && !x && (from.id || from.pad))
+			links_after_alu(e, in, &from, dst);
 		return 0;
 	}
 	scalar_alu(dst, &src, op, !is64, in->off);
