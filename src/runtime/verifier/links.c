@@ -51,15 +51,6 @@ static bool dv_get(const struct vreg *r, uint32_t *x, uint8_t *kind, uint32_t *j
 	return true;
 }
 
-void reg_forget_links(struct vreg *r)
-{
-	r->id = 0;
-	if (r->type == VT_SCALAR || r->type == VT_NOT_INIT) {
-		r->aux = 0;
-		r->pad = 0;
-	}
-}
-
 static struct vlink *link_find(struct vstate *s, uint32_t key, uint8_t kind)
 {
 	struct vlink *t = vstate_links(s);

@@ -29,12 +29,14 @@ size_t vstate_size(const struct vstate *s)
 }
 
 /* A compact copy of s (working or compact) into d. */
-static void vstate_copy(struct vstate *d, const struct vstate *s)
+static inline void vstate_copy(struct vstate *d, const struct vstate *s)
 {
 	size_t used = vstate_used(s);
 
 	memcpy(d, s, used);
-	memcpy((char *)d + used, vstate_links(s), s->nlinks * sizeof(struct vlink));
+	if (s->nlinks)
+		memcpy((char *)d + used, s->compact ? (const char *)s + used : (const char *)s->links_full,
+		       s->nlinks * sizeof(struct vlink));
 	d->compact = 1;
 }
 
@@ -48,8 +50,12 @@ void vstate_restore(struct vstate *d, const struct vstate *s)
 {
 	uint32_t li = s->nframes - 1, old = d->frames[li].nslots, now = s->frames[li].nslots;
 
-	memcpy(d, s, vstate_used(s));
-	memcpy(d->links_full, vstate_links(s), s->nlinks * sizeof(struct vlink));
+	size_t used = vstate_used(s);
+
+	memcpy(d, s, used);
+	if (s->nlinks)
+		memcpy(d->links_full, s->compact ? (const char *)s + used : (const char *)s->links_full,
+		       s->nlinks * sizeof(struct vlink));
 	d->compact = 0;
 	if (old > now)
 		memset(&d->frames[li].slots[now], 0, (old - now) * sizeof(struct vslot));
@@ -200,7 +206,7 @@ void nbpf_vstate_chunk_flush(void)
 	}
 }
 
-static void *arena_alloc(void **arena, size_t n)
+static inline void *arena_alloc(void **arena, size_t n)
 {
 	struct achunk *c = *arena;
 
@@ -269,13 +275,15 @@ static bool check_ids(struct idmap *m, uint32_t o, uint32_t c)
 	return true;
 }
 
-static bool range_within(const struct vreg *o, const struct vreg *c)
+static inline __attribute__((always_inline)) bool range_within(const struct vreg *o,
+							       const struct vreg *c)
 {
 	return o->umin <= c->umin && o->umax >= c->umax && o->smin <= c->smin &&
 	       o->smax >= c->smax && tnum_in(o->var_off, c->var_off);
 }
 
-static bool range_equal(const struct vreg *o, const struct vreg *c)
+static inline __attribute__((always_inline)) bool range_equal(const struct vreg *o,
+							      const struct vreg *c)
 {
 	return o->umin == c->umin && o->umax == c->umax && o->smin == c->smin &&
 	       o->smax == c->smax && o->var_off.value == c->var_off.value &&

@@ -1011,6 +1011,7 @@ static void venv_setup(struct venv *e, const struct nbpf_verify_input *in,
 							 : NBPF_VERIFY_MAX_INSNS;
 	e->max_states = opts && opts->max_states ? opts->max_states : NBPF_VERIFY_MAX_STATES;
 	e->deadline_ns = deadline_ns;
+	e->next_check = VWORK_CHECK; /* a short program never reads the clock again */
 }
 
 static int verify_insns(const struct nbpf_verify_input *in, const struct ncclbpf_hook_desc *hook,

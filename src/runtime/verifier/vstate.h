@@ -351,7 +351,14 @@ bool scalar_feasible(const struct vreg *r);
 
 /* ---- links.c ---- */
 /* Clears a register's id and, for a scalar, its derivation. */
-void reg_forget_links(struct vreg *r);
+static inline void reg_forget_links(struct vreg *r)
+{
+	r->id = 0;
+	if (r->type == VT_SCALAR || r->type == VT_NOT_INIT) {
+		r->aux = 0;
+		r->pad = 0;
+	}
+}
 /* After a mov32/movsx32/shift computed dst from the value from. */
 void links_after_alu(struct venv *e, const struct nbpf_insn *in, const struct vreg *from,
 		     struct vreg *dst);
