@@ -5,6 +5,7 @@
  * policy and with no program loaded, and the difference.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,31 +70,32 @@ int cmd_bench(struct cli *c, int argc, char **argv)
 	uint64_t calls = 1000000;
 	uint32_t *a = NULL, *b = NULL;
 	char warn[4096] = "";
-	struct stat st;
 	int ret = CLI_OK;
 
-	for (int i = 0; i < argc; i++) {
-		if (!strcmp(argv[i], "--calls")) {
-			char *end;
+	static const struct option lo[] = { { "calls", required_argument, NULL, 'n' }, { 0 } };
+	int opt;
 
-			if (i + 1 >= argc)
-				return cli_usage_error("bench: --calls needs a number");
-			errno = 0;
-			calls = strtoull(argv[++i], &end, 10);
-			if (errno || *end || calls < 100 || calls > 100000000)
-				return cli_usage_error("bench: --calls: expected 100..100000000, got '%s'", argv[i]);
-		} else if (argv[i][0] == '-') {
-			return cli_usage_error("bench: unknown option '%s'", argv[i]);
-		} else if (!obj) {
+	/* argv[-1] is the object name "bench": getopt's argv[0]. */
+	while ((opt = cli_getopt(argc + 1, argv - 1, "", lo, "bench")) != -1) {
+		char *end;
+
+		if (opt == '?')
+			return CLI_USAGE;
+		errno = 0;
+		calls = strtoull(optarg, &end, 10);
+		if (errno || *end || !*optarg || optarg[0] == '-' || calls < 100 || calls > 100000000)
+			return cli_usage_error("bench: --calls: expected 100..100000000, got '%s'", optarg);
+	}
+	for (int i = cli_optind - 1; i < argc; i++) {
+		if (!obj)
 			obj = argv[i];
-		} else {
+		else
 			return cli_usage_error("bench: unexpected argument '%s'", argv[i]);
-		}
 	}
 	if (!obj)
-		return cli_usage_error("usage: ncclbpf bench OBJ [--calls N] [-j]");
-	if (stat(obj, &st) || !S_ISREG(st.st_mode))
-		return cli_usage_error("bench: %s: not a readable file", obj);
+		return cli_usage_error("bench: which object? (ncclbpf help bench)");
+	if (cli_check_spec(obj, "bench"))
+		return CLI_USAGE;
 	a = malloc(calls * sizeof(*a));
 	b = malloc(calls * sizeof(*b));
 	if (!a || !b) {

@@ -13,6 +13,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "control/ctl_client.h"
@@ -81,7 +82,131 @@ static void json_hex(const uint8_t *p, size_t n)
 struct map_info {
 	char name[128], path[4096];
 	uint64_t type, key_size, value_size, max_entries;
+	uint64_t id; /* the shared-memory file's inode: unique while the map exists */
+	int pid;
 };
+
+/*
+ * A map's id is the inode of its shared-memory file: two maps of one name
+ * (two processes, or two images of one process) have different files, and
+ * the id stays the same for as long as any process holds the map.
+ */
+static uint64_t map_id(const char *path)
+{
+	struct stat st;
+
+	return path && *path && !stat(path, &st) ? (uint64_t)st.st_ino : 0;
+}
+
+static void rec_info(const struct nbpf_ctl_rec *r, int pid, struct map_info *mi)
+{
+	memset(mi, 0, sizeof(*mi));
+	snprintf(mi->name, sizeof(mi->name), "%s", nbpf_ctl_rec_get(r, "name") ?: "");
+	snprintf(mi->path, sizeof(mi->path), "%s", nbpf_ctl_rec_get(r, "path") ?: "");
+	nbpf_ctl_rec_u64(r, "type", &mi->type);
+	nbpf_ctl_rec_u64(r, "key_size", &mi->key_size);
+	nbpf_ctl_rec_u64(r, "value_size", &mi->value_size);
+	nbpf_ctl_rec_u64(r, "max_entries", &mi->max_entries);
+	mi->id = map_id(mi->path);
+	mi->pid = pid;
+}
+
+/*
+ * Calls fn on every map of every process in pids (every live one when
+ * n is 0), until fn returns non-zero; returns that, or 0.  Processes that
+ * went away meanwhile are skipped.
+ */
+static int each_map(const int *pids, int n, int (*fn)(const struct map_info *, void *), void *arg)
+{
+	int *all = NULL, ret = 0;
+
+	if (!n) {
+		n = nbpf_ctl_list_pids(&all);
+		if (n < 0)
+			return n;
+		pids = all;
+	}
+	for (int i = 0; i < n && !ret; i++) {
+		struct nbpf_ctl_msg m;
+		const char *em;
+
+		if (!nbpf_ctl_call_pid(pids[i], NBPF_CTL_MAPS, NULL, &m, &em))
+			for (uint32_t k = 0; k < m.n_recs && !ret; k++) {
+				struct map_info mi;
+
+				if (strcmp(m.recs[k].kind, "map"))
+					continue;
+				rec_info(&m.recs[k], pids[i], &mi);
+				ret = fn(&mi, arg);
+			}
+		nbpf_ctl_msg_free(&m);
+	}
+	free(all);
+	return ret;
+}
+
+struct show_state {
+	struct cli *c;
+	bool first;
+};
+
+static int show_one(const struct map_info *mi, void *arg)
+{
+	struct show_state *s = arg;
+
+	if (s->c->json) {
+		printf("%s{\"id\":%" PRIu64 ",\"name\":", s->first ? "" : ",", mi->id);
+		cli_json_str(stdout, mi->name);
+		printf(",\"type\":\"%s\",\"key_size\":%" PRIu64 ",\"value_size\":%" PRIu64
+		       ",\"max_entries\":%" PRIu64 ",\"pid\":%d,\"path\":",
+		       type_name(mi->type), mi->key_size, mi->value_size, mi->max_entries, mi->pid);
+		cli_json_str(stdout, mi->path);
+		putchar('}');
+	} else {
+		printf("%" PRIu64 ": %s  name %s  key %" PRIu64 "B  value %" PRIu64
+		       "B  max_entries %" PRIu64 "  pid %d\n",
+		       mi->id, type_name(mi->type), mi->name, mi->key_size, mi->value_size,
+		       mi->max_entries, mi->pid);
+	}
+	s->first = false;
+	return 0;
+}
+
+/* `map show [PID...]`: every map of the processes, bpftool's one line per map. */
+static int map_show(struct cli *c, int argc, char **argv)
+{
+	struct show_state s = { .c = c, .first = true };
+	int *pids = NULL, n = argc ? cli_target_pids(argc, argv, &pids) : 0, err;
+
+	if (n < 0)
+		return CLI_USAGE;
+	if (c->json) {
+		putchar('[');
+		c->doc_open = true;
+	}
+	err = each_map(pids, n, show_one, &s);
+	if (c->json)
+		puts("]");
+	free(pids);
+	if (err < 0)
+		return cli_err(CLI_NO, "%s", ncclbpf_errmsg());
+	return CLI_OK;
+}
+
+struct by_id {
+	uint64_t id;
+	struct map_info *mi;
+};
+
+static int match_id(const struct map_info *mi, void *arg)
+{
+	struct by_id *b = arg;
+
+	if (mi->id != b->id)
+		return 0;
+	*b->mi = *mi;
+	return 1;
+}
 
 /* Finds MAP among the process's maps (by name). */
 static int find_map(int pid, const char *name, struct map_info *mi, bool list, struct cli *c)
@@ -92,7 +217,7 @@ static int find_map(int pid, const char *name, struct map_info *mi, bool list, s
 	bool first = true;
 
 	if (err) {
-		fprintf(stderr, "ncclbpf: pid %d: %s\n", pid, em);
+		cli_pid_err(CLI_NO, pid, err, em);
 		nbpf_ctl_msg_free(&m);
 		return err;
 	}
@@ -122,12 +247,7 @@ static int find_map(int pid, const char *name, struct map_info *mi, bool list, s
 		}
 		if (strcmp(nbpf_ctl_rec_get(r, "name") ?: "", name))
 			continue;
-		snprintf(mi->name, sizeof(mi->name), "%s", name);
-		snprintf(mi->path, sizeof(mi->path), "%s", nbpf_ctl_rec_get(r, "path") ?: "");
-		mi->type = t;
-		nbpf_ctl_rec_u64(r, "key_size", &mi->key_size);
-		nbpf_ctl_rec_u64(r, "value_size", &mi->value_size);
-		nbpf_ctl_rec_u64(r, "max_entries", &mi->max_entries);
+		rec_info(r, pid, mi);
 		found = 0;
 		break;
 	}
@@ -136,7 +256,8 @@ static int find_map(int pid, const char *name, struct map_info *mi, bool list, s
 			puts("]");
 		found = 0;
 	} else if (found) {
-		fprintf(stderr, "ncclbpf: pid %d has no map named '%s'\n", pid, name);
+		cli_err(CLI_NO, "pid %d has no map named '%s' (ncclbpf map show %d lists them)", pid,
+			name, pid);
 	} else if (!mi->path[0]) {
 		fprintf(stderr, "ncclbpf: map '%s' has no shared-memory file\n", name);
 		found = -ENOENT;
@@ -200,22 +321,38 @@ int cmd_map(struct cli *c, int argc, char **argv)
 	uint64_t flags = NCCLBPF_ANY;
 	bool have_key = false, have_val = false, writable, first = true;
 	size_t val_bytes;
-	int pid, rc = CLI_OK, err, i;
+	int pid = 0, rc = CLI_OK, err, i;
 
+	if (argc >= 1 && !strcmp(argv[0], "show"))
+		return map_show(c, argc - 1, argv + 1);
 	if (argc < 2)
-		return cli_usage_error("usage: map list|dump|lookup|update|delete PID [MAP] [key HEX] [value HEX]");
+		return cli_usage_error("map %s: which process? (ncclbpf help map)", argc ? argv[0] : "");
 	verb = argv[0];
-	pid = cli_parse_pid(argv[1]);
-	if (pid < 0)
-		return cli_usage_error("'%s' is not a process id", argv[1]);
+	if (!strcmp(argv[1], "id")) {
+		struct by_id b = { .mi = &mi };
+		char *end;
+
+		if (argc < 3 || !(b.id = strtoull(argv[2], &end, 10)) || *end)
+			return cli_usage_error("map %s: id needs a map id (ncclbpf map show lists them)",
+					       verb);
+		err = each_map(NULL, 0, match_id, &b);
+		if (err <= 0)
+			return err < 0 ? cli_err(CLI_NO, "%s", ncclbpf_errmsg())
+				       : cli_err(CLI_NO, "no map has id %s (ncclbpf map show lists them)",
+						 argv[2]);
+	} else {
+		pid = cli_parse_pid(argv[1]);
+		if (pid < 0)
+			return cli_usage_error("'%s' is not a process id", argv[1]);
+	}
 	if (!strcmp(verb, "list"))
-		return find_map(pid, NULL, &mi, true, c) ? CLI_NO : CLI_OK;
+		return mi.id || find_map(pid, NULL, &mi, true, c) ? CLI_NO : CLI_OK;
 	if (strcmp(verb, "dump") && strcmp(verb, "lookup") && strcmp(verb, "update") &&
 	    strcmp(verb, "delete"))
 		return cli_usage_error("unknown map verb '%s'", verb);
 	if (argc < 3)
 		return cli_usage_error("map %s: which map?", verb);
-	if (find_map(pid, argv[2], &mi, false, c))
+	if (!mi.id && find_map(pid, argv[2], &mi, false, c))
 		return CLI_NO;
 	writable = !strcmp(verb, "update") || !strcmp(verb, "delete");
 	err = ncclbpf_map__open_path(mi.path, writable, &map);

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 
 #include "cli.h"
@@ -58,6 +59,16 @@ void cli_rec_json(FILE *f, const struct nbpf_ctl_rec *rec)
 	fputc('{', f);
 	cli_rec_json_fields(f, rec);
 	fputc('}', f);
+}
+
+int cli_pid_err(int rc, int pid, int err, const char *em)
+{
+	/* No socket, or a socket nobody listens on: the process runs no plugin now. */
+	if (err == -ENOENT || err == -ECONNREFUSED)
+		return cli_err(rc, "pid %d is not running the plugin (no control socket: is it %s?)",
+			       pid, kill(pid, 0) && errno == ESRCH ? "alive"
+				    : "your user's job, with the same NCCLBPF_CTL_DIR");
+	return cli_err(rc, "pid %d: %s", pid, em);
 }
 
 int cli_parse_pid(const char *s)

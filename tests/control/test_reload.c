@@ -326,6 +326,42 @@ static void test_rollback_pending(void)
 	CHECK_MSG(recs >= 2 && recs <= 3, "%" PRIu64 " image records kept", recs);
 }
 
+/*
+ * map show lists ids that dump by id reads; reload picks processes by
+ * communicator id and executable (a refused object keeps the test's
+ * policy, and -j says which pids were asked).
+ */
+static void test_cli_select(void)
+{
+	char out[65536], want[64], *l;
+	unsigned long long id;
+
+	CHECK(cli(out, sizeof(out), "map show %d", getpid()) == 0);
+	l = strstr(out, "name ctl_runs");
+	CHECK(l != NULL);
+	if (!l)
+		return;
+	while (l > out && l[-1] != '\n')
+		l--;
+	id = strtoull(l, NULL, 10);
+	CHECK(id > 0);
+	snprintf(want, sizeof(want), "pid %d", getpid());
+	CHECK_STR_CONTAINS(out, want);
+	CHECK(cli(out, sizeof(out), "-j map dump id %llu", id) == 0);
+	CHECK_STR_CONTAINS(out, "\"key\":\"00000000\"");
+	snprintf(want, sizeof(want), "\"pid\":%d,\"ok\":false", getpid());
+	CHECK(cli(out, sizeof(out), "-j reload --comm 0xabc %s --now", pol("ctl_bad")) == 1);
+	CHECK_STR_CONTAINS(out, want);
+	CHECK(cli(out, sizeof(out), "-j reload --comm=0xabc --exe test_ctl_reload %s --now",
+		  pol("ctl_bad")) == 1);
+	CHECK_STR_CONTAINS(out, want);
+	CHECK(cli(out, sizeof(out), "-j reload --comm 0xdef %s --now", pol("ctl_bad")) == 1);
+	CHECK(strstr(out, want) == NULL);
+	CHECK_STR_CONTAINS(out, "no process running the plugin matches");
+	CHECK(cli(out, sizeof(out), "-j rollback --exe no-such-exe --now") == 1);
+	CHECK_STR_CONTAINS(out, "matches");
+}
+
 static void test_cli_views(void)
 {
 	char out[65536], path[512], cmd[1024];
@@ -349,6 +385,7 @@ static void test_cli_views(void)
 	CHECK_STR_CONTAINS(out, "\"tuners\":[{\"comm_id\":\"0x0000000000000abc\"");
 	CHECK(cli(out, sizeof(out), "reload %d %s", getpid(), pol("ctl_bad")) == 1);
 	CHECK(cli(out, sizeof(out), "reload 999999999 %s", pol("ctl_a")) != 0);
+	test_cli_select();
 
 	snprintf(path, sizeof(path), "%s/metrics.prom", tmpdir);
 	CHECK(cli(NULL, 0, "export --textfile %s --count 1", path) == 0);
