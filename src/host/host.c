@@ -216,6 +216,8 @@ const struct nbpf_settings *nbpf_host_settings(void) { return &g_settings; }
 struct reuse_ctx {
 	struct nbpf_image *img;        /* objects opened so far */
 	const struct nbpf_image *cur;  /* published image (host lock held) */
+	const char *path;              /* the object being opened */
+	char conflict[512];            /* two objects of one image disagree on a map */
 };
 
 static struct ncclbpf_map *find_map_in(const struct nbpf_image *img, const char *name,
@@ -243,6 +245,30 @@ static struct ncclbpf_map *map_reuse(void *user, const char *name, uint32_t type
 
 	if (!name || strchr(name, '.'))
 		return NULL;
+	/*
+	 * One name, two shapes in one image: the objects were written to share
+	 * the map and would each get their own, silently.  Refuse the load; the
+	 * map offered back has the other shape, so the loader fails the object.
+	 */
+	for (uint32_t i = 0; i < rc->img->n_objs; i++) {
+		struct ncclbpf_map *o = ncclbpf_object__find_map(rc->img->objs[i], name);
+
+		if (!o || ((uint32_t)ncclbpf_map__type(o) == type && ncclbpf_map__key_size(o) == key_size &&
+			   ncclbpf_map__value_size(o) == value_size &&
+			   ncclbpf_map__max_entries(o) == max_entries))
+			continue;
+		snprintf(rc->conflict, sizeof(rc->conflict),
+			 "map %s: %s declares it %s key %u value %u max_entries %u, "
+			 "%s declares it %s key %u value %u max_entries %u: objects of one policy "
+			 "share maps by name, so give them one shape or different names",
+			 name, ncclbpf_object__name(rc->img->objs[i]),
+			 ncclbpf_map_type__name(ncclbpf_map__type(o)) ?: "?",
+			 ncclbpf_map__key_size(o), ncclbpf_map__value_size(o),
+			 ncclbpf_map__max_entries(o), rc->path,
+			 ncclbpf_map_type__name((enum ncclbpf_map_type)type) ?: "?", key_size,
+			 value_size, max_entries);
+		return ncclbpf_map__get(o);
+	}
 	m = find_map_in(rc->img, name, type, key_size, value_size, max_entries);
 	if (!m)
 		m = find_map_in(rc->cur, name, type, key_size, value_size, max_entries);
@@ -415,6 +441,7 @@ static int load_image_locked(const char *paths, struct nbpf_image **out, char *e
 		snprintf(errbuf, errlen, "out of memory");
 		goto out;
 	}
+	memset(&rc, 0, sizeof(rc));
 	rc.img = img;
 	rc.cur = atomic_load_explicit(&nbpf_host_published, memory_order_acquire);
 	for (path = strtok_r(list, ":", &save); path; path = strtok_r(NULL, ":", &save)) {
@@ -426,12 +453,17 @@ static int load_image_locked(const char *paths, struct nbpf_image **out, char *e
 		if (!*path)
 			continue;
 		bad_obj = path;
+		rc.path = path;
 		if (img->n_objs >= NBPF_HOST_MAX_OBJS) {
 			err = -E2BIG;
 			snprintf(errbuf, errlen, "more than %d objects", NBPF_HOST_MAX_OBJS);
 			goto out;
 		}
 		err = ncclbpf_object__open_file(path, &oo, &obj);
+		if (err && rc.conflict[0]) {
+			snprintf(errbuf, errlen, "%s", rc.conflict);
+			goto out;
+		}
 		if (err) {
 			snprintf(errbuf, errlen, "%s: cannot load: %s", path, ncclbpf_errmsg());
 			goto out;

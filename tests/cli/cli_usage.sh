@@ -169,6 +169,10 @@ python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d)==3, d
 expect "sim --opt=value" 0 "$BIN" sim "$OBJ" --sizes=1K:4K --ranks=8
 [ "$(grep -c '^AllReduce ' "$TMP/out")" = 3 ] || { echo "FAIL: sim --sizes=1K:4K rows"; fail=1; }
 expect "sim object list" 0 "$BIN" sim "$OBJ:$ENVOBJ" --sizes 1K:1K
+SA=$(dirname "$REJECT")/cli_shape_a.bpf.o SB=$(dirname "$REJECT")/cli_shape_b.bpf.o
+expect "sim one map, two shapes" 2 "$BIN" sim "$OBJ:$SA:$SB" --sizes 1K:1K
+err1 "two shapes: the map" "map shape_counts: "
+err1 "two shapes: both objects" "cli_shape_a.bpf.o declares it array key 4 value 8 max_entries 4, .*cli_shape_b.bpf.o declares it array key 4 value 4 max_entries 4"
 expect "sim list with a missing entry" 2 "$BIN" sim "$OBJ:$TMP/nonexistent.o"
 for s in 0:8 8 1G:8 8:2T abc:1K 8:1X :8 8:; do
 	expect "sim --sizes $s" 2 "$BIN" sim "$OBJ" --sizes "$s"
