@@ -31,6 +31,7 @@ struct prog_verdict {
 	uint64_t time_us;
 	struct ncclbpf_verify_result res;
 	char unknown_msg[256];
+	char tag[17]; /* the program's tag (ncclbpf_program__tag) */
 };
 
 static uint64_t now_ns(void)
@@ -111,6 +112,8 @@ static void print_json(const char *obj, struct prog_verdict *v, size_t n, bool a
 		cli_json_str(stdout, v[i].name);
 		fputs(",\"section\":", stdout);
 		cli_json_str(stdout, v[i].section);
+		fputs(",\"tag\":", stdout);
+		cli_json_str(stdout, v[i].tag);
 		fputs(",\"hook\":", stdout);
 		if (v[i].hook)
 			cli_json_str(stdout, v[i].hook);
@@ -258,6 +261,8 @@ static int verify_one(struct cli *c, const char *path, const char *only,
 		pv->name = ncclbpf_program__name(p);
 		pv->section = ncclbpf_program__section(p);
 		pv->insns = (uint32_t)ncclbpf_program__insn_count(p);
+		if (ncclbpf_program__tag(p, pv->tag))
+			pv->tag[0] = 0;
 		h = ncclbpf_hook_find_section(pv->section);
 		if (!h) {
 			char known[128];
@@ -314,8 +319,8 @@ static int verify_one(struct cli *c, const char *path, const char *only,
 				printf("note: %s: context type not checked against %s * (no BTF for it in %s; build with clang -g)\n",
 				       pv->name, pv->desc->ctx_type, path);
 			if (pv->accepted)
-				printf("%s (%s): accepted, %u insns, %u states, %" PRIu64 " us\n", pv->name,
-				       pv->hook, pv->insns, pv->res.states, pv->time_us);
+				printf("%s (%s): accepted, tag %s, %u insns, %u states, %" PRIu64 " us\n",
+				       pv->name, pv->hook, pv->tag, pv->insns, pv->res.states, pv->time_us);
 			else
 				printf("%s (%s): rejected\n", pv->name, pv->hook);
 		}

@@ -6,7 +6,7 @@
  * Record kinds (key=value fields; see ctl_proto.h for the syntax):
  *   proc   pid uid exe policy n_comms image_gen
  *   image  gen spec at_call loaded_at load_ns progs objs warnings state
- *   prog   gen slot name obj tag hook insns consistency runs ns
+ *   prog   gen slot name obj tag obj_tag hook insns consistency runs ns
  *   comm   id comm_id rank ranks nodes kind abi calls applied skipped
  *          refused(csv by reason) image_gen colls_seen events_dropped coll_calls(csv)
  *   map    name type key_size value_size max_entries path
@@ -62,7 +62,8 @@ static void put_images(struct nbpf_ctl_buf *b, const struct nbpf_image *img, boo
 			nbpf_ctl_buf_u64(b, "slot", p->slot);
 			nbpf_ctl_buf_str(b, "name", p->name);
 			nbpf_ctl_buf_str(b, "obj", p->obj_name);
-			nbpf_ctl_buf_str(b, "tag", p->obj_tag);
+			nbpf_ctl_buf_str(b, "tag", p->tag);
+			nbpf_ctl_buf_str(b, "obj_tag", p->obj_tag);
 			nbpf_ctl_buf_str(b, "hook", (unsigned)p->hook < NCCLBPF_HOOK_COUNT
 							    ? ncclbpf_hooks[p->hook].name
 							    : "?");

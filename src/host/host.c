@@ -396,6 +396,8 @@ static int image_add_programs(struct nbpf_image *img, struct ncclbpf_object *obj
 		hp->func = ncclbpf_program__func(p);
 		hp->obj_name = ncclbpf_object__name(obj);
 		hp->obj_tag = ncclbpf_object__tag(obj);
+		if (ncclbpf_program__tag(p, hp->tag))
+			snprintf(hp->tag, sizeof(hp->tag), "%s", "?");
 		hp->name = ncclbpf_program__name(p);
 		hp->slot = img->n_progs;
 		hp->insns = (uint32_t)ncclbpf_program__insn_count(p);
@@ -746,8 +748,8 @@ static void log_image(const struct nbpf_image *img)
 	for (uint32_t i = 0; i < img->n_progs && len < sizeof(buf); i++) {
 		const struct nbpf_host_prog *p = &img->progs[i];
 
-		len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%s[%s] %s -> %s (%u insns, %s, verified%s)",
-					i ? ", " : "", p->obj_name, p->obj_tag, p->name,
+		len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%s %s[%s] -> %s (%u insns, %s, verified%s)",
+					i ? ", " : "", p->obj_name, p->name, p->tag,
 					ncclbpf_hooks[p->hook].name, p->insns, p->func ? "jit" : "interp",
 					p->consistency_warning ? " with warnings" : "");
 	}
