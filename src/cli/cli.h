@@ -86,6 +86,10 @@ int cli_check_spec(const char *spec, const char *verb);
 int cli_pretty_begin(void);
 void cli_pretty_end(void);
 
+/* Adds the maps every process's policy declares for export (export_maps.c). */
+struct nbpf_export_set;
+void cli_export_policy_maps(struct nbpf_export_set *set, const int *pids, int n_pids);
+
 /* ---- helpers shared by the live-process verbs (ctl_util.c) --------------- */
 
 struct nbpf_ctl_rec;

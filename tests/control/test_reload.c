@@ -404,19 +404,45 @@ static void test_cli_views(void)
 		snprintf(cmd, sizeof(cmd),
 			 "timeout 20 %s export --listen 127.0.0.1:%d --count 1 & pid=$!; "
 			 "for i in 1 2 3 4 5 6 7 8 9 10; do sleep 0.2; "
-			 "curl -sf http://127.0.0.1:%d/metrics && break; done; wait $pid",
-			 CTL_CLI, port, port);
+			 "c=$(curl -s -o /dev/null -w '%%{http_code}' -X POST http://127.0.0.1:%d/metrics); "
+			 "[ \"$c\" = 405 ] && break; done; echo \"POST $c\"; "
+			 "curl -sf http://127.0.0.1:%d/metrics; wait $pid",
+			 CTL_CLI, port, port, port);
 		p = popen(cmd, "r");
 		CHECK(p != NULL);
 		n = p ? fread(out, 1, sizeof(out) - 1, p) : 0;
 		out[n] = 0;
 		CHECK(p && pclose(p) == 0);
+		CHECK_STR_CONTAINS(out, "POST 405"); /* other methods: 405, and no scrape counted */
 		CHECK_STR_CONTAINS(out, "# TYPE ncclbpf_collective_latency_seconds histogram");
 		CHECK_STR_CONTAINS(out, "ncclbpf_tuner_calls_total{communicator=\"0x0000000000000abc\"");
 	}
 	CHECK(cli(out, sizeof(out), "export") == 0);
 	CHECK_STR_CONTAINS(out, "ncclbpf_tuner_calls_total{communicator=\"0x0000000000000abc\",collective=\"AllReduce\"}");
 	CHECK_STR_CONTAINS(out, "ncclbpf_processes 1");
+	CHECK_STR_CONTAINS(out, "ncclbpf_build_info{version=\"");
+
+	/* A policy that declares its maps for export: they appear as its families. */
+	snprintf(path, sizeof(path), "%s/../../../policies/coll_stats.bpf.o:%s", CTL_BPF_DIR,
+		 pol("ctl_a"));
+	CHECK(cli(out, sizeof(out), "reload %d %s --now", getpid(), path) == 0);
+	CHECK(cli(out, sizeof(out), "export") == 0);
+	CHECK_STR_CONTAINS(out, "# TYPE ncclbpf_policy_collectives_total counter");
+	CHECK_STR_CONTAINS(out, "# TYPE ncclbpf_policy_collective_latency_seconds histogram");
+	/* The array's entries exist from the start: one histogram per collective. */
+	CHECK_STR_CONTAINS(out, "ncclbpf_policy_collective_latency_seconds_count{collective=\"AllReduce\"} 0");
+	if (access("/usr/bin/promtool", X_OK) == 0) {
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/metrics2.prom", tmpdir);
+		f = fopen(path, "w");
+		CHECK(f && fputs(out, f) >= 0);
+		if (f)
+			fclose(f);
+		snprintf(cmd, sizeof(cmd), "/usr/bin/promtool check metrics < %s", path);
+		st = system(cmd);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
 }
 
 int main(void)
