@@ -86,6 +86,14 @@ int cli_check_spec(const char *spec, const char *verb);
 int cli_pretty_begin(void);
 void cli_pretty_end(void);
 
+/* BTF formatting of map keys and values (btf_json.c). */
+struct btf;
+/* JSON of data (size bytes) as BTF type id; nothing printed and -EINVAL when it does not fit. */
+int cli_btf_json(FILE *f, const struct btf *btf, unsigned int id, const void *data, size_t size);
+/* The key and value type ids of map in the object's ".maps" BTF (0: undeclared); -ENOENT. */
+int cli_btf_map_types(const struct btf *btf, const char *map, unsigned int *key_id,
+		      unsigned int *val_id);
+
 /* Adds the maps every process's policy declares for export (export_maps.c). */
 struct nbpf_export_set;
 void cli_export_policy_maps(struct nbpf_export_set *set, const int *pids, int n_pids);

@@ -15,6 +15,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+
 #include "cli.h"
 #include "control/ctl_client.h"
 #include "ncclbpf/runtime.h"
@@ -84,7 +87,30 @@ struct map_info {
 	uint64_t type, key_size, value_size, max_entries;
 	uint64_t id; /* the shared-memory file's inode: unique while the map exists */
 	int pid;
+	char obj_path[4096]; /* the object declaring it: its BTF formats the entries */
 };
+
+/* BTF of the map's key and value, when its object has it: bpftool's formatted dump. */
+struct map_btf {
+	struct btf *btf;
+	unsigned int key_id, val_id;
+};
+
+static void map_btf_load(struct map_btf *mb, const struct map_info *mi)
+{
+	memset(mb, 0, sizeof(*mb));
+	if (!mi->obj_path[0])
+		return;
+	mb->btf = btf__parse_elf(mi->obj_path, NULL);
+	if (libbpf_get_error(mb->btf)) {
+		mb->btf = NULL;
+		return;
+	}
+	if (cli_btf_map_types(mb->btf, mi->name, &mb->key_id, &mb->val_id)) {
+		btf__free(mb->btf);
+		mb->btf = NULL;
+	}
+}
 
 /*
  * A map's id is the inode of its shared-memory file: two maps of one name
@@ -109,6 +135,7 @@ static void rec_info(const struct nbpf_ctl_rec *r, int pid, struct map_info *mi)
 	nbpf_ctl_rec_u64(r, "max_entries", &mi->max_entries);
 	mi->id = map_id(mi->path);
 	mi->pid = pid;
+	snprintf(mi->obj_path, sizeof(mi->obj_path), "%s", nbpf_ctl_rec_get(r, "obj_path") ?: "");
 }
 
 /*
@@ -266,27 +293,57 @@ static int find_map(int pid, const char *name, struct map_info *mi, bool list, s
 	return found;
 }
 
-static void print_entry(struct cli *c, struct ncclbpf_map *map, const uint8_t *key,
-			const uint8_t *val, bool *first)
+/* JSON of p as the BTF type id, or its hex string without BTF (or when it does not fit). */
+static void json_typed(const struct map_btf *mb, unsigned int id, const uint8_t *p, size_t n)
+{
+	fflush(stdout);
+	if (!mb || !mb->btf || !id || cli_btf_json(stdout, mb->btf, id, p, n))
+		json_hex(p, n);
+}
+
+static void print_entry(struct cli *c, struct ncclbpf_map *map, const struct map_btf *mb,
+			const uint8_t *key, const uint8_t *val, bool *first)
 {
 	uint32_t ks = ncclbpf_map__key_size(map), vs = ncclbpf_map__value_size(map);
 	bool pc = is_percpu(ncclbpf_map__type(map));
 
 	if (c->json) {
 		printf("%s{\"key\":", *first ? "" : ",");
-		json_hex(key, ks);
+		json_typed(mb, mb ? mb->key_id : 0, key, ks);
 		if (pc) {
 			printf(",\"values\":[");
 			for (int s = 0; s < NCCLBPF_NR_SLOTS; s++) {
 				printf("%s", s ? "," : "");
-				json_hex(val + (size_t)s * vs, vs);
+				json_typed(mb, mb ? mb->val_id : 0, val + (size_t)s * vs, vs);
 			}
 			putchar(']');
 		} else {
 			printf(",\"value\":");
-			json_hex(val, vs);
+			json_typed(mb, mb ? mb->val_id : 0, val, vs);
 		}
 		putchar('}');
+	} else if (mb && mb->btf) {
+		/* With BTF, bpftool's plain form: the formatted key and value. */
+		printf("key: ");
+		json_typed(mb, mb->key_id, key, ks);
+		if (pc) {
+			putchar('\n');
+			for (int s = 0; s < NCCLBPF_NR_SLOTS; s++) {
+				bool zero = true;
+
+				for (uint32_t b = 0; b < vs && zero; b++)
+					zero = !val[(size_t)s * vs + b];
+				if (zero)
+					continue;
+				printf("  slot %2d: ", s);
+				json_typed(mb, mb->val_id, val + (size_t)s * vs, vs);
+				putchar('\n');
+			}
+		} else {
+			printf("  value: ");
+			json_typed(mb, mb->val_id, val, vs);
+			putchar('\n');
+		}
 	} else {
 		printf("key: ");
 		print_hex(key, ks);
@@ -316,6 +373,7 @@ int cmd_map(struct cli *c, int argc, char **argv)
 {
 	struct ncclbpf_map *map = NULL;
 	struct map_info mi = { 0 };
+	struct map_btf mb = { 0 };
 	const char *verb;
 	uint8_t *key = NULL, *next = NULL, *val = NULL;
 	uint64_t flags = NCCLBPF_ANY;
@@ -355,6 +413,8 @@ int cmd_map(struct cli *c, int argc, char **argv)
 	if (!mi.id && find_map(pid, argv[2], &mi, false, c))
 		return CLI_NO;
 	writable = !strcmp(verb, "update") || !strcmp(verb, "delete");
+	if (!writable)
+		map_btf_load(&mb, &mi);
 	err = ncclbpf_map__open_path(mi.path, writable, &map);
 	if (err) {
 		fprintf(stderr, "ncclbpf: %s: %s\n", mi.path, ncclbpf_errmsg());
@@ -415,7 +475,7 @@ int cmd_map(struct cli *c, int argc, char **argv)
 			prev = key;
 			if (ncclbpf_map__lookup(map, key, val))
 				continue; /* deleted meanwhile */
-			print_entry(c, map, key, val, &first);
+			print_entry(c, map, &mb, key, val, &first);
 		}
 		if (c->json)
 			puts("]");
@@ -435,7 +495,7 @@ int cmd_map(struct cli *c, int argc, char **argv)
 			fprintf(stderr, "ncclbpf: lookup: %s\n", err == -ENOENT ? "no such key" : ncclbpf_errmsg());
 			rc = CLI_NO;
 		} else {
-			print_entry(c, map, key, val, &first);
+			print_entry(c, map, &mb, key, val, &first);
 			if (c->json)
 				putchar('\n');
 		}
@@ -464,6 +524,7 @@ out:
 	free(key);
 	free(next);
 	free(val);
+	btf__free(mb.btf);
 	ncclbpf_map__put(map);
 	return rc;
 }

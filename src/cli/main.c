@@ -38,7 +38,7 @@ const struct cli_cmd cli_cmds[] = {
 	{ "map", "list", cmd_map, "map list PID",
 	  "maps of one process with their shared-memory files" },
 	{ "map", "dump", cmd_map, "map dump PID MAP | map dump id ID",
-	  "every entry of a map (keys and values as hex bytes)" },
+	  "every entry of a map, formatted with its BTF (hex bytes without)" },
 	{ "map", "lookup", cmd_map, "map lookup PID MAP|id ID key HEX...",
 	  "one entry of a map" },
 	{ "map", "update", cmd_map,

@@ -74,6 +74,21 @@ static void put_images(struct nbpf_ctl_buf *b, const struct nbpf_image *img, boo
 	}
 }
 
+/* The o-th object path of a ':'-separated spec (objects load in spec order, empties skipped). */
+static void spec_entry(const char *spec, uint32_t o, char *out, size_t n)
+{
+	out[0] = 0;
+	for (const char *p = spec; p && *p;) {
+		size_t len = strcspn(p, ":");
+
+		if (len && !o--) {
+			snprintf(out, n, "%.*s", (int)len, p);
+			return;
+		}
+		p += len + (p[len] == ':');
+	}
+}
+
 static void put_maps(struct nbpf_ctl_buf *b, const struct nbpf_image *img)
 {
 	const struct ncclbpf_map *seen[256];
@@ -93,6 +108,13 @@ static void put_maps(struct nbpf_ctl_buf *b, const struct nbpf_image *img)
 			nbpf_ctl_buf_rec(b, "map");
 			nbpf_ctl_buf_str(b, "name", ncclbpf_map__name(map));
 			nbpf_ctl_buf_str(b, "obj", ncclbpf_object__name(img->objs[o]));
+			{
+				char path[4096];
+
+				/* Where the CLI finds the map's BTF to format its values. */
+				spec_entry(img->spec, o, path, sizeof(path));
+				nbpf_ctl_buf_str(b, "obj_path", path);
+			}
 			nbpf_ctl_buf_u64(b, "type", ncclbpf_map__type(map));
 			nbpf_ctl_buf_u64(b, "key_size", ncclbpf_map__key_size(map));
 			nbpf_ctl_buf_u64(b, "value_size", ncclbpf_map__value_size(map));
