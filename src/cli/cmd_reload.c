@@ -214,7 +214,7 @@ static int reload_or_rollback(struct cli *c, int argc, char **argv, bool reload)
 	uint64_t at_call = 0, margin = 0;
 	bool sync = true, have_at = false, now = false, have_sync = false;
 	char *abs = NULL, *end;
-	int *pids = NULL, n, rc = CLI_OK, opt, want;
+	int *pids = NULL, n, rc = CLI_OK, opt, want, skipped = 0, shown = 0;
 	struct nbpf_ctl_buf req = { .max = NBPF_CTL_MAX_REQUEST };
 
 	/* argv[-1] is the object name: getopt's argv[0]. */
@@ -314,13 +314,23 @@ static int reload_or_rollback(struct cli *c, int argc, char **argv, bool reload)
 		const struct nbpf_ctl_rec *r = NULL;
 		uint64_t late = 0;
 
+		/*
+		 * Choosing processes (all, a selector): a socket nobody serves is a
+		 * process that stopped running the plugin, not a refusal.
+		 */
+		if ((err == -ECONNREFUSED || err == -ENOENT) && !m.n_recs &&
+		    (!target || !strcmp(target, "all"))) {
+			nbpf_ctl_msg_free(&m);
+			skipped++;
+			continue;
+		}
 		for (uint32_t k = 0; !err && k < m.n_recs && !r; k++)
 			if (!strcmp(m.recs[k].kind, "reload") || !strcmp(m.recs[k].kind, "image"))
 				r = &m.recs[k];
 		if (r && !strcmp(r->kind, "reload"))
 			late = get_u64(r, "late");
 		if (c->json) {
-			printf("%s{\"pid\":%d,\"ok\":%s,\"at_call\":%" PRIu64, i ? "," : "", pids[i],
+			printf("%s{\"pid\":%d,\"ok\":%s,\"at_call\":%" PRIu64, shown ? "," : "", pids[i],
 			       err ? "false" : "true", at_call);
 			if (err) {
 				printf(",\"error\":");
@@ -354,12 +364,15 @@ static int reload_or_rollback(struct cli *c, int argc, char **argv, bool reload)
 				"ncclbpf: pid %d: %" PRIu64 " communicators were already past call %" PRIu64
 				": they switched at their next call and their ranks may disagree\n",
 				pids[i], late, at_call);
+		shown++;
 		if (err || late)
 			rc = CLI_NO;
 		nbpf_ctl_msg_free(&m);
 	}
 	if (c->json)
 		puts("]");
+	if (!shown && skipped)
+		rc = cli_err(CLI_NO, "no process is running the plugin (%d stale sockets skipped)", skipped);
 out:
 	nbpf_ctl_buf_free(&req);
 	free(abs);

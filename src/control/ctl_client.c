@@ -186,9 +186,15 @@ int nbpf_ctl_list_pids(int **pids)
 
 		if (pid <= 0 || strcmp(end, ".sock"))
 			continue;
-		/* kill(pid, 0): EPERM still means alive (someone else's pid reused). */
-		if (kill((pid_t)pid, 0) && errno == ESRCH)
+		/*
+		 * kill(pid, 0): EPERM still means alive (someone else's pid reused).
+		 * A dead process's socket is removed, so it is neither listed nor
+		 * counted again; the directory is ours (0700), the file its leftover.
+		 */
+		if (kill((pid_t)pid, 0) && errno == ESRCH) {
+			unlinkat(dirfd(d), de->d_name, 0);
 			continue;
+		}
 		if (n == cap) {
 			int *np = realloc(*pids, (size_t)(cap = cap ? cap * 2 : 16) * sizeof(int));
 

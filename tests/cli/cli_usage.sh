@@ -99,6 +99,21 @@ expect "reload modes exclude" 2 "$BIN" reload 1 "$OBJ" --now --at-call=5
 expect "reload --margin with --now" 2 "$BIN" reload 1 "$OBJ" --now --margin 5
 expect "reload --comm bad" 2 "$BIN" reload --comm zz "$OBJ"
 expect "reload selector, no match" 1 "$BIN" reload --exe no-such-exe-here "$OBJ" --now
+# Stale sockets: a dead process's is removed, a live process's that nobody serves is
+# skipped by "all", not counted as a refusal.
+CTL=$TMP/ctl; rm -rf "$CTL"; mkdir -m 700 "$CTL"
+dead=4194301; while kill -0 "$dead" 2> /dev/null; do dead=$((dead - 1)); done
+: > "$CTL/$dead.sock"
+python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])' "$CTL/$$.sock"
+NCCLBPF_CTL_DIR=$CTL expect "ps, stale sockets" 0 "$BIN" ps
+[ -e "$CTL/$dead.sock" ] && { echo "FAIL: a dead process's socket was kept"; fail=1; }
+[ -e "$CTL/$$.sock" ] || { echo "FAIL: a live process's socket was removed"; fail=1; }
+NCCLBPF_CTL_DIR=$CTL expect "reload all, stale socket" 1 "$BIN" reload all "$OBJ" --now
+err1 "stale socket skipped" "no process is running the plugin (1 stale sockets skipped)"
+NCCLBPF_CTL_DIR=$CTL expect "reload the stale pid" 1 "$BIN" reload $$ "$OBJ" --now
+err1 "stale pid named" "pid $$ is not running the plugin"
+rm -rf "$CTL"
+
 # -j: every verb prints exactly one JSON value, also with no process running
 for v in "ps" "prog list" "prog show" "map show" "verify $OBJ" "verify $OBJ:$ENVOBJ" \
 	 "sim $OBJ --sizes 1K:2K" "bench $OBJ --calls 100" "version" "prog dump $OBJ"; do
