@@ -116,7 +116,8 @@ int cmd_sim(struct cli *c, int argc, char **argv)
 	if (c->json)
 		putchar('[');
 	else
-		printf("%-13s %12s  %-20s %-20s %s\n", "coll", "bytes", "nccl", "policy", "channels");
+		printf("%-13s %12s  %-22s %s\n", "coll", "bytes", "nccl (channels)",
+		       "policy (channels)");
 	for (uint64_t n = lo; n && n <= hi; n <<= 1) {
 		struct emu_decision d;
 
@@ -131,20 +132,26 @@ int cmd_sim(struct cli *c, int argc, char **argv)
 			printf("%s{\"coll\":", first ? "" : ",");
 			first = false;
 			cli_json_str(stdout, emu_coll_name(coll));
-			printf(",\"n_bytes\":%llu,\"nccl\":{\"algo\":\"%s\",\"proto\":\"%s\"},"
-			       "\"policy\":{\"algo\":\"%s\",\"proto\":\"%s\",\"n_channels\":%d}}",
+			printf(",\"n_bytes\":%llu,\"nccl\":{\"algo\":\"%s\",\"proto\":\"%s\",\"n_channels\":%d},"
+			       "\"policy\":{\"algo\":\"%s\",\"proto\":\"%s\",\"n_channels\":%d},"
+			       "\"changed\":{\"algo_proto\":%s,\"channels\":%s}}",
 			       (unsigned long long)n, emu_algo_name(d.nccl_algo), emu_proto_name(d.nccl_proto),
-			       emu_algo_name(d.algo), emu_proto_name(d.proto), d.n_channels);
+			       d.nccl_channels, emu_algo_name(d.algo), emu_proto_name(d.proto),
+			       d.n_channels ? d.n_channels : d.nccl_channels,
+			       d.algo != d.nccl_algo || d.proto != d.nccl_proto ? "true" : "false",
+			       d.n_channels && d.n_channels != d.nccl_channels ? "true" : "false");
 		} else {
-			char a[48], b[48], ch[16];
+			char a[64], b[64];
 			bool same = d.algo == d.nccl_algo && d.proto == d.nccl_proto;
+			bool ch_changed = d.n_channels && d.n_channels != d.nccl_channels;
 
-			snprintf(a, sizeof(a), "%s/%s", emu_algo_name(d.nccl_algo), emu_proto_name(d.nccl_proto));
-			snprintf(b, sizeof(b), "%s/%s%s", emu_algo_name(d.algo), emu_proto_name(d.proto),
-				 same ? "" : " *");
-			snprintf(ch, sizeof(ch), "%d", d.n_channels);
-			printf("%-13s %12llu  %-20s %-20s %s\n", emu_coll_name(coll), (unsigned long long)n,
-			       a, b, d.n_channels ? ch : "nccl");
+			/* '*' marks what the policy changed: the cell, the channel count, or both. */
+			snprintf(a, sizeof(a), "%s/%s (%d)", emu_algo_name(d.nccl_algo),
+				 emu_proto_name(d.nccl_proto), d.nccl_channels);
+			snprintf(b, sizeof(b), "%s/%s%s (%d%s)", emu_algo_name(d.algo), emu_proto_name(d.proto),
+				 same ? "" : " *", d.n_channels ? d.n_channels : d.nccl_channels,
+				 ch_changed ? " *" : "");
+			printf("%-13s %12llu  %-22s %s\n", emu_coll_name(coll), (unsigned long long)n, a, b);
 		}
 		if (n > UINT64_MAX / 2)
 			break;

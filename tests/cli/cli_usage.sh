@@ -183,6 +183,13 @@ python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d)==3, d
 	{ echo "FAIL: sim -j: not 3 rows"; fail=1; }
 expect "sim --opt=value" 0 "$BIN" sim "$OBJ" --sizes=1K:4K --ranks=8
 [ "$(grep -c '^AllReduce ' "$TMP/out")" = 3 ] || { echo "FAIL: sim --sizes=1K:4K rows"; fail=1; }
+expect "sim channels" 0 "$BIN" sim "$POL/bad_channels.bpf.o" --sizes 1M:1M
+has "sim nccl channels" "RING/LL (16) "; has "sim policy channels marked" "(1 \*)"
+expect "sim -j channels" 0 "$BIN" -j sim "$POL/bad_channels.bpf.o" --sizes 1M:1M
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))[0]; assert d["nccl"]["n_channels"]==16 and d["policy"]["n_channels"]==1 and d["changed"]=={"algo_proto":False,"channels":True}, d' "$TMP/out" ||
+	{ echo "FAIL: sim -j channel fields"; fail=1; }
+expect "sim unchanged channels" 0 "$BIN" sim "$OBJ" --sizes 1K:1K
+grep -q '\*' "$TMP/out" && { echo "FAIL: sim marked an unchanged row"; fail=1; }
 expect "sim object list" 0 "$BIN" sim "$OBJ:$ENVOBJ" --sizes 1K:1K
 SA=$(dirname "$REJECT")/cli_shape_a.bpf.o SB=$(dirname "$REJECT")/cli_shape_b.bpf.o
 expect "sim one map, two shapes" 2 "$BIN" sim "$OBJ:$SA:$SB" --sizes 1K:1K
