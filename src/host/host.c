@@ -748,9 +748,9 @@ static void log_image(const struct nbpf_image *img)
 	for (uint32_t i = 0; i < img->n_progs && len < sizeof(buf); i++) {
 		const struct nbpf_host_prog *p = &img->progs[i];
 
-		len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%s %s[%s] -> %s (%u insns, %s, verified%s)",
-					i ? ", " : "", p->obj_name, p->name, p->tag,
-					ncclbpf_hooks[p->hook].name, p->insns, p->func ? "jit" : "interp",
+		len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%s %s -> %s (tag %s, %u insns, %s, verified%s)",
+					i ? ", " : "", p->obj_name, p->name,
+					ncclbpf_hooks[p->hook].name, p->tag, p->insns, p->func ? "jit" : "interp",
 					p->consistency_warning ? " with warnings" : "");
 	}
 	nbpf_host_log(NBPF_NCCL_LOG_INFO, NBPF_NCCL_INIT,
