@@ -62,7 +62,7 @@ const struct cli_cmd cli_cmds[] = {
 	  "sim OBJ[:OBJ...] [--coll NAME] [--ranks N] [--nodes N] [--sizes MIN:MAX] [--nvls]",
 	  "the policy's decision table against NCCL's over message sizes, in an emulated NCCL" },
 	{ "bench", NULL, cmd_bench, "bench OBJ[:OBJ...] [--calls N]",
-	  "time getCollInfo and profiler callbacks with and without the policy" },
+	  "time getCollInfo and the profiler path per collective, with and without the policy" },
 	{ "version", NULL, cmd_version, "version",
 	  "the command's version, libbpf's, and the features built in" },
 	{ "help", NULL, cmd_help, "help [OBJECT [VERB]]", "this text, or one object's or verb's" },

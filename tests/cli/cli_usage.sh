@@ -218,8 +218,16 @@ d = json.load(open(sys.argv[1]))
 assert d["calls"] == 1000, d
 for k in ("policy", "none", "delta"):
     assert "p50_ns" in d[k] and "p99_ns" in d[k], d
+    assert "p50_ns" in d["profiler"][k] and d["profiler"][k]["p99_ns"] != 0 or k == "delta", d
+assert d["programs"] == {"tuner": 1, "profiler": 0}, d
 print("ok: bench json fields")
 PY
+expect "bench notes a missing profiler program" 0 "$BIN" bench "$OBJ" --calls 100
+has "bench profiler rows" "^profiler (v5, 100 collectives"
+has "bench no profiler program" "has no profiler program"
+expect "bench list" 0 "$BIN" -j bench "$POL/latency_hist.bpf.o:$OBJ" --calls 100
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["programs"]=={"tuner":1,"profiler":1}, d' "$TMP/out" ||
+	{ echo "FAIL: bench list: programs of both objects"; fail=1; }
 for n in 99 0 -5 abc 1e6 100000001 ""; do
 	expect "bench --calls '$n'" 2 "$BIN" bench "$OBJ" --calls "$n"
 done
