@@ -1,17 +1,19 @@
 /*
- * cmd_reload.c - `ncclbpf reload PID|all OBJ[:OBJ...] [--at-call N | --sync [--margin N]]`
- * and `ncclbpf rollback PID|all [--at-call N | --sync [--margin N]]`; TARGET
+ * cmd_reload.c - `ncclbpf reload TARGET OBJ[:OBJ...] [--sync [--margin N] | --at-call N | --now]`
+ * and `ncclbpf rollback TARGET [--sync [--margin N] | --at-call N | --now]`; TARGET
  * is a pid, "all", or the processes that --exe, --policy and --comm select.
  *
  * Rank consistency: every rank of a communicator must switch on the same
  * collective.  --at-call N makes each communicator of the target processes
- * switch when its own call number reaches N; --sync picks N for you: it
- * asks every local process for each communicator's current call number,
- * measures how fast they advance, and takes the highest + a margin that
- * covers the time the reload itself needs.  A process whose communicator
- * was already past N when the new image arrived reports it ("late"): that
- * communicator switched on its next call and its ranks may disagree, so
- * the command fails loudly.
+ * switch when its own call number reaches N; --sync, the default, picks N
+ * for you: it asks every local process for each communicator's current
+ * call number, measures how fast they advance, and takes the highest + a
+ * margin that covers the time the reload itself needs.  --now switches
+ * each communicator on its next call: ranks in different processes may then
+ * decide one collective differently, so it must be asked for by name.  A
+ * process whose communicator was already past N when the new image arrived
+ * reports it ("late"): that communicator switched on its next call and its
+ * ranks may disagree, so the command fails loudly.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -318,7 +320,7 @@ static int reload_or_rollback(struct cli *c, int argc, char **argv, bool reload)
 		 * Choosing processes (all, a selector): a socket nobody serves is a
 		 * process that stopped running the plugin, not a refusal.
 		 */
-		if ((err == -ECONNREFUSED || err == -ENOENT) && !m.n_recs &&
+		if ((err == -ECONNREFUSED || err == -ENOENT || err == -ESRCH) && !m.n_recs &&
 		    (!target || !strcmp(target, "all"))) {
 			nbpf_ctl_msg_free(&m);
 			skipped++;

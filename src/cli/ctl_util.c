@@ -83,9 +83,9 @@ void cli_rec_json(FILE *f, const struct nbpf_ctl_rec *rec)
 
 int cli_pid_err(int rc, int pid, int err, const char *em)
 {
-	/* No socket, or a socket nobody listens on: the process runs no plugin now. */
-	if (err == -ENOENT || err == -ECONNREFUSED)
-		return cli_err(rc, "pid %d is not running the plugin (no control socket: is it %s?)",
+	/* No socket answers for it, or one nobody listens on: it runs no plugin now. */
+	if (err == -ESRCH || err == -ENOENT || err == -ECONNREFUSED)
+		return cli_err(rc, "pid %d is not running the plugin (no control socket answers: is it %s?)",
 			       pid, kill(pid, 0) && errno == ESRCH ? "alive"
 				    : "your user's job, with the same NCCLBPF_CTL_DIR");
 	return cli_err(rc, "pid %d: %s", pid, em);
