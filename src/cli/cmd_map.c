@@ -286,7 +286,7 @@ static int find_map(int pid, const char *name, struct map_info *mi, bool list, s
 		cli_err(CLI_NO, "pid %d has no map named '%s' (ncclbpf map show %d lists them)", pid,
 			name, pid);
 	} else if (!mi->path[0]) {
-		fprintf(stderr, "ncclbpf: map '%s' has no shared-memory file\n", name);
+		cli_err(0, "map '%s' has no shared-memory file", name);
 		found = -ENOENT;
 	}
 	nbpf_ctl_msg_free(&m);
@@ -417,12 +417,11 @@ int cmd_map(struct cli *c, int argc, char **argv)
 		map_btf_load(&mb, &mi);
 	err = ncclbpf_map__open_path(mi.path, writable, &map);
 	if (err) {
-		fprintf(stderr, "ncclbpf: %s: %s\n", mi.path, ncclbpf_errmsg());
+		cli_err(0, "map %s: %s", mi.name, ncclbpf_errmsg());
 		return CLI_NO;
 	}
 	if (ncclbpf_map__type(map) == NCCLBPF_MAP_RINGBUF) {
-		fprintf(stderr, "ncclbpf: %s is a ring buffer: records are consumed by the job, not dumped\n",
-			mi.name);
+		cli_err(0, "%s is a ring buffer: records are consumed by the job, not dumped", mi.name);
 		rc = CLI_NO;
 		goto out;
 	}
@@ -468,8 +467,10 @@ int cmd_map(struct cli *c, int argc, char **argv)
 	if (!strcmp(verb, "dump")) {
 		const uint8_t *prev = NULL;
 
-		if (c->json)
+		if (c->json) {
 			putchar('[');
+			c->doc_open = true;
+		}
 		while (!(err = ncclbpf_map__next_key(map, prev, next))) {
 			memcpy(key, next, ncclbpf_map__key_size(map));
 			prev = key;
@@ -480,7 +481,7 @@ int cmd_map(struct cli *c, int argc, char **argv)
 		if (c->json)
 			puts("]");
 		if (err != -ENOENT) {
-			fprintf(stderr, "ncclbpf: dump: %s\n", ncclbpf_errmsg());
+			cli_err(0, "dump: %s", ncclbpf_errmsg());
 			rc = CLI_NO;
 		}
 		goto out;
@@ -492,7 +493,7 @@ int cmd_map(struct cli *c, int argc, char **argv)
 	if (!strcmp(verb, "lookup")) {
 		err = ncclbpf_map__lookup(map, key, val);
 		if (err) {
-			fprintf(stderr, "ncclbpf: lookup: %s\n", err == -ENOENT ? "no such key" : ncclbpf_errmsg());
+			cli_err(0, "lookup: %s", err == -ENOENT ? "no such key" : ncclbpf_errmsg());
 			rc = CLI_NO;
 		} else {
 			print_entry(c, map, &mb, key, val, &first);
@@ -506,7 +507,7 @@ int cmd_map(struct cli *c, int argc, char **argv)
 		}
 		err = ncclbpf_map__update(map, key, val, flags);
 		if (err) {
-			fprintf(stderr, "ncclbpf: update: %s\n", ncclbpf_errmsg());
+			cli_err(0, "update: %s", ncclbpf_errmsg());
 			rc = CLI_NO;
 		} else if (c->json) {
 			puts("{\"ok\":true}");
@@ -514,7 +515,7 @@ int cmd_map(struct cli *c, int argc, char **argv)
 	} else {
 		err = ncclbpf_map__delete(map, key);
 		if (err) {
-			fprintf(stderr, "ncclbpf: delete: %s\n", err == -ENOENT ? "no such key" : ncclbpf_errmsg());
+			cli_err(0, "delete: %s", err == -ENOENT ? "no such key" : ncclbpf_errmsg());
 			rc = CLI_NO;
 		} else if (c->json) {
 			puts("{\"ok\":true}");

@@ -178,7 +178,7 @@ static char *absolute_spec(const char *spec)
 		char *abs = realpath(p, NULL), *o;
 
 		if (!abs) {
-			fprintf(stderr, "ncclbpf: %s: %s\n", p, strerror(errno));
+			cli_err(0, "%s: %s", p, strerror(errno));
 			goto fail;
 		}
 		o = realloc(out, len + strlen(abs) + 2);
@@ -345,7 +345,7 @@ static int reload_or_rollback(struct cli *c, int argc, char **argv, bool reload)
 		} else if (err && !m.n_recs) {
 			cli_pid_err(CLI_NO, pids[i], err, em);
 		} else if (err) {
-			fprintf(stderr, "ncclbpf: pid %d: %s failed, nothing changed:\n%s\n", pids[i],
+			cli_err(0, "pid %d: %s failed, nothing changed:\n%s", pids[i],
 				reload ? "reload" : "rollback", em);
 		} else {
 			char when[48];
@@ -362,9 +362,9 @@ static int reload_or_rollback(struct cli *c, int argc, char **argv, bool reload)
 				       r ? nbpf_ctl_rec_get(r, "gen") : "?", when);
 		}
 		if (late)
-			fprintf(stderr,
-				"ncclbpf: pid %d: %" PRIu64 " communicators were already past call %" PRIu64
-				": they switched at their next call and their ranks may disagree\n",
+			cli_err(0,
+				"pid %d: %" PRIu64 " communicators were already past call %" PRIu64
+				": they switched at their next call and their ranks may disagree",
 				pids[i], late, at_call);
 		shown++;
 		if (err || late)

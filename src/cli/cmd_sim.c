@@ -113,9 +113,10 @@ int cmd_sim(struct cli *c, int argc, char **argv)
 	}
 	if (warn[0])
 		fprintf(stderr, "%s", warn);
-	if (c->json)
+	if (c->json) {
 		putchar('[');
-	else
+		c->doc_open = true;
+	} else
 		printf("%-13s %12s  %-22s %s\n", "coll", "bytes", "nccl (channels)",
 		       "policy (channels)");
 	for (uint64_t n = lo; n && n <= hi; n <<= 1) {
@@ -125,7 +126,7 @@ int cmd_sim(struct cli *c, int argc, char **argv)
 			emu_cli_tuner_close(&pl, &t);
 			if (c->json)
 				puts("]");
-			fprintf(stderr, "ncclbpf: sim: getCollInfo failed at %llu bytes\n", (unsigned long long)n);
+			cli_err(0, "sim: getCollInfo failed at %llu bytes", (unsigned long long)n);
 			return CLI_NO;
 		}
 		if (c->json) {

@@ -237,10 +237,15 @@ static int verify_one(struct cli *c, const char *path, const char *only,
 		return cli_usage_error("verify: %s", ncclbpf_errmsg()); /* names the file */
 	count = ncclbpf_object__prog_count(obj);
 	if (only && !ncclbpf_object__find_program(obj, only)) {
-		fprintf(stderr, "ncclbpf: verify: %s has no program '%s'; it has:", path, only);
-		for (size_t i = 0; i < count; i++)
-			fprintf(stderr, " %s", ncclbpf_program__name(ncclbpf_object__prog(obj, i)));
-		fputs(count ? "\n" : " none\n", stderr);
+		char names[512];
+		size_t used = 0;
+
+		names[0] = 0;
+		for (size_t i = 0; i < count && used < sizeof(names); i++)
+			used += (size_t)snprintf(names + used, sizeof(names) - used, " %s",
+						 ncclbpf_program__name(ncclbpf_object__prog(obj, i)));
+		cli_err(0, "verify: %s has no program '%s'; it has:%s", path, only,
+			count ? names : " none");
 		ncclbpf_object__close(obj);
 		return CLI_USAGE;
 	}
@@ -281,7 +286,12 @@ static int verify_one(struct cli *c, const char *path, const char *only,
 		err = ncclbpf_program__verify(p, h, vopts, &pv->res);
 		pv->time_us = (now_ns() - t0 + 500) / 1000;
 		if (err && err != -EACCES) {
-			fprintf(stderr, "ncclbpf: verify: %s: %s: %s\n", path, pv->name, ncclbpf_errmsg());
+			/* The verdict document follows: this goes to stderr even under -j. */
+			bool was_open = c->doc_open;
+
+			c->doc_open = true;
+			cli_err(0, "verify: %s: %s", pv->name, ncclbpf_errmsg());
+			c->doc_open = was_open;
 			rc = CLI_USAGE;
 		}
 		pv->accepted = !err;

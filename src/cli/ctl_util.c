@@ -106,7 +106,7 @@ int cli_target_pids(int argc, char **argv, int **pids)
 		int n = nbpf_ctl_list_pids(pids);
 
 		if (n < 0)
-			fprintf(stderr, "ncclbpf: %s\n", ncclbpf_errmsg());
+			cli_err(0, "%s", ncclbpf_errmsg());
 		return n;
 	}
 	*pids = calloc((size_t)argc, sizeof(int));
