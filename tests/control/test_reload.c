@@ -397,6 +397,16 @@ static void test_cli_select(void)
 	CHECK_STR_CONTAINS(out, "no process running the plugin matches");
 	CHECK(cli(out, sizeof(out), "-j rollback --exe no-such-exe --now") == 1);
 	CHECK_STR_CONTAINS(out, "matches");
+	/* --policy: the current image runs ctl_a or ctl_b, so exactly one of them selects us. */
+	{
+		bool a, b;
+
+		cli(out, sizeof(out), "-j reload --policy %s %s --now", pol("ctl_a"), pol("ctl_bad"));
+		a = strstr(out, want) != NULL;
+		cli(out, sizeof(out), "-j reload --policy %s %s --now", pol("ctl_b"), pol("ctl_bad"));
+		b = strstr(out, want) != NULL;
+		CHECK_MSG(a != b, "--policy ctl_a selected %d, ctl_b %d", a, b);
+	}
 }
 
 static void test_cli_views(void)
