@@ -286,7 +286,8 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return CLI_USAGE;
 	}
-	if (c.pretty) {
+	/* export and help write text, never JSON: nothing to indent. */
+	if (c.pretty && strcmp(argv[1], "export") && strcmp(argv[1], "help")) {
 		int rc, err = cli_pretty_begin();
 
 		if (err)

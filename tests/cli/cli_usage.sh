@@ -79,6 +79,7 @@ done
 expect "-p version" 0 "$BIN" -p version; json1 "-p version"
 [ "$(wc -l < "$TMP/out")" -gt 3 ] || { echo "FAIL: -p not indented"; fail=1; }
 expect "-p verify" 0 "$BIN" -p verify "$OBJ"; json1 "-p verify"
+expect "-p help is text" 0 "$BIN" -p help map; has "-p help unindented" "^usage: ncclbpf map show"
 expect "-- ends options" 2 "$BIN" verify -- --strict-consistency; err1 "--" "no such file\\|cannot open"
 expect "unknown option names it" 2 "$BIN" verify "$OBJ" --frob; err1 "unknown option" "unknown option '--frob'"
 "$BIN" -j verify > "$TMP/out" 2> "$TMP/err"
