@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "lock.h"
 #include "map_impl.h"
 
 /* Kernel map_flags we accept (all are hints here: maps are always preallocated). */
@@ -100,7 +101,7 @@ int nbpf_map_layout(enum ncclbpf_map_type type, uint32_t ks, uint32_t vs, uint32
 		    __builtin_mul_overflow(x, (uint64_t)lay->value_stride, &lay->data_size))
 			goto too_big;
 		lay->aux_off = round_up(lay->data_off + lay->data_size, 64);
-		lay->aux_size = (uint64_t)max * 4;
+		lay->aux_size = (uint64_t)max * sizeof(nbpf_lock_t);
 	} else {
 		if (ks == 0 || ks > NBPF_MAP_MAX_KEY)
 			return nbpf_err(-EINVAL, "%s map: key_size %u must be 1..%u", type_name(type), ks,
@@ -290,6 +291,7 @@ static void free_handle(struct ncclbpf_map *map)
 	struct nbpf_map_priv *priv = map->impl;
 
 	if (priv) {
+		nbpf_lock_handle_del(priv);
 		unmap_file(priv);
 		if (priv->lock_fd >= 0)
 			close(priv->lock_fd);
@@ -401,6 +403,7 @@ int ncclbpf_map__create(const char *name, enum ncclbpf_map_type type, uint32_t k
 			goto fail_unlink;
 	}
 	priv->lock_fd = fd;
+	nbpf_lock_handle_add(priv);
 	free(path);
 	*map = m;
 	return 0;
@@ -503,7 +506,9 @@ int ncclbpf_map__open_path(const char *path, bool writable, struct ncclbpf_map *
 	err = finish_handle(m, priv, base, path);
 	if (err)
 		goto fail;
-	close(fd);
+	/* Kept open: it checks lock holders' liveness and marks ours (lock.c). */
+	priv->lock_fd = fd;
+	nbpf_lock_handle_add(priv);
 	*map = m;
 	return 0;
 fail:
@@ -595,4 +600,17 @@ int ncclbpf_map__next_key(struct ncclbpf_map *map, const void *key, void *next_k
 	int err = check_op(map, key, next_key, false, "next_key");
 
 	return err ? err : host_ops(map->type)->next_key(map, key, next_key);
+}
+
+int ncclbpf_map__lock_stats(const struct ncclbpf_map *map, struct ncclbpf_map_lock_stats *st)
+{
+	const struct nbpf_shm_hdr *h;
+
+	if (!map || !st)
+		return nbpf_err(-EINVAL, "ncclbpf_map__lock_stats: map and st are required");
+	h = nbpf_priv(map)->hdr;
+	st->timeouts = atomic_load_explicit(&h->lock_timeouts, memory_order_relaxed);
+	st->recoveries = atomic_load_explicit(&h->lock_recoveries, memory_order_relaxed);
+	st->discarded = atomic_load_explicit(&h->lock_discarded, memory_order_relaxed);
+	return 0;
 }
