@@ -52,6 +52,12 @@ struct nbpf_tele_prog {
 	uint64_t runs, ns;
 };
 
+/* Lock health of the maps of one name (summed over processes). */
+struct nbpf_tele_map {
+	char name[64];
+	uint64_t lock_timeouts, lock_recoveries, lock_discarded;
+};
+
 struct nbpf_tele_set {
 	struct nbpf_tele_cell *cells;
 	size_t n_cells, cap_cells;
@@ -59,6 +65,8 @@ struct nbpf_tele_set {
 	size_t n_tuners, cap_tuners;
 	struct nbpf_tele_prog *progs;
 	size_t n_progs, cap_progs;
+	struct nbpf_tele_map *maps;
+	size_t n_maps, cap_maps;
 	uint32_t processes;
 };
 
@@ -69,6 +77,7 @@ struct nbpf_tele_tuner *nbpf_tele_tuner(struct nbpf_tele_set *s, uint64_t comm_i
 /* Program entries merge by (name, tag, hook). */
 struct nbpf_tele_prog *nbpf_tele_prog(struct nbpf_tele_set *s, const char *name,
 				      const char *hook, const char *tag);
+struct nbpf_tele_map *nbpf_tele_map(struct nbpf_tele_set *s, const char *name);
 void nbpf_tele_free(struct nbpf_tele_set *s);
 
 /* Labels: "AllReduce", "RING", "LL128", "4M" ("other"/"unknown" for the last slots). */

@@ -758,13 +758,25 @@ static int host_delete(struct ncclbpf_map *map, const void *key)
 	return ret ? nbpf_err((int)ret, "map %s: no such key", map->name) : 0;
 }
 
-/* Copies the key of the first element reachable from idx1 in bucket order. */
-static int copy_key(const struct htab *t, struct nbpf_htab_elem *e, uint32_t ks, void *out)
+/*
+ * Copies e's key (e is linked in bucket b).  An odd sequence means a value
+ * write in progress; after many tries, if b's holder is dead, that write
+ * will never end, and the key is not what it was writing (keys change only
+ * before an element is linked), so it is copied anyway: a dump lists the
+ * key and its lookup then reads it as absent.
+ */
+static int copy_key(struct ncclbpf_map *map, struct nbpf_htab_bucket *b,
+		    struct nbpf_htab_elem *e, uint32_t ks, void *out, uint32_t tries)
 {
 	uint32_t s1 = atomic_load_explicit(&e->seq, memory_order_acquire);
+	uint64_t bs;
 
-	if (s1 & 1)
-		return -EAGAIN;
+	if (s1 & 1) {
+		bs = atomic_load_explicit(&b->lock, memory_order_acquire);
+		if (tries < 100 || !(bs & 1) ||
+		    !nbpf_lock_holder_dead(map, nbpf_lock_holder_of(bs)))
+			return -EAGAIN;
+	}
 	nbpf_copy_from_shared(out, elem_key(e), ks);
 	return atomic_load_explicit(&e->seq, memory_order_acquire) == s1 ? 0 : -EAGAIN;
 }
@@ -779,19 +791,21 @@ static int host_next_key(struct ncclbpf_map *map, const void *key, void *next_ke
 	struct htab t = H(map);
 	uint32_t ks = map->key_size, i = 0, tries;
 	struct nbpf_htab_elem *e;
+	unsigned spins = 0;
 	int ret = -ENOENT;
 
 	nbpf_epoch_enter();
-	for (tries = 0; tries < 1000; tries++) {
+	for (tries = 0; tries < 1000; tries++, nbpf_spin_pause(&spins)) {
 		i = 0;
 		if (key) {
 			uint32_t hash = hash_key(key, ks, t.hdr->hash_seed);
+			struct nbpf_htab_bucket *b = bucket_of(&t, hash);
 
-			e = chain_find(&t, bucket_of(&t, hash), key, ks, hash);
+			e = chain_find(&t, b, key, ks, hash);
 			if (e) {
 				e = elem_at(&t, atomic_load_explicit(&e->next, memory_order_acquire));
 				if (e) {
-					ret = copy_key(&t, e, ks, next_key);
+					ret = copy_key(map, b, e, ks, next_key, tries);
 					if (ret == -EAGAIN)
 						continue;
 					break;
@@ -803,7 +817,7 @@ static int host_next_key(struct ncclbpf_map *map, const void *key, void *next_ke
 		for (; i < t.lay->n_buckets; i++) {
 			e = elem_at(&t, atomic_load_explicit(&t.buckets[i].head, memory_order_acquire));
 			if (e) {
-				ret = copy_key(&t, e, ks, next_key);
+				ret = copy_key(map, &t.buckets[i], e, ks, next_key, tries);
 				break;
 			}
 		}
