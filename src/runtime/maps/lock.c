@@ -22,6 +22,14 @@
 #define HOLDER_SLOT_MASK 0xffu
 #define HOLDER_GEN_SHIFT 8
 
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static pthread_mutex_t handles_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct nbpf_map_priv *handles;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
@@ -180,14 +188,6 @@ bool nbpf_lock_takeover(struct ncclbpf_map *map, nbpf_lock_t *l, uint64_t word)
 	return true;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 void nbpf_lock_wait_init(struct nbpf_lock_wait *w, enum nbpf_lock_mode mode)
 {
 	*w = (struct nbpf_lock_wait){ .mode = mode };
@@ -216,14 +216,38 @@ int nbpf_lock_wait(struct ncclbpf_map *map, struct nbpf_lock_wait *w, uint64_t w
 	return now - w->start >= budget ? -EBUSY : 0;
 }
 
+/*
+ * A lock that a program call just waited out in vain, still held the same
+ * way (same sequence, same live holder): waiting again would only cost the
+ * next call its whole budget.  Until its next liveness check is due,
+ * program calls fail at once.
+ */
+static bool known_stuck(struct nbpf_map_priv *p, nbpf_lock_t *l, uint64_t s)
+{
+	return atomic_load_explicit(&p->stuck_lock, memory_order_relaxed) == l &&
+	       atomic_load_explicit(&p->stuck_word, memory_order_relaxed) == s &&
+	       now_ns() < atomic_load_explicit(&p->stuck_until, memory_order_relaxed);
+}
+
+static void mark_stuck(struct nbpf_map_priv *p, nbpf_lock_t *l, uint64_t s)
+{
+	atomic_store_explicit(&p->stuck_word, s, memory_order_relaxed);
+	atomic_store_explicit(&p->stuck_until, now_ns() + NBPF_LOCK_CHECK_NS, memory_order_relaxed);
+	atomic_store_explicit(&p->stuck_lock, l, memory_order_relaxed);
+}
+
 int nbpf_lock_slow(struct ncclbpf_map *map, nbpf_lock_t *l, enum nbpf_lock_mode mode)
 {
+	struct nbpf_map_priv *p = nbpf_priv(map);
 	uint64_t me = nbpf_lock_holder_id(map), s;
 	struct nbpf_lock_wait w;
 	int r;
 
 	if (!me)
 		goto busy; /* every holder slot taken by live handles */
+	s = atomic_load_explicit(l, memory_order_relaxed);
+	if (mode == NBPF_LOCK_PROG && (s & 1) && known_stuck(p, l, s))
+		goto busy;
 	nbpf_lock_wait_init(&w, mode);
 	for (;;) {
 		s = atomic_load_explicit(l, memory_order_relaxed);
@@ -235,8 +259,11 @@ int nbpf_lock_slow(struct ncclbpf_map *map, nbpf_lock_t *l, enum nbpf_lock_mode 
 		r = nbpf_lock_wait(map, &w, s);
 		if (r == -EOWNERDEAD && nbpf_lock_takeover(map, l, s))
 			return 1;
-		if (r == -EBUSY)
+		if (r == -EBUSY) {
+			if (mode == NBPF_LOCK_PROG && (s & 1))
+				mark_stuck(p, l, s);
 			goto busy;
+		}
 	}
 busy:
 	nbpf_lock_count(map, &nbpf_priv(map)->hdr->lock_timeouts);

@@ -137,6 +137,10 @@ struct nbpf_map_priv {
 	int lock_fd;
 	_Atomic uint32_t holder;   /* lock holder id, 0 until the first lock */
 	bool fd_inherited;         /* lock_fd came through fork: reopen before use */
+	/* The last lock a program call gave up on while its holder lived, and
+	 * until when later program calls that find it unchanged fail at once. */
+	_Atomic(nbpf_lock_t *) stuck_lock;
+	_Atomic uint64_t stuck_word, stuck_until;
 	struct nbpf_map_priv *next_handle;
 	uint32_t page_shift;
 	/* ringbuf: the reserved span (header + data mapped twice) */
