@@ -404,6 +404,9 @@ int ncclbpf_map__create(const char *name, enum ncclbpf_map_type type, uint32_t k
 	}
 	priv->lock_fd = fd;
 	nbpf_lock_handle_add(priv);
+	/* Claim a lock holder slot now rather than on a program's first update
+	 * (a failure is retried there). */
+	nbpf_lock_holder_id(m);
 	free(path);
 	*map = m;
 	return 0;
@@ -509,6 +512,7 @@ int ncclbpf_map__open_path(const char *path, bool writable, struct ncclbpf_map *
 	/* Kept open: it checks lock holders' liveness and marks ours (lock.c). */
 	priv->lock_fd = fd;
 	nbpf_lock_handle_add(priv);
+	nbpf_lock_holder_id(m);
 	*map = m;
 	return 0;
 fail:
