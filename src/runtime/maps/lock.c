@@ -154,7 +154,12 @@ bool nbpf_lock_holder_dead(struct ncclbpf_map *map, uint32_t holder)
 	/* No holder or no such slot: only a corrupted word looks like this. */
 	if (slot >= NBPF_LOCK_SLOTS)
 		return true;
-	pthread_mutex_lock(&handles_lock);
+	/*
+	 * Program calls check too, on NCCL's threads: never wait here for a
+	 * fork or a registration in progress; the next check comes soon.
+	 */
+	if (pthread_mutex_trylock(&handles_lock))
+		return false;
 	fd = own_fd(p);
 	err = fd < 0 ? -1 : slot_lock(fd, F_OFD_GETLK, F_WRLCK, slot, &fl);
 	pthread_mutex_unlock(&handles_lock);
