@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_maps_locks.c - a process that dies, or stops, while holding a lock
  * in a map's shared memory never hangs anyone else.

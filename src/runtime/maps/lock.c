@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * lock.c - holder registration, liveness checks, bounded waits and
  * take-over of map locks whose holder died (see lock.h).

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: MIT */
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * lock.h - private to src/runtime/maps: locks in a map's shared memory that
  * survive the death of the process holding them, with bounded waits.
