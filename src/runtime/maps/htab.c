@@ -5,11 +5,12 @@
  * Readers never lock: programs walk a bucket chain inside their epoch
  * section; host copy-out readers also validate a per-bucket and a
  * per-element sequence number, so they work from another process too.
- * Writers take the bucket's lock (whose sequence doubles as the bucket's
- * change counter; lock.h: it names its holder, waits are bounded and a
- * dead holder's lock is taken over and the bucket repaired).  Deleted and evicted elements go to a limbo list and
- * return to the free list only after an epoch grace period, so a value
- * pointer a running program holds is never reused under it.
+ * Writers take the bucket's lock, whose sequence doubles as the bucket's
+ * change counter (lock.h: it names its holder, waits are bounded, and a
+ * dead holder's lock is taken over and the bucket repaired).  Deleted and
+ * evicted elements go to a limbo list and return to the free list only
+ * after an epoch grace period, so a value pointer a running program holds
+ * is never reused under it.
  */
 #include <errno.h>
 #include <string.h>

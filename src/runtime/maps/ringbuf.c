@@ -4,8 +4,9 @@
  *
  * Producers serialise only to advance producer_pos (a short lock in the
  * shared header, as in the kernel; lock.h: bounded, and taken over when its
- * holder died); they fill and commit their records in parallel.  Each record starts with an 8-byte header {len | BUSY |
- * DISCARD, pg_off} and is padded to 8 bytes.  The consumer stops at the
+ * holder died); they fill and commit their records in parallel.  Each
+ * record starts with an 8-byte header {len | BUSY | DISCARD, pg_off} and is
+ * padded to 8 bytes.  The consumer stops at the
  * first record still BUSY, so records are delivered in reservation order.
  * The data pages are mapped twice in a row, so a record that wraps is
  * contiguous.  pg_off (pages from the mapping start to the header) lets
