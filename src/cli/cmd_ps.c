@@ -60,6 +60,21 @@ static void fmt_time(char *out, size_t n, uint64_t realtime_ns)
 		snprintf(out, n, "-");
 }
 
+/*
+ * The latest load attempt when it was refused (the image above is then
+ * what still runs, or nothing): which object and program, and why.
+ */
+static void print_last_load(const struct nbpf_ctl_msg *m)
+{
+	const struct nbpf_ctl_rec *l = find_rec(m, "load");
+	char when[64];
+
+	if (!l || strcmp(get(l, "result"), "refused"))
+		return;
+	fmt_time(when, sizeof(when), get_u64(l, "at"));
+	printf("  last load refused (%s): %s\n", when, get(l, "message"));
+}
+
 static void print_ps(const struct nbpf_ctl_msg *m)
 {
 	const struct nbpf_ctl_rec *p = find_rec(m, "proc"), *cur = NULL;
@@ -79,6 +94,7 @@ static void print_ps(const struct nbpf_ctl_msg *m)
 	} else {
 		printf("  no policy loaded\n");
 	}
+	print_last_load(m);
 	for (uint32_t i = 0; i < m->n_recs; i++) {
 		const struct nbpf_ctl_rec *r = &m->recs[i];
 
@@ -126,6 +142,7 @@ int cmd_ps(struct cli *c, int argc, char **argv)
 			json_kind(stdout, &m, "comm", "comms");
 			json_kind(stdout, &m, "image", "images");
 			json_kind(stdout, &m, "prog", "progs");
+			json_kind(stdout, &m, "load", "loads");
 			putchar('}');
 		} else {
 			print_ps(&m);

@@ -108,6 +108,29 @@ static void put_maps(struct nbpf_ctl_buf *b, const struct nbpf_image *img)
 	}
 }
 
+/* Every load attempt the host kept, newest first: what loaded, or what was refused and why. */
+static void put_loads(struct nbpf_ctl_buf *b)
+{
+	struct ncclbpf_load_status st; /* ~11 KB: the control thread has a default-sized stack */
+
+	for (unsigned i = 0; !nbpf_host_load_status(i, &st, sizeof(st)); i++) {
+		nbpf_ctl_buf_rec(b, "load");
+		nbpf_ctl_buf_u64(b, "seq", st.seq);
+		nbpf_ctl_buf_str(b, "result", st.err ? "refused" : "loaded");
+		nbpf_ctl_buf_i64(b, "err", st.err);
+		nbpf_ctl_buf_u64(b, "at", st.at);
+		nbpf_ctl_buf_u64(b, "load_ns", st.load_ns);
+		nbpf_ctl_buf_str(b, "spec", st.spec);
+		nbpf_ctl_buf_u64(b, "objs", st.n_objs);
+		nbpf_ctl_buf_u64(b, "progs", st.n_progs);
+		nbpf_ctl_buf_u64(b, "maps", st.n_maps);
+		nbpf_ctl_buf_u64(b, "env", st.n_env);
+		nbpf_ctl_buf_str(b, "obj", st.refused_obj);
+		nbpf_ctl_buf_str(b, "prog", st.refused_prog);
+		nbpf_ctl_buf_str(b, "message", st.message);
+	}
+}
+
 struct comm_walk {
 	struct nbpf_ctl_buf *b;
 	bool tele;
@@ -341,6 +364,7 @@ int nbpf_ctl_handle(const struct nbpf_ctl_msg *req, struct nbpf_ctl_buf *b, char
 		nbpf_host_lock();
 		put_images(b, nbpf_host_current(), true);
 		nbpf_host_unlock();
+		put_loads(b);
 		return 0;
 	case NBPF_CTL_PROGS:
 		nbpf_host_lock();

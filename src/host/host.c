@@ -19,6 +19,7 @@
 
 #include "epoch.h"
 #include "host_env.h"
+#include "load_status.h"
 
 extern char **environ;
 
@@ -303,9 +304,13 @@ static void describe_rejection(const struct ncclbpf_verify_result *vr, char *buf
 	snprintf(buf, n, "%s", ncclbpf_errmsg());
 }
 
-/* Attaches and prepares every program of obj; caller holds the host lock. */
+/*
+ * Attaches and prepares every program of obj; caller holds the host lock.
+ * On a rejection *refused names the program (owned by obj).
+ */
 static int image_add_programs(struct nbpf_image *img, struct ncclbpf_object *obj,
-			      const char *path, char *errbuf, size_t errlen)
+			      const char *path, const char **refused, char *errbuf,
+			      size_t errlen)
 {
 	size_t n = ncclbpf_object__prog_count(obj);
 
@@ -335,6 +340,7 @@ static int image_add_programs(struct nbpf_image *img, struct ncclbpf_object *obj
 				describe_rejection(&vr, why, sizeof(why));
 				snprintf(errbuf, errlen, "%s: program %s (%s) rejected: %s", path,
 					 ncclbpf_program__name(p), hook->name, why);
+				*refused = ncclbpf_program__name(p);
 				return err;
 			}
 			note(img, "%s: program %s: a tuner program (%s) is already loaded; only the first tuner decides, this one is skipped",
@@ -355,6 +361,7 @@ static int image_add_programs(struct nbpf_image *img, struct ncclbpf_object *obj
 				snprintf(why, sizeof(why), "%s", ncclbpf_errmsg());
 			snprintf(errbuf, errlen, "%s: program %s (%s) rejected: %s", path,
 				 ncclbpf_program__name(p), hook->name, why);
+			*refused = ncclbpf_program__name(p);
 			return err;
 		}
 		hp = &img->progs[img->n_progs];
@@ -389,6 +396,7 @@ static int load_image_locked(const char *paths, struct nbpf_image **out, char *e
 	struct reuse_ctx rc;
 	uint64_t t0 = nbpf_now_ns();
 	char *list = NULL, *save = NULL, *path;
+	const char *bad_obj = NULL, *bad_prog = NULL;
 	int err = 0;
 
 	*out = NULL;
@@ -398,6 +406,7 @@ static int load_image_locked(const char *paths, struct nbpf_image **out, char *e
 	if (!img || !(img->spec = strdup(paths ? paths : ""))) {
 		free(img);
 		snprintf(errbuf, errlen, "out of memory");
+		nbpf_load_status_refused_locked(paths, -ENOMEM, NULL, NULL, "out of memory", 0);
 		return -ENOMEM;
 	}
 	list = strdup(img->spec);
@@ -416,6 +425,7 @@ static int load_image_locked(const char *paths, struct nbpf_image **out, char *e
 
 		if (!*path)
 			continue;
+		bad_obj = path;
 		if (img->n_objs >= NBPF_HOST_MAX_OBJS) {
 			err = -E2BIG;
 			snprintf(errbuf, errlen, "more than %d objects", NBPF_HOST_MAX_OBJS);
@@ -427,7 +437,7 @@ static int load_image_locked(const char *paths, struct nbpf_image **out, char *e
 			goto out;
 		}
 		img->objs[img->n_objs++] = obj;
-		err = image_add_programs(img, obj, path, errbuf, errlen);
+		err = image_add_programs(img, obj, path, &bad_prog, errbuf, errlen);
 		if (err)
 			goto out;
 		err = nbpf_env_read_overrides(path, img, errbuf, errlen);
@@ -437,11 +447,16 @@ static int load_image_locked(const char *paths, struct nbpf_image **out, char *e
 	img->load_ns = nbpf_now_ns() - t0;
 	img->loaded_at = realtime_ns();
 out:
-	free(list);
 	if (err) {
+		/* Recorded before the free: bad_obj points into list, bad_prog into img. */
+		nbpf_load_status_refused_locked(img->spec, err, bad_obj, bad_prog,
+						errlen ? errbuf : "", nbpf_now_ns() - t0);
+		free(list);
 		nbpf_host_image_free(img);
 		return err;
 	}
+	free(list);
+	nbpf_load_status_loaded_locked(img);
 	*out = img;
 	return 0;
 }

@@ -34,6 +34,7 @@
 #include "hooks.h"
 #include "ncclbpf/policy.h"
 #include "ncclbpf/runtime.h"
+#include "ncclbpf/status.h"
 #include "telemetry/hist.h"
 
 /* ---- limits ---------------------------------------------------------- */
@@ -150,9 +151,19 @@ struct nbpf_image {
  * nbpf_host_image_free if it is never published.  Programs of unknown
  * sections and extra tuner programs are skipped with a note in
  * image->warnings (not an error).  May be called from any thread.
+ * Every call, loaded or refused, is recorded for nbpf_host_load_status.
  */
 int nbpf_host_load_image(const char *paths, struct nbpf_image **out, char *errbuf,
 			 size_t errlen);
+
+/*
+ * Load attempt back (0: the latest; NCCLBPF_STATUS_HISTORY are kept) as
+ * ncclbpf/status.h describes it: what was loaded, or what was refused and
+ * why.  Copies at most size bytes into out.  0, -ENOENT when there is no
+ * such attempt, -EINVAL for a NULL out.  Takes the host lock (waits for a
+ * load in progress); not from the hot path.
+ */
+int nbpf_host_load_status(unsigned back, struct ncclbpf_load_status *out, size_t size);
 
 /* Frees an image that was never published (or was unpublished). NULL ok. */
 void nbpf_host_image_free(struct nbpf_image *img);
