@@ -15,6 +15,8 @@
  *         many times, for hash and array maps: afterwards every call
  *         completes, no value is torn, and every key is there except the
  *         values recovery counted as discarded.
+ * keeper: the holder's own forked child outlives it, keeping its
+ *         descriptors and mappings: the holder is still seen dead.
  * ring:   a producer holding the ring's producer lock and a consumer in the
  *         middle of consuming are killed; the next ones take over.
  *
@@ -24,6 +26,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -285,6 +288,63 @@ static void test_held(bool inherit)
 	ncclbpf_map__put(m);
 }
 
+/*
+ * The holder forks a child that outlives it (a worker that keeps every
+ * descriptor and mapping it inherited): that child must not keep the dead
+ * holder's slot looking alive.
+ */
+static void test_keeper(void)
+{
+	struct ncclbpf_map *m = mk("held_keeper", NCCLBPF_MAP_HASH, 4, WORDS * 8, NKEYS);
+	int pfd[2], status;
+	pid_t holder, keeper = 0;
+	uint64_t v[WORDS];
+
+	if (!m) {
+		CHECK(0);
+		return;
+	}
+	fill(v, 7ull << 32);
+	CHECK_EQ_U64(ncclbpf_map__update(m, &(uint32_t){ 7 }, v, NCCLBPF_ANY), 0);
+	CHECK(pipe(pfd) == 0);
+	holder = fork();
+	if (holder == 0) {
+		struct ncclbpf_map *own = NULL;
+		pid_t k;
+
+		if (ncclbpf_map__open_path(ncclbpf_map__path(m), true, &own))
+			_exit(50);
+		for (uint32_t b = 0; b < nbpf_priv(own)->lay.n_buckets; b++)
+			if (nbpf_lock(own, &buckets(own)[b].lock, NBPF_LOCK_HOST) != 0)
+				_exit(51);
+		/* The keeper reports once its fork has returned (its atfork handlers ran). */
+		k = fork();
+		if (k == 0) {
+			k = getpid();
+			if (write(pfd[1], &k, sizeof(k)) != sizeof(k))
+				_exit(52);
+			for (;;)
+				pause();
+		}
+		for (;;)
+			pause();
+	}
+	CHECK(read(pfd[0], &keeper, sizeof(keeper)) == sizeof(keeper));
+	kill(holder, SIGKILL);
+	waitpid(holder, &status, 0);
+	/* The keeper lives on, with the dead holder's descriptors and mappings. */
+	CHECK_EQ_U64(prog_update(m, 7, v), 0);
+	CHECK_EQ_U64(stats(m).recoveries, 1);
+	CHECK_EQ_U64(stats(m).timeouts, 0);
+	if (keeper > 0) {
+		kill(keeper, SIGKILL);
+		waitpid(keeper, &status, 0); /* ours: we are the subreaper */
+	}
+	close(pfd[0]);
+	close(pfd[1]);
+	ncclbpf_map__put(m);
+}
+
 /* ---- writers killed in a tight loop ----------------------------------------- */
 
 /*
@@ -465,8 +525,11 @@ static void test_ring(void)
 int main(void)
 {
 	alarm(120);
+	/* Orphaned grandchildren come back to us, to be reaped. */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	test_held(false);
 	test_held(true);
+	test_keeper();
 	test_storm(NCCLBPF_MAP_HASH, "storm_hash");
 	test_storm(NCCLBPF_MAP_LRU_HASH, "storm_lru");
 	test_storm(NCCLBPF_MAP_ARRAY, "storm_array");

@@ -6,14 +6,16 @@
  * Liveness rests on OFD locks (F_OFD_SETLK): they belong to an open file
  * description, not to a pid, so they are right across pid namespaces and
  * vanish when the last descriptor of a dead process closes.  kill(pid, 0)
- * would not be: pids repeat between namespaces sharing /dev/shm.  A forked
- * child shares its parent's descriptions, so after fork every handle drops
- * its holder id and reopens its file before it next locks or checks.
+ * would not be: pids repeat between namespaces sharing /dev/shm.  Each
+ * writable handle holds its slot lock on a description of its own that is
+ * never mapped (a mapping, inherited by a forked child, would keep it
+ * open); a forked child closes its copy and registers anew if it locks.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -44,15 +46,22 @@ static void atfork_parent(void)
 	pthread_mutex_unlock(&handles_lock);
 }
 
-/* The child shares every description with its parent: its locks would
- * carry the parent's holder id and outlive the child. */
+/*
+ * The child shares every description with its parent: its locks would
+ * carry the parent's holder id, and the parent's liveness description
+ * would stay open (so the parent look alive) for as long as the child
+ * lives.  So the child drops both; it registers anew if it ever locks.
+ * close() is async-signal-safe, as this handler must be.
+ */
 static void atfork_child(void)
 {
 	struct nbpf_map_priv *p;
 
 	for (p = handles; p; p = p->next_handle) {
 		atomic_store_explicit(&p->holder, 0, memory_order_relaxed);
-		p->fd_inherited = true;
+		if (p->holder_fd >= 0)
+			close(p->holder_fd);
+		p->holder_fd = -1;
 	}
 	pthread_mutex_unlock(&handles_lock);
 }
@@ -85,22 +94,29 @@ void nbpf_lock_handle_del(struct nbpf_map_priv *p)
 	pthread_mutex_unlock(&handles_lock);
 }
 
-/* A description of our own for a handle inherited through fork (handles_lock held). */
-static int own_fd(struct nbpf_map_priv *p)
+/*
+ * A description of the map file used for nothing but this handle's holder
+ * slot lock (handles_lock held).  Not the mapped one: a mapping keeps its
+ * description open, and a forked child inherits the mapping, so a slot lock
+ * there would outlive its holder.
+ */
+static int liveness_fd(struct ncclbpf_map *map, struct nbpf_map_priv *p)
 {
+	struct stat a, b;
 	char path[64];
 	int fd;
 
-	if (!p->fd_inherited)
-		return p->lock_fd;
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", p->lock_fd);
-	fd = open(path, (p->writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	/* Closing our copy leaves the parent's description (and its locks) alone. */
-	close(p->lock_fd);
-	p->lock_fd = fd;
-	p->fd_inherited = false;
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0 && map->path) {
+		/* No /proc: the path, if it still names our file. */
+		fd = open(map->path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0 && (fstat(fd, &a) || fstat(p->lock_fd, &b) || a.st_dev != b.st_dev ||
+				a.st_ino != b.st_ino)) {
+			close(fd);
+			fd = -1;
+		}
+	}
 	return fd;
 }
 
@@ -121,15 +137,15 @@ uint32_t nbpf_lock_holder_id(struct ncclbpf_map *map)
 	struct nbpf_shm_hdr *h = p->hdr;
 	uint32_t id = atomic_load_explicit(&p->holder, memory_order_acquire), slot, gen;
 	struct flock fl;
-	int fd;
 
 	if (id || !p->writable)
 		return id;
 	pthread_mutex_lock(&handles_lock);
 	id = atomic_load_explicit(&p->holder, memory_order_relaxed);
-	fd = id ? -1 : own_fd(p);
-	for (slot = 0; !id && fd >= 0 && slot < NBPF_LOCK_SLOTS; slot++) {
-		if (slot_lock(fd, F_OFD_SETLK, F_WRLCK, slot, &fl))
+	if (!id && p->holder_fd < 0)
+		p->holder_fd = liveness_fd(map, p);
+	for (slot = 0; !id && p->holder_fd >= 0 && slot < NBPF_LOCK_SLOTS; slot++) {
+		if (slot_lock(p->holder_fd, F_OFD_SETLK, F_WRLCK, slot, &fl))
 			continue;
 		/* Holders of an older generation of this slot are dead. */
 		gen = atomic_fetch_add_explicit(&h->holders[slot].gen, 1, memory_order_acq_rel) + 1;
@@ -146,7 +162,6 @@ bool nbpf_lock_holder_dead(struct ncclbpf_map *map, uint32_t holder)
 	struct nbpf_map_priv *p = nbpf_priv(map);
 	uint32_t slot = (holder & HOLDER_SLOT_MASK) - 1;
 	struct flock fl;
-	int fd, err;
 
 	/* Our own handle: another thread of ours, alive as long as we are. */
 	if (holder == atomic_load_explicit(&p->holder, memory_order_relaxed))
@@ -155,15 +170,11 @@ bool nbpf_lock_holder_dead(struct ncclbpf_map *map, uint32_t holder)
 	if (slot >= NBPF_LOCK_SLOTS)
 		return true;
 	/*
-	 * Program calls check too, on NCCL's threads: never wait here for a
-	 * fork or a registration in progress; the next check comes soon.
+	 * Asked through the mapped description, which never holds a slot lock
+	 * itself (even when a forked parent shares it), so every holder's lock
+	 * shows as a conflict.  No mutex: program calls check too.
 	 */
-	if (pthread_mutex_trylock(&handles_lock))
-		return false;
-	fd = own_fd(p);
-	err = fd < 0 ? -1 : slot_lock(fd, F_OFD_GETLK, F_WRLCK, slot, &fl);
-	pthread_mutex_unlock(&handles_lock);
-	if (err)
+	if (slot_lock(p->lock_fd, F_OFD_GETLK, F_WRLCK, slot, &fl))
 		return false; /* cannot tell: keep treating it as alive */
 	if (fl.l_type == F_UNLCK)
 		return true;

@@ -295,6 +295,8 @@ static void free_handle(struct ncclbpf_map *map)
 		unmap_file(priv);
 		if (priv->lock_fd >= 0)
 			close(priv->lock_fd);
+		if (priv->holder_fd >= 0)
+			close(priv->holder_fd);
 		free(priv);
 	}
 	free(map->name);
@@ -354,6 +356,7 @@ int ncclbpf_map__create(const char *name, enum ncclbpf_map_type type, uint32_t k
 		goto fail;
 	}
 	priv->lock_fd = -1;
+	priv->holder_fd = -1;
 	err = nbpf_map_layout(type, key_size, value_size, max_entries, page, &priv->lay);
 	if (err) {
 		nbpf_err(err, "map %s: %s", name, ncclbpf_errmsg());
@@ -492,6 +495,7 @@ int ncclbpf_map__open_path(const char *path, bool writable, struct ncclbpf_map *
 		goto fail;
 	}
 	priv->lock_fd = -1;
+	priv->holder_fd = -1;
 	err = check_header(path, &h, (uint64_t)st.st_size, &priv->lay);
 	if (err)
 		goto fail;
@@ -509,7 +513,7 @@ int ncclbpf_map__open_path(const char *path, bool writable, struct ncclbpf_map *
 	err = finish_handle(m, priv, base, path);
 	if (err)
 		goto fail;
-	/* Kept open: it checks lock holders' liveness and marks ours (lock.c). */
+	/* Kept open: lock holders' liveness is asked through it (lock.c). */
 	priv->lock_fd = fd;
 	nbpf_lock_handle_add(priv);
 	nbpf_lock_holder_id(m);

@@ -132,11 +132,11 @@ struct nbpf_map_priv {
 	struct nbpf_map_layout lay;
 	bool owner;        /* created here: unlink on last put, runs reclamation */
 	bool writable;
-	/* This handle's own open file description: the creator's liveness flock
-	 * and the OFD lock on its holder slot's byte (lock.c). */
+	/* The mapped descriptor: the creator's liveness flock; lock holders'
+	 * liveness is asked through it (lock.c). */
 	int lock_fd;
-	_Atomic uint32_t holder;   /* lock holder id, 0 until the first lock */
-	bool fd_inherited;         /* lock_fd came through fork: reopen before use */
+	int holder_fd;             /* a second, unmapped description: our slot's OFD lock */
+	_Atomic uint32_t holder;   /* lock holder id, 0 until registered */
 	/* The last lock a program call gave up on while its holder lived, and
 	 * until when later program calls that find it unchanged fail at once. */
 	_Atomic(nbpf_lock_t *) stuck_lock;
