@@ -17,6 +17,7 @@
  *         values recovery counted as discarded.
  * keeper: the holder's own forked child outlives it, keeping its
  *         descriptors and mappings: the holder is still seen dead.
+ * slots:  a 65th writable handle cannot lock (-EBUSY), until one goes.
  * ring:   a producer holding the ring's producer lock and a consumer in the
  *         middle of consuming are killed; the next ones take over.
  *
@@ -345,6 +346,35 @@ static void test_keeper(void)
 	ncclbpf_map__put(m);
 }
 
+/*
+ * 64 writable handles hold every holder slot: one more cannot write (and
+ * says so with -EBUSY, counted); once one handle goes, its slot is free.
+ */
+static void test_slots_full(void)
+{
+	struct ncclbpf_map *m = mk("slots_full", NCCLBPF_MAP_ARRAY, 4, 8, 4), *h[NBPF_LOCK_SLOTS];
+	uint64_t v = 1;
+	uint32_t k = 0;
+
+	if (!m) {
+		CHECK(0);
+		return;
+	}
+	/* The creator holds slot 0. */
+	for (uint32_t i = 0; i + 1 < NBPF_LOCK_SLOTS; i++)
+		CHECK_EQ_U64(ncclbpf_map__open_path(ncclbpf_map__path(m), true, &h[i]), 0);
+	CHECK_EQ_U64(ncclbpf_map__open_path(ncclbpf_map__path(m), true, &h[NBPF_LOCK_SLOTS - 1]), 0);
+	CHECK_EQ_U64(ncclbpf_map__update(h[NBPF_LOCK_SLOTS - 2], &k, &v, NCCLBPF_ANY), 0);
+	CHECK_EQ_U64(ncclbpf_map__update(h[NBPF_LOCK_SLOTS - 1], &k, &v, NCCLBPF_ANY),
+		     (uint64_t)-EBUSY);
+	CHECK_EQ_U64(stats(m).timeouts, 1);
+	ncclbpf_map__put(h[0]);
+	CHECK_EQ_U64(ncclbpf_map__update(h[NBPF_LOCK_SLOTS - 1], &k, &v, NCCLBPF_ANY), 0);
+	for (uint32_t i = 1; i < NBPF_LOCK_SLOTS; i++)
+		ncclbpf_map__put(h[i]);
+	ncclbpf_map__put(m);
+}
+
 /* ---- writers killed in a tight loop ----------------------------------------- */
 
 /*
@@ -530,6 +560,7 @@ int main(void)
 	test_held(false);
 	test_held(true);
 	test_keeper();
+	test_slots_full();
 	test_storm(NCCLBPF_MAP_HASH, "storm_hash");
 	test_storm(NCCLBPF_MAP_LRU_HASH, "storm_lru");
 	test_storm(NCCLBPF_MAP_ARRAY, "storm_array");

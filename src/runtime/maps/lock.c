@@ -131,16 +131,24 @@ static int slot_lock(int fd, int cmd, short type, uint32_t slot, struct flock *f
 	return fcntl(fd, cmd, fl);
 }
 
-uint32_t nbpf_lock_holder_id(struct ncclbpf_map *map)
+/*
+ * Claims a holder slot.  A program call (may_block false) never waits for
+ * the mutex (a fork in progress holds it) and, after a failed claim (every
+ * slot taken), tries again only once per NBPF_LOCK_CHECK_NS.
+ */
+static uint32_t claim_slot(struct ncclbpf_map *map, bool may_block)
 {
 	struct nbpf_map_priv *p = nbpf_priv(map);
 	struct nbpf_shm_hdr *h = p->hdr;
-	uint32_t id = atomic_load_explicit(&p->holder, memory_order_acquire), slot, gen;
+	uint32_t id, slot, gen;
 	struct flock fl;
 
-	if (id || !p->writable)
-		return id;
-	pthread_mutex_lock(&handles_lock);
+	if (!may_block &&
+	    now_ns() < atomic_load_explicit(&p->claim_after, memory_order_relaxed))
+		return 0;
+	if (!may_block ? pthread_mutex_trylock(&handles_lock) != 0 :
+			 pthread_mutex_lock(&handles_lock) != 0)
+		return 0;
 	id = atomic_load_explicit(&p->holder, memory_order_relaxed);
 	if (!id && p->holder_fd < 0)
 		p->holder_fd = liveness_fd(map, p);
@@ -153,8 +161,19 @@ uint32_t nbpf_lock_holder_id(struct ncclbpf_map *map)
 		id = (gen << HOLDER_GEN_SHIFT) | (slot + 1);
 		atomic_store_explicit(&p->holder, id, memory_order_release);
 	}
+	if (!id)
+		atomic_store_explicit(&p->claim_after, now_ns() + NBPF_LOCK_CHECK_NS,
+				      memory_order_relaxed);
 	pthread_mutex_unlock(&handles_lock);
 	return id;
+}
+
+uint32_t nbpf_lock_holder_id(struct ncclbpf_map *map)
+{
+	struct nbpf_map_priv *p = nbpf_priv(map);
+	uint32_t id = atomic_load_explicit(&p->holder, memory_order_acquire);
+
+	return id || !p->writable ? id : claim_slot(map, true);
 }
 
 bool nbpf_lock_holder_dead(struct ncclbpf_map *map, uint32_t holder)
@@ -255,12 +274,14 @@ static void mark_stuck(struct nbpf_map_priv *p, nbpf_lock_t *l, uint64_t s)
 int nbpf_lock_slow(struct ncclbpf_map *map, nbpf_lock_t *l, enum nbpf_lock_mode mode)
 {
 	struct nbpf_map_priv *p = nbpf_priv(map);
-	uint64_t me = nbpf_lock_holder_id(map), s;
+	uint64_t me = atomic_load_explicit(&p->holder, memory_order_acquire), s;
 	struct nbpf_lock_wait w;
 	int r;
 
+	if (!me && p->writable)
+		me = claim_slot(map, mode == NBPF_LOCK_HOST);
 	if (!me)
-		goto busy; /* every holder slot taken by live handles */
+		goto busy; /* every holder slot taken by live handles, or a fork under way */
 	s = atomic_load_explicit(l, memory_order_relaxed);
 	if (mode == NBPF_LOCK_PROG && (s & 1) && known_stuck(p, l, s))
 		goto busy;

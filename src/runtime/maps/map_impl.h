@@ -137,6 +137,7 @@ struct nbpf_map_priv {
 	int lock_fd;
 	int holder_fd;             /* a second, unmapped description: our slot's OFD lock */
 	_Atomic uint32_t holder;   /* lock holder id, 0 until registered */
+	_Atomic uint64_t claim_after; /* no slot was free: program calls retry after this */
 	/* The last lock a program call gave up on while its holder lived, and
 	 * until when later program calls that find it unchanged fail at once. */
 	_Atomic(nbpf_lock_t *) stuck_lock;
