@@ -4,7 +4,7 @@
  * reload/rollback.  Runs on the control thread only.
  *
  * Record kinds (key=value fields; see ctl_proto.h for the syntax):
- *   proc   pid uid exe policy n_comms image_gen
+ *   proc   pid instance uid exe policy n_comms image_gen
  *   image  gen spec at_call loaded_at load_ns progs objs warnings state
  *   prog   gen slot name obj tag hook insns consistency runs ns
  *   comm   id comm_id rank ranks nodes kind abi calls applied skipped
@@ -25,6 +25,7 @@
 
 #include "host/host.h"
 #include "runtime/maps/map.h"
+#include "runtime/rundir.h"
 #include "telemetry/prom.h"
 
 _Static_assert(NBPF_TELE_REFUSE == NBPF_REFUSE_COUNT, "refusal reasons");
@@ -213,6 +214,7 @@ static void put_proc(struct nbpf_ctl_buf *b)
 	nbpf_host_comm_foreach(put_comm, &w);
 	nbpf_ctl_buf_rec(b, "proc");
 	nbpf_ctl_buf_u64(b, "pid", (uint64_t)getpid());
+	nbpf_ctl_buf_str(b, "instance", nbpf_instance_id());
 	nbpf_ctl_buf_u64(b, "uid", (uint64_t)geteuid());
 	nbpf_ctl_buf_str(b, "exe", exe);
 	nbpf_ctl_buf_str(b, "policy", s ? s->policy : "");

@@ -40,6 +40,7 @@
 /* ---- limits ---------------------------------------------------------- */
 
 #define NBPF_HOST_MAX_OBJS   16  /* objects in one NCCLBPF_POLICY */
+#define NBPF_HOST_MAX_FILE   (256u << 20) /* bytes of one object file, as the loader allows */
 #define NBPF_HOST_MAX_PROGS  32  /* programs in one image */
 #define NBPF_HOST_MAX_ENV    64  /* env overrides in one image */
 #define NBPF_HOST_ERRLEN     512
@@ -233,6 +234,15 @@ struct nbpf_settings {
 
 /* Settings read at the first acquire (valid while the host is acquired). */
 const struct nbpf_settings *nbpf_host_settings(void);
+
+/*
+ * One parser for every NCCLBPF_* value, so each layer's settings accept the
+ * same spellings.  A boolean is 0/1, no/yes, off/on or false/true (any
+ * case); an integer is decimal within [min, max].  Unset or empty gives
+ * def; anything else logs one WARN naming the setting and gives def.
+ */
+bool nbpf_host_setting_bool(const char *name, bool def);
+long long nbpf_host_setting_int(const char *name, long long min, long long max, long long def);
 
 /* ---- communicators --------------------------------------------------------- */
 
