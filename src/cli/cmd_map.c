@@ -286,7 +286,10 @@ int cmd_map(struct cli *c, int argc, char **argv)
 		while (!(err = ncclbpf_map__next_key(map, prev, next))) {
 			memcpy(key, next, ncclbpf_map__key_size(map));
 			prev = key;
-			if (ncclbpf_map__lookup(map, key, val))
+			err = ncclbpf_map__lookup(map, key, val);
+			if (err == -EBUSY) /* a writer stuck or dead in it: say so, go on */
+				fprintf(stderr, "ncclbpf: dump: %s\n", ncclbpf_errmsg());
+			if (err)
 				continue; /* deleted meanwhile */
 			print_entry(c, map, key, val, &first);
 		}
