@@ -139,6 +139,7 @@ void nbpf_tele_free(struct nbpf_tele_set *s)
 	free(s->tuners);
 	free(s->progs);
 	free(s->maps);
+	free(s->peers);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -336,5 +337,6 @@ int nbpf_prom_write(FILE *f, const struct nbpf_tele_set *s)
 		label_str(f, "map", s->maps[i].name);
 		fprintf(f, "} %" PRIu64 "\n", s->maps[i].lock_discarded);
 	}
+	nbpf_prom_write_net(f, s);
 	return ferror(f) ? -EIO : 0;
 }
