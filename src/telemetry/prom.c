@@ -316,23 +316,27 @@ int nbpf_prom_write(FILE *f, const struct nbpf_tele_set *s)
 		fprintf(f, "} %.9f\n", (double)s->progs[i].ns * 1e-9);
 	}
 
-	family(f, "ncclbpf_map_lock_timeouts_total", "counter",
-	       "Map calls that failed with -EBUSY because a lock was not had in time.");
+	/* Only with maps to show: a job without any should not grow the exposition. */
 	for (size_t i = 0; i < s->n_maps; i++) {
+		if (!i)
+			family(f, "ncclbpf_map_lock_timeouts_total", "counter",
+			       "Map calls that failed with -EBUSY: no lock in time.");
 		fputs("ncclbpf_map_lock_timeouts_total{", f);
 		label_str(f, "map", s->maps[i].name);
 		fprintf(f, "} %" PRIu64 "\n", s->maps[i].lock_timeouts);
 	}
-	family(f, "ncclbpf_map_lock_recoveries_total", "counter",
-	       "Map locks taken over from a process that died holding them.");
 	for (size_t i = 0; i < s->n_maps; i++) {
+		if (!i)
+			family(f, "ncclbpf_map_lock_recoveries_total", "counter",
+			       "Map locks taken over from a dead holder.");
 		fputs("ncclbpf_map_lock_recoveries_total{", f);
 		label_str(f, "map", s->maps[i].name);
 		fprintf(f, "} %" PRIu64 "\n", s->maps[i].lock_recoveries);
 	}
-	family(f, "ncclbpf_map_lock_discarded_total", "counter",
-	       "Map values a dead writer left half-written, removed (hash) or zeroed (array).");
 	for (size_t i = 0; i < s->n_maps; i++) {
+		if (!i)
+			family(f, "ncclbpf_map_lock_discarded_total", "counter",
+			       "Map values a dead writer left half-written, then removed or zeroed.");
 		fputs("ncclbpf_map_lock_discarded_total{", f);
 		label_str(f, "map", s->maps[i].name);
 		fprintf(f, "} %" PRIu64 "\n", s->maps[i].lock_discarded);
