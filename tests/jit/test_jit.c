@@ -354,6 +354,97 @@ static void test_array_inline(void)
 		     "add %r2, -4\ncall 1\nexit", &env, NULL, 0, 0);
 }
 
+/* Compiles src and says whether the code pushes rbx (BPF r6's callee-saved home). */
+static int pushes_rbx(const char *src, const struct nbpf_env *env)
+{
+	struct nbpf_insn *insns = NULL;
+	struct nbpf_jit_image *img = NULL;
+	uint32_t n = 0;
+	int ret = -1;
+
+	if (nbpf_asm(src, strlen(src), &insns, &n) == 0 && nbpf_jit_compile(insns, n, env, &img) == 0) {
+		ret = ((const uint8_t *)img->mem)[0] == 0x53; /* push rbx */
+		nbpf_jit_free(img);
+	}
+	free(insns);
+	return ret;
+}
+
+/*
+ * r6-r9 in caller-saved registers when the program makes no real call,
+ * and the lookup's lddw and null test folded away: each shape against the
+ * interpreter, on keys inside and outside the map, with the context in r6.
+ */
+static void test_inline_regs(void)
+{
+	static struct fake_array fa;
+	struct ncclbpf_map *maps[1] = { &fa.map };
+	struct nbpf_env env = { .maps = maps, .n_maps = 1, .helper = fake_find };
+	static const char *const shapes[] = {
+		/* jeq fused, register key forwarded, ctx kept in r6 */
+		"mov %r6, %r1\nldxw %r2, [%r6+0]\nstxw [%r10-4], %r2\nlddw %r1, map[0]\n"
+		"mov %r2, %r10\nadd %r2, -4\ncall 1\njeq %r0, 0, +3\nldxw %r1, [%r0+4]\n"
+		"stxw [%r6+8], %r1\nmov %r0, 1\nexit",
+		/* jne fused: the non-null side jumps */
+		"mov %r6, %r1\nldxw %r2, [%r6+0]\nstxw [%r10-4], %r2\nlddw %r1, map[0]\n"
+		"mov %r2, %r10\nadd %r2, -4\ncall 1\njne %r0, 0, +2\nmov %r0, 7\nexit\n"
+		"ldxw %r1, [%r0+4]\nstxw [%r6+8], %r1\nmov %r0, 1\nexit",
+		/* key read back through r2 (not forwarded), r6-r9 and r3-r5 all live */
+		"mov %r6, %r1\nmov %r7, 3\nmov %r8, 4\nmov %r9, 5\nmov %r3, 1\nmov %r4, 2\n"
+		"mov %r5, 6\nldxw %r2, [%r6+0]\nstxw [%r10-4], %r2\nlddw %r1, map[0]\n"
+		"mov %r2, %r10\nadd %r2, -4\nldxw %r0, [%r2+0]\nstxw [%r6+12], %r0\ncall 1\n"
+		"jeq %r0, 0, +2\nldxw %r1, [%r0+4]\nstxw [%r6+8], %r1\nmov %r0, %r7\nadd %r0, %r8\n"
+		"add %r0, %r9\nexit",
+		/* r1 read between the lddw and the call: the lddw stays */
+		"mov %r6, %r1\nldxw %r2, [%r6+0]\nstxw [%r10-4], %r2\nlddw %r1, map[0]\n"
+		"mov %r7, %r1\nmov %r2, %r10\nadd %r2, -4\ncall 1\njeq %r0, 0, +3\n"
+		"ldxw %r1, [%r0+4]\nstxw [%r6+8], %r1\nmov %r0, 1\nexit",
+		/* a real helper call (a jump target splits lddw and call): r6 in rbx */
+		"mov %r6, %r1\nldxw %r2, [%r6+0]\nstxw [%r10-4], %r2\nlddw %r1, map[0]\nja +0\n"
+		"mov %r2, %r10\nadd %r2, -4\ncall 1\njeq %r0, 0, +3\nldxw %r1, [%r0+4]\n"
+		"stxw [%r6+8], %r1\nmov %r0, 1\nexit",
+	};
+	char name[64];
+
+	fa.map.ops = &fake_ops;
+	fa.map.type = NCCLBPF_MAP_ARRAY;
+	fa.map.key_size = 4;
+	fa.map.value_size = 20;
+	fa.map.value_stride = 24;
+	fa.map.max_entries = 5;
+	fa.map.array_base = fa.data;
+	for (size_t i = 0; i < sizeof(fa.data); i++)
+		fa.data[i] = (uint8_t)(i * 7);
+	for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
+		for (uint32_t key = 0; key <= 6; key++) {
+			uint8_t ctx[16] = { 0 };
+			uint64_t want = s == 2 ? 12 : key < 5 ? 1 : s == 1 ? 7 : 0;
+
+			memcpy(ctx, &key, 4);
+			snprintf(name, sizeof(name), "inline shape %zu key %u", s, key);
+			run_both_mem(name, shapes[s], &env, ctx, sizeof(ctx), want);
+		}
+	}
+	/* Only the program whose r6 must survive a real call saves rbx. */
+	CHECK(pushes_rbx(shapes[0], &env) == 0);
+	CHECK(pushes_rbx(shapes[1], &env) == 0);
+	CHECK(pushes_rbx(shapes[2], &env) == 1); /* r2-r5 all named: no spare register */
+	CHECK(pushes_rbx(shapes[4], &env) == 1);
+	/* A constant key folds the null test both ways. */
+	run_both_mem("inline const in", "stw [%r10-4], 2\nlddw %r1, map[0]\nmov %r2, %r10\n"
+		     "add %r2, -4\ncall 1\njeq %r0, 0, +2\nldxb %r0, [%r0+4]\nexit\nmov %r0, 0xdead\nexit",
+		     &env, NULL, 0, (2 * 24 + 4) * 7 & 0xff);
+	run_both_mem("inline const out", "stw [%r10-4], 9\nlddw %r1, map[0]\nmov %r2, %r10\n"
+		     "add %r2, -4\ncall 1\njeq %r0, 0, +2\nldxb %r0, [%r0+4]\nexit\nmov %r0, 0xdead\nexit",
+		     &env, NULL, 0, 0xdead);
+	run_both_mem("inline const jne in", "stw [%r10-4], 1\nlddw %r1, map[0]\nmov %r2, %r10\n"
+		     "add %r2, -4\ncall 1\njne %r0, 0, +2\nmov %r0, 0xdead\nexit\nldxb %r0, [%r0+4]\nexit",
+		     &env, NULL, 0, (24 + 4) * 7 & 0xff);
+	run_both_mem("inline const jne out", "stw [%r10-4], 5\nlddw %r1, map[0]\nmov %r2, %r10\n"
+		     "add %r2, -4\ncall 1\njne %r0, 0, +2\nmov %r0, 0xdead\nexit\nldxb %r0, [%r0+4]\nexit",
+		     &env, NULL, 0, 0xdead);
+}
+
 /* Jumps of every reach: short, long, and ones that shrink across passes. */
 static void test_jump_sizes(void)
 {
@@ -451,6 +542,7 @@ int main(void)
 	test_memory();
 	test_calls();
 	test_array_inline();
+	test_inline_regs();
 	test_jump_sizes();
 	test_image_and_errors();
 	return check_summary("test_jit");

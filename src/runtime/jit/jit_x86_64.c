@@ -35,7 +35,7 @@
  * [r10 + off] becomes [rsp + fp_off + off] and its value, when a program
  * takes it, is one lea (into x86 r10, FP_TMP).
  */
-static const int bpf2x86[NBPF_NREGS] = {
+static const int bpf2x86_default[NBPF_NREGS] = {
 	X_RAX, X_RDI, X_RSI, X_RDX, X_RCX, X_R8, X_RBX, X_R13, X_R14, X_R15, X_R10,
 };
 
@@ -51,10 +51,14 @@ static const int bpf2x86[NBPF_NREGS] = {
 #define KEY_R9    2u /* on the call: the key is in r9d */
 #define KEY_COPY  4u /* on the store: also copy the stored value to r9d */
 #define KEY_STORE 8u /* on the store: its slot is read only by the forwarded lookup */
-#define KEY_FPMOV 16u /* on mov r2, r10: only feeds the forwarded lookup */
+#define KEY_FPMOV 16u /* on mov r2, r10 and its adds: only feed the forwarded lookup */
+#define KEY_LDDW  32u /* on lddw r1, map: only feeds the inlined lookup, not emitted */
+#define KEY_NULLJ 64u /* on the call: the next insn tests r0 against 0, fused in */
+#define KEY_FUSED 128u /* on that jeq/jne: emitted by the lookup, nothing here */
 
 struct jit {
 	const struct nbpf_insn *insns;
+	int bpf2x86[NBPF_NREGS]; /* BPF -> x86 register for this program (see assign_regs) */
 	uint32_t n;
 	const struct nbpf_env *env;
 	struct nbpf_x86 e;
@@ -137,7 +141,7 @@ static void emit_sub_epilogue(struct nbpf_x86 *e)
 static int reg_val(struct jit *j, int r)
 {
 	if (r != NBPF_REG_FP)
-		return bpf2x86[r];
+		return j->bpf2x86[r];
 	x86_lea(&j->e, FP_TMP, X_RSP, j->fp_off);
 	return FP_TMP;
 }
@@ -149,7 +153,7 @@ static void mem_operand(const struct jit *j, int r, int16_t off, int *base, int3
 		*base = X_RSP;
 		*disp = j->fp_off + off;
 	} else {
-		*base = bpf2x86[r];
+		*base = j->bpf2x86[r];
 		*disp = off;
 	}
 }
@@ -190,7 +194,7 @@ static void emit_jump(struct jit *j, int cc, uint32_t target)
 static void emit_divmod(struct jit *j, const struct nbpf_insn *in, int w)
 {
 	struct nbpf_x86 *e = &j->e;
-	int dst = bpf2x86[in->dst];
+	int dst = j->bpf2x86[in->dst];
 	bool is_mod = NBPF_OP(in->code) == NBPF_MOD;
 	bool sgn = in->off == 1;
 	size_t to_zero = 0, to_norm = 0, to_done1 = 0, to_done2 = 0;
@@ -354,7 +358,7 @@ static int emit_alu(struct jit *j, uint32_t i, const struct nbpf_insn *in)
 {
 	struct nbpf_x86 *e = &j->e;
 	int w = NBPF_CLASS(in->code) == NBPF_ALU64;
-	int dst = bpf2x86[in->dst], src;
+	int dst = j->bpf2x86[in->dst], src;
 	bool x = NBPF_SRC(in->code) == NBPF_X;
 	uint8_t op = NBPF_OP(in->code);
 	static const int g1[16] = {
@@ -362,6 +366,8 @@ static int emit_alu(struct jit *j, uint32_t i, const struct nbpf_insn *in)
 		[NBPF_AND >> 4] = G1_AND, [NBPF_XOR >> 4] = G1_XOR,
 	};
 
+	if (j->no_frame && (j->kflags[i] & KEY_FPMOV))
+		return 0; /* r2 = r10 + c fed only a lookup that takes its key directly */
 	if (in->off != 0 && op != NBPF_DIV && op != NBPF_MOD && op != NBPF_MOV)
 		return nbpf_err(-EINVAL, "jit: insn %u: nonzero offset on ALU op 0x%02x", i, in->code);
 	if (in->dst == NBPF_REG_FP)
@@ -372,7 +378,7 @@ static int emit_alu(struct jit *j, uint32_t i, const struct nbpf_insn *in)
 			x86_mov_rr(e, 0, dst, dst);
 		return 0;
 	}
-	src = x && op != NBPF_DIV && op != NBPF_MOD ? reg_val(j, in->src) : bpf2x86[in->src];
+	src = x && op != NBPF_DIV && op != NBPF_MOD ? reg_val(j, in->src) : j->bpf2x86[in->src];
 	switch (op) {
 	case NBPF_ADD: case NBPF_SUB: case NBPF_OR: case NBPF_AND: case NBPF_XOR:
 		if (!x && op == NBPF_AND && (in->imm == 0xff || in->imm == 0xffff)) {
@@ -425,7 +431,10 @@ static int emit_alu(struct jit *j, uint32_t i, const struct nbpf_insn *in)
 		if (!x) {
 			if (in->off)
 				return nbpf_err(-EINVAL, "jit: insn %u: offset on mov imm", i);
-			x86_mov_imm64(e, dst, w ? (uint64_t)(int64_t)in->imm : (uint32_t)in->imm);
+			if (in->imm == 0) /* 2-3 bytes; no BPF jump reads flags set before it */
+				x86_alu_rr(e, 0, G1_XOR, dst, dst);
+			else
+				x86_mov_imm64(e, dst, w ? (uint64_t)(int64_t)in->imm : (uint32_t)in->imm);
 		} else if (in->off == 0) {
 			if (dst != src || !w)
 				x86_mov_rr(e, w, dst, src);
@@ -469,7 +478,7 @@ static int emit_atomic(struct jit *j, uint32_t i, const struct nbpf_insn *in)
 {
 	struct nbpf_x86 *e = &j->e;
 	int w = NBPF_SIZE(in->code) == NBPF_DW;
-	int dst, src = bpf2x86[in->src];
+	int dst, src = j->bpf2x86[in->src];
 	int32_t op = in->imm, off;
 	uint8_t alu;
 
@@ -551,9 +560,9 @@ static int emit_mem(struct jit *j, uint32_t i, const struct nbpf_insn *in)
 			return nbpf_err(-EINVAL, "jit: insn %u: r10 is read-only", i);
 		mem_operand(j, in->src, in->off, &base, &off);
 		if (mode == NBPF_MEM)
-			x86_load_zx(e, size, bpf2x86[in->dst], base, off);
+			x86_load_zx(e, size, j->bpf2x86[in->dst], base, off);
 		else if (mode == NBPF_MEMSX && size != 8)
-			x86_load_sx(e, size, bpf2x86[in->dst], base, off);
+			x86_load_sx(e, size, j->bpf2x86[in->dst], base, off);
 		else
 			return nbpf_err(-EINVAL, "jit: insn %u: unknown load opcode 0x%02x", i, in->code);
 		return 0;
@@ -594,6 +603,8 @@ static int emit_lddw(struct jit *j, uint32_t i, const struct nbpf_insn *in)
 		return nbpf_err(-EINVAL, "jit: insn %u: lddw without its second slot", i);
 	if (in->dst == NBPF_REG_FP)
 		return nbpf_err(-EINVAL, "jit: insn %u: r10 is read-only", i);
+	if (j->kflags[i] & KEY_LDDW)
+		return 0; /* r1 only names the map of an inlined lookup */
 	switch (in->src) {
 	case 0:
 		v = (uint32_t)in->imm | ((uint64_t)(uint32_t)in[1].imm << 32);
@@ -617,33 +628,63 @@ static int emit_lddw(struct jit *j, uint32_t i, const struct nbpf_insn *in)
 	default:
 		return nbpf_err(-EINVAL, "jit: insn %u: unsupported lddw source %d", i, in->src);
 	}
-	x86_mov_imm64(&j->e, bpf2x86[in->dst], v);
+	x86_mov_imm64(&j->e, j->bpf2x86[in->dst], v);
 	return 0;
 }
 
 /* ---- calls ---------------------------------------------------------------- */
 
-/* bpf_map_lookup_elem on a known array map: bounds check and address math. */
-static void emit_inline_lookup(struct nbpf_x86 *e, const struct ncclbpf_map *map, uint8_t kf,
-			       uint32_t key)
+/*
+ * bpf_map_lookup_elem on a known array map: bounds check and address math.
+ * With KEY_NULLJ the program's next instruction (`if r0 == 0` or `!= 0`)
+ * is folded in: r0 is zeroed before the bounds check, whose failing
+ * branch goes straight to the null side, so neither a join jump nor a
+ * test of r0 remains.
+ */
+static void emit_inline_lookup(struct jit *j, uint32_t i)
 {
-	uint32_t stride = map->value_stride;
-	size_t to_null, to_done;
+	struct nbpf_x86 *e = &j->e;
+	const struct ncclbpf_map *map = j->inline_map[i];
+	uint8_t kf = j->kflags[i];
+	uint32_t stride = map->value_stride, key = j->key_imm[i];
+	bool fused = kf & KEY_NULLJ, on_null = false;
+	uint32_t jt = 0, fall = i + 2;
+	size_t to_null = 0, to_done;
+	int kreg;
 
+	if (fused) {
+		const struct nbpf_insn *t = &j->insns[i + 1];
+
+		on_null = NBPF_OP(t->code) == NBPF_JEQ;
+		jt = (uint32_t)((int64_t)i + 2 + t->off);
+	}
 	if (kf & KEY_CONST) {
 		/* The bounds check and the address are folded at compile time. */
-		if (key < map->max_entries)
+		if (key < map->max_entries) {
 			x86_mov_imm64(e, X_RAX, (uintptr_t)map->array_base + (uint64_t)key * stride);
-		else
+			if (fused && !on_null)
+				emit_jump(j, -1, jt);
+		} else {
 			x86_alu_rr(e, 0, G1_XOR, X_RAX, X_RAX);
+			if (fused && on_null)
+				emit_jump(j, -1, jt);
+		}
 		return;
 	}
-	if (kf & KEY_R9)
-		x86_mov_rr(e, 0, X_RAX, X_R9);
+	if (kf & KEY_R9) {
+		kreg = X_R9;
+	} else {
+		kreg = X_R11;
+		x86_load_zx(e, 4, X_R11, X_RSI, 0);
+	}
+	if (fused)
+		x86_alu_rr(e, 0, G1_XOR, X_RAX, X_RAX);
+	x86_alu_ri(e, 0, G1_CMP, kreg, (int32_t)map->max_entries);
+	if (fused)
+		emit_jump(j, CC_AE, on_null ? jt : fall);
 	else
-		x86_load_zx(e, 4, X_RAX, X_RSI, 0);
-	x86_alu_ri(e, 0, G1_CMP, X_RAX, (int32_t)map->max_entries);
-	to_null = x86_jcc8(e, CC_AE);
+		to_null = x86_jcc8(e, CC_AE);
+	x86_mov_rr(e, 0, X_RAX, kreg);
 	if (stride && !(stride & (stride - 1))) {
 		uint8_t sh = (uint8_t)__builtin_ctz(stride);
 
@@ -655,6 +696,11 @@ static void emit_inline_lookup(struct nbpf_x86 *e, const struct ncclbpf_map *map
 	}
 	x86_movabs(e, X_R11, (uintptr_t)map->array_base);
 	x86_alu_rr(e, 1, G1_ADD, X_RAX, X_R11);
+	if (fused) {
+		if (!on_null)
+			emit_jump(j, -1, jt);
+		return;
+	}
 	to_done = x86_jmp8(e);
 	x86_land8(e, to_null);
 	x86_alu_rr(e, 0, G1_XOR, X_RAX, X_RAX);
@@ -730,7 +776,7 @@ static int emit_call(struct jit *j, uint32_t i, const struct nbpf_insn *in)
 	if (in->src != 0)
 		return nbpf_err(-EINVAL, "jit: insn %u: unsupported call source %d", i, in->src);
 	if (j->inline_map[i]) {
-		emit_inline_lookup(e, j->inline_map[i], j->kflags[i], j->key_imm[i]);
+		emit_inline_lookup(j, i);
 		return 0;
 	}
 	{
@@ -788,10 +834,12 @@ static int emit_jmp(struct jit *j, uint32_t i, const struct nbpf_insn *in)
 			emit_sub_epilogue(e);
 		return 0;
 	}
+	if (j->kflags[i] & KEY_FUSED)
+		return 0; /* folded into the inlined lookup before it */
 	cc = jump_cc(op);
 	if (cc < 0)
 		return nbpf_err(-EINVAL, "jit: insn %u: unknown jump opcode 0x%02x", i, in->code);
-	dst = in->dst == NBPF_REG_FP ? reg_val(j, in->dst) : bpf2x86[in->dst];
+	dst = in->dst == NBPF_REG_FP ? reg_val(j, in->dst) : j->bpf2x86[in->dst];
 	src = NBPF_SRC(in->code) == NBPF_X ? reg_val(j, in->src) : 0;
 	if (NBPF_SRC(in->code) == NBPF_X) {
 		if (op == NBPF_JSET)
@@ -967,17 +1015,94 @@ static void find_key(struct jit *j, const uint8_t *target, uint32_t i)
 	if (!r2_done || store < 0 || ins[store].off != c)
 		return;
 	if (NBPF_CLASS(ins[store].code) == NBPF_ST) {
-		j->kflags[i] = KEY_CONST;
+		j->kflags[i] |= KEY_CONST;
 		j->key_imm[i] = (uint32_t)ins[store].imm;
 	} else {
-		j->kflags[i] = KEY_R9;
+		j->kflags[i] |= KEY_R9;
 		j->kflags[store] |= KEY_COPY;
 	}
-	/* The slot's address went nowhere else: the store may go (see analyze). */
+	/*
+	 * The slot's address went nowhere else: the store may go, and so may
+	 * r2's mov and adds, which only the lookup would read (see analyze).
+	 */
 	if (!r2_other) {
 		j->kflags[store] |= KEY_STORE;
-		j->kflags[mov] |= KEY_FPMOV;
+		for (uint32_t k = (uint32_t)mov; k < i; k++)
+			if (k == (uint32_t)mov || (ins[k].code == (NBPF_ALU64 | NBPF_ADD | NBPF_K) &&
+						   ins[k].dst == 2))
+				j->kflags[k] |= KEY_FPMOV;
 	}
+}
+
+/*
+ * The lddw that put an inlined lookup's map in r1 (at insn k) emits
+ * nothing when r1 goes nowhere else: nothing between it and the call
+ * mentions r1 and no branch leaves the block in between (where r1 could
+ * be live).  After the call r1 is scratch (the verifier rejects reading
+ * it, and a real helper call clobbers it), so the map pointer is dead.
+ */
+static void mark_lddw(struct jit *j, uint32_t k, uint32_t call)
+{
+	for (uint32_t i = k + 2; i < call; i++) {
+		const struct nbpf_insn *in = &j->insns[i];
+		uint8_t cls = NBPF_CLASS(in->code);
+
+		if (insn_mentions(in, 1) || cls == NBPF_JMP || cls == NBPF_JMP32)
+			return;
+		if (in->code == NBPF_OP_LDDW)
+			i++;
+	}
+	j->kflags[k] |= KEY_LDDW;
+}
+
+/*
+ * `if r0 == 0 goto` (or `!= 0`) right after an inlined lookup, reached
+ * only from it, is folded into the lookup's bounds check.
+ */
+static void mark_null_test(struct jit *j, const uint8_t *target, uint32_t call)
+{
+	const struct nbpf_insn *t;
+	uint32_t i = call + 1;
+
+	if (i >= j->n || target[i] || j->entry[i])
+		return;
+	t = &j->insns[i];
+	if (t->code != (NBPF_JMP | NBPF_JEQ | NBPF_K) && t->code != (NBPF_JMP | NBPF_JNE | NBPF_K))
+		return;
+	if (t->dst != 0 || t->imm != 0)
+		return;
+	j->kflags[call] |= KEY_NULLJ;
+	j->kflags[i] |= KEY_FUSED;
+}
+
+static bool callee_saved(int x)
+{
+	return x == X_RBX || x == X_RBP || x == X_R12 || x == X_R13 || x == X_R14 || x == X_R15;
+}
+
+/*
+ * r6-r9 live in callee-saved registers so that they survive helper calls.
+ * A main function that makes no real call (inlined lookups are not calls)
+ * needs no such survival: r6-r9 then take the caller-saved registers of
+ * r2-r5 that the program never names, and the prologue pushes nothing
+ * for them (clang keeps the context in r6 across a lookup even when the
+ * lookup is inlined).  Scratch registers r9-r11 stay out of the pool, and
+ * rdi (r1, the context on entry) is always named.
+ */
+static void assign_regs(struct jit *j, uint32_t used)
+{
+	static const int spare[4] = { 3, 4, 5, 2 }; /* rdx, rcx, r8, rsi */
+	int pool[4], np = 0, next = 0;
+
+	memcpy(j->bpf2x86, bpf2x86_default, sizeof(j->bpf2x86));
+	if (j->has_calls || j->has_bpf_calls || j->needs_r12)
+		return;
+	for (int k = 0; k < 4; k++)
+		if (!(used & (1u << spare[k])))
+			pool[np++] = bpf2x86_default[spare[k]];
+	for (int r = 6; r <= 9 && next < np; r++)
+		if (used & (1u << r))
+			j->bpf2x86[r] = pool[next++];
 }
 
 /*
@@ -992,6 +1117,7 @@ static int analyze(struct jit *j)
 	uint32_t n = j->n, used = 0;
 	uint8_t *target = calloc(n + 1, 1);
 	struct ncclbpf_map *r1_map = NULL;
+	uint32_t r1_lddw = 0;
 	int err = 0;
 
 	if (!target)
@@ -1070,8 +1196,11 @@ static int analyze(struct jit *j)
 		if (target[i] || j->entry[i])
 			r1_map = NULL;
 		if (in->code == NBPF_OP_CALL && in->src == 0 && in->imm == NBPF_HELPER_MAP_LOOKUP &&
-		    r1_map)
+		    r1_map) {
 			j->inline_map[i] = r1_map;
+			mark_lddw(j, r1_lddw, i);
+			mark_null_test(j, target, i);
+		}
 		if (in->code == NBPF_OP_CALL && in->src == 0 && !j->inline_map[i])
 			j->has_calls = true;
 		if (in->code == NBPF_OP_CALL && in->src == 0 && j->env && j->env->helper) {
@@ -1088,8 +1217,10 @@ static int analyze(struct jit *j)
 				struct ncclbpf_map *m = j->env->maps[in->imm];
 
 				if (m && m->type == NCCLBPF_MAP_ARRAY && m->key_size == 4 && m->array_base &&
-				    m->value_stride <= INT32_MAX)
+				    m->value_stride <= INT32_MAX) {
 					r1_map = m;
+					r1_lddw = i;
+				}
 			}
 			i++;
 		}
@@ -1098,14 +1229,16 @@ static int analyze(struct jit *j)
 		if (j->inline_map[i])
 			find_key(j, target, i);
 	/* Callee-saved registers the main function touches, and its frame. */
+	assign_regs(j, used);
 	j->uses_fp = used & (1u << NBPF_REG_FP);
 	j->npush = 0;
 	{
 		static const int reg_of[4] = { 6, 7, 8, 9 };
 
 		for (int k = 0; k < 4; k++)
-			if ((used & (1u << reg_of[k])) || j->has_bpf_calls)
-				j->pushes[j->npush++] = bpf2x86[reg_of[k]];
+			if (((used & (1u << reg_of[k])) || j->has_bpf_calls) &&
+			    callee_saved(j->bpf2x86[reg_of[k]]))
+				j->pushes[j->npush++] = j->bpf2x86[reg_of[k]];
 		if (j->needs_r12)
 			j->pushes[j->npush++] = X_R12;
 	}
