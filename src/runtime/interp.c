@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "error.h"
@@ -527,9 +528,10 @@ range:
  * what depends on values: call depth, helpers, maps, the budget and,
  * with a checker, memory.
  */
-int nbpf_interp_run(const struct nbpf_insn *insns, uint32_t n, const struct nbpf_env *env,
-		    void *ctx, uint64_t ctx_len, const struct nbpf_checker *checker,
-		    uint64_t max_steps, uint64_t *ret)
+static inline __attribute__((always_inline)) int
+interp_loop(const struct nbpf_insn *insns, uint32_t n, const struct nbpf_env *env, void *ctx,
+	    uint64_t ctx_len, const struct nbpf_checker *checker, uint64_t max_steps,
+	    uint64_t *ret, const bool verified)
 {
 	uint8_t stack[STACK_TOTAL] __attribute__((aligned(16)));
 	struct frame frames[NBPF_MAX_CALL_DEPTH];
@@ -540,15 +542,19 @@ int nbpf_interp_run(const struct nbpf_insn *insns, uint32_t n, const struct nbpf
 	uint32_t pc = 0;
 	int rc = 0;
 
-	if (!insns || !ret)
-		return nbpf_err(-EINVAL, "interp: no program or no result pointer");
-	if (!n)
-		return nbpf_err(-EINVAL, "interp: empty program");
-	rc = validate(insns, n);
-	if (rc)
-		return rc;
-	memset(r, 0, sizeof(r));
-	memset(stack + STACK_TOTAL - NBPF_STACK_SIZE, 0, NBPF_STACK_SIZE);
+	/*
+	 * A verified program reads no register and no stack byte before
+	 * writing it, and was validated when it was prepared: nothing to
+	 * check or clear per run.  Anything else starts from zeroes, so runs
+	 * are deterministic whatever the program reads.
+	 */
+	if (!verified) {
+		rc = validate(insns, n);
+		if (rc)
+			return rc;
+		memset(r, 0, sizeof(r));
+		memset(stack + STACK_TOTAL - NBPF_STACK_SIZE, 0, NBPF_STACK_SIZE);
+	}
 	r[1] = (uint64_t)(uintptr_t)ctx;
 	r[2] = ctx_len;
 	r[NBPF_REG_FP] = (uint64_t)(uintptr_t)(stack + STACK_TOTAL);
@@ -642,8 +648,9 @@ int nbpf_interp_run(const struct nbpf_insn *insns, uint32_t n, const struct nbpf
 				rn.depth++;
 				r[NBPF_REG_FP] = (uint64_t)(uintptr_t)stack + STACK_TOTAL -
 						 (uint64_t)rn.depth * NBPF_STACK_SIZE;
-				memset((void *)(uintptr_t)(r[NBPF_REG_FP] - NBPF_STACK_SIZE), 0,
-				       NBPF_STACK_SIZE);
+				if (!verified)
+					memset((void *)(uintptr_t)(r[NBPF_REG_FP] - NBPF_STACK_SIZE), 0,
+					       NBPF_STACK_SIZE);
 				pc += (uint32_t)in->imm;
 				continue;
 			}
@@ -714,4 +721,28 @@ int nbpf_interp_run(const struct nbpf_insn *insns, uint32_t n, const struct nbpf
 	}
 out:
 	return rc;
+}
+
+int nbpf_interp_run(const struct nbpf_insn *insns, uint32_t n, const struct nbpf_env *env,
+		    void *ctx, uint64_t ctx_len, const struct nbpf_checker *checker,
+		    uint64_t max_steps, uint64_t *ret)
+{
+	if (!insns || !ret)
+		return nbpf_err(-EINVAL, "interp: no program or no result pointer");
+	if (!n)
+		return nbpf_err(-EINVAL, "interp: empty program");
+	return interp_loop(insns, n, env, ctx, ctx_len, checker, max_steps, ret, false);
+}
+
+int nbpf_interp_check(const struct nbpf_insn *insns, uint32_t n)
+{
+	if (!insns || !n)
+		return nbpf_err(-EINVAL, "interp: empty program");
+	return validate(insns, n);
+}
+
+int nbpf_interp_run_verified(const struct nbpf_insn *insns, uint32_t n,
+			     const struct nbpf_env *env, void *ctx, uint64_t ctx_len, uint64_t *ret)
+{
+	return interp_loop(insns, n, env, ctx, ctx_len, NULL, 0, ret, true);
 }
