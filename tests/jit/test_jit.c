@@ -445,6 +445,37 @@ static void test_inline_regs(void)
 		     &env, NULL, 0, 0xdead);
 }
 
+/* mul by 2^k -+ 1 folded with the add after it (emit_mul_add), both widths. */
+static void test_mul_add(void)
+{
+	static const int32_t mults[] = { 3, 5, 7, 9, 31, 33, 255, 257, 65535, 0x7fffffff };
+	char src[256], name[64];
+
+	for (size_t m = 0; m < sizeof(mults) / sizeof(mults[0]); m++) {
+		uint64_t h = 0x9e3779b97f4a7c15ull, x = 0xfffffffffffffff9ull; /* x = -7 */
+		uint64_t want64 = h * (uint64_t)mults[m] + x;
+		uint64_t want32 = (uint32_t)((uint32_t)h * (uint32_t)mults[m] + (uint32_t)x);
+
+		snprintf(src, sizeof(src), "lddw %%r0, 0x%llx\nmov %%r4, -7\nmul %%r0, %d\n"
+			 "add %%r0, %%r4\nexit", (unsigned long long)h, mults[m]);
+		snprintf(name, sizeof(name), "mul-add64 %d", mults[m]);
+		run_both(name, src, want64);
+		snprintf(src, sizeof(src), "lddw %%r0, 0x%llx\nmov %%r4, -7\nmul32 %%r0, %d\n"
+			 "add32 %%r0, %%r4\nexit", (unsigned long long)h, mults[m]);
+		snprintf(name, sizeof(name), "mul-add32 %d", mults[m]);
+		run_both(name, src, want32);
+		/* The add is a jump target: not folded, same answer. */
+		snprintf(src, sizeof(src), "lddw %%r0, 0x%llx\nmov %%r4, -7\nmul %%r0, %d\n"
+			 "ja +0\nadd %%r0, %%r4\nexit", (unsigned long long)h, mults[m]);
+		snprintf(name, sizeof(name), "mul-ja-add64 %d", mults[m]);
+		run_both(name, src, want64);
+	}
+	/* Adding the register itself, and r6 (in a spare register) as the addend. */
+	run_both("mul-add self", "mov %r0, 11\nmul %r0, 31\nadd %r0, %r0\nexit", 11 * 31 * 2);
+	run_both("mul-add r6", "mov %r6, 5\nmov %r0, 11\nmul %r0, 33\nadd %r0, %r6\nexit",
+		 11 * 33 + 5);
+}
+
 /* Jumps of every reach: short, long, and ones that shrink across passes. */
 static void test_jump_sizes(void)
 {
@@ -543,6 +574,7 @@ int main(void)
 	test_calls();
 	test_array_inline();
 	test_inline_regs();
+	test_mul_add();
 	test_jump_sizes();
 	test_image_and_errors();
 	return check_summary("test_jit");

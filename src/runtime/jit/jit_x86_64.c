@@ -55,6 +55,8 @@ static const int bpf2x86_default[NBPF_NREGS] = {
 #define KEY_LDDW  32u /* on lddw r1, map: only feeds the inlined lookup, not emitted */
 #define KEY_NULLJ 64u /* on the call: the next insn tests r0 against 0, fused in */
 #define KEY_FUSED 128u /* on that jeq/jne: emitted by the lookup, nothing here */
+#define MUL_ADD   256u /* on mul dst, 2^k+-1: the add that follows is folded in */
+#define ADD_FUSED 512u /* on that add: emitted by the mul, nothing here */
 
 struct jit {
 	const struct nbpf_insn *insns;
@@ -73,7 +75,7 @@ struct jit {
 	uint8_t *entry;      /* 1: first insn of a subprogram */
 	uint8_t *in_main;    /* 1: insn belongs to the main function */
 	struct ncclbpf_map **inline_map; /* call 1 inlined as an array lookup */
-	uint8_t *kflags;     /* key forwarding for inlined lookups (KEY_*) */
+	uint16_t *kflags;    /* per-insn translation flags (KEY_*, MUL_ADD, ADD_FUSED) */
 	uint32_t *key_imm;   /* KEY_CONST: the key */
 	bool uses_fp, has_calls, has_bpf_calls, needs_r12;
 	bool no_frame;       /* r10 only feeds forwarded keys: no frame, key stores elided */
@@ -354,6 +356,44 @@ static bool emit_mul_pow2(struct nbpf_x86 *e, int w, int dst, int32_t imm)
 	return true;
 }
 
+/*
+ * dst = dst * (2^k -+ 1) + s, the multiply and the add that follows it
+ * (a hash step, h = h * 31 + x) as
+ *     mov r11, s; sub|add r11, dst; shl dst, k; add dst, r11
+ * r11 = s -+ dst runs beside the shift, so dst's dependency chain is two
+ * cycles (shl, add) instead of three (shl, sub, add).  Same bits modulo
+ * 2^64 or 2^32; the 32-bit forms zero the upper half.
+ */
+static void emit_mul_add(struct nbpf_x86 *e, int w, int dst, int src, uint32_t v)
+{
+	bool minus = !((v + 1) & v);
+	uint32_t p = minus ? v + 1 : v - 1;
+
+	x86_mov_rr(e, w, X_R11, src);
+	x86_alu_rr(e, w, minus ? G1_SUB : G1_ADD, X_R11, dst);
+	x86_shift_ri(e, w, 4, dst, (uint8_t)__builtin_ctz(p));
+	x86_alu_rr(e, w, G1_ADD, dst, X_R11);
+}
+
+/* Whether mul at i and the add after it can be one emit_mul_add. */
+static bool mul_add_fusable(const struct jit *j, const uint8_t *target, uint32_t i)
+{
+	const struct nbpf_insn *m = &j->insns[i], *a = &j->insns[i + 1];
+	uint8_t cls = NBPF_CLASS(m->code);
+	uint32_t v = (uint32_t)m->imm;
+
+	if (i + 1 >= j->n || target[i + 1] || j->entry[i + 1])
+		return false;
+	if ((cls != NBPF_ALU && cls != NBPF_ALU64) || m->code != (cls | NBPF_MUL | NBPF_K) ||
+	    m->off != 0 || m->imm < 3)
+		return false;
+	if (a->code != (cls | NBPF_ADD | NBPF_X) || a->off != 0 || a->dst != m->dst ||
+	    a->src == m->dst || a->src >= NBPF_REG_FP || m->dst >= NBPF_REG_FP)
+		return false;
+	/* 2^k - 1 or 2^k + 1 with k >= 1; plain powers of two are one shl already. */
+	return !(v & (v - 1)) ? false : (!((v + 1) & v) || !((v - 1) & (v - 2)));
+}
+
 static int emit_alu(struct jit *j, uint32_t i, const struct nbpf_insn *in)
 {
 	struct nbpf_x86 *e = &j->e;
@@ -368,6 +408,8 @@ static int emit_alu(struct jit *j, uint32_t i, const struct nbpf_insn *in)
 
 	if (j->no_frame && (j->kflags[i] & KEY_FPMOV))
 		return 0; /* r2 = r10 + c fed only a lookup that takes its key directly */
+	if (j->kflags[i] & ADD_FUSED)
+		return 0; /* folded into the multiply before it */
 	if (in->off != 0 && op != NBPF_DIV && op != NBPF_MOD && op != NBPF_MOV)
 		return nbpf_err(-EINVAL, "jit: insn %u: nonzero offset on ALU op 0x%02x", i, in->code);
 	if (in->dst == NBPF_REG_FP)
@@ -394,6 +436,8 @@ static int emit_alu(struct jit *j, uint32_t i, const struct nbpf_insn *in)
 	case NBPF_MUL:
 		if (x) {
 			x86_op2_rr(e, w, 0xaf, dst, src);
+		} else if (j->kflags[i] & MUL_ADD) {
+			emit_mul_add(e, w, dst, j->bpf2x86[in[1].src], (uint32_t)in->imm);
 		} else if (emit_mul_pow2(e, w, dst, in->imm)) {
 			/* shl, or shl and add/sub: shorter latency than imul's 3 cycles */
 		} else if (x86_fits8(in->imm)) {
@@ -645,7 +689,7 @@ static void emit_inline_lookup(struct jit *j, uint32_t i)
 {
 	struct nbpf_x86 *e = &j->e;
 	const struct ncclbpf_map *map = j->inline_map[i];
-	uint8_t kf = j->kflags[i];
+	uint16_t kf = j->kflags[i];
 	uint32_t stride = map->value_stride, key = j->key_imm[i];
 	bool fused = kf & KEY_NULLJ, on_null = false;
 	uint32_t jt = 0, fall = i + 2;
@@ -1185,6 +1229,17 @@ static int analyze(struct jit *j)
 			i++;
 		}
 	}
+	for (uint32_t i = 0; i + 1 < n; i++) {
+		if (ins[i].code == NBPF_OP_LDDW) {
+			i++;
+			continue;
+		}
+		if (mul_add_fusable(j, target, i)) {
+			j->kflags[i] |= MUL_ADD;
+			j->kflags[i + 1] |= ADD_FUSED;
+			i++;
+		}
+	}
 	for (uint32_t i = 0, main = 1; i < n; i++) {
 		if (i && j->entry[i])
 			main = 0;
@@ -1375,7 +1430,7 @@ int nbpf_jit_compile(const struct nbpf_insn *insns, uint32_t n, const struct nbp
 	j.entry = calloc(n, 1);
 	j.in_main = calloc(n, 1);
 	j.inline_map = calloc(n, sizeof(*j.inline_map));
-	j.kflags = calloc(n, 1);
+	j.kflags = calloc(n, sizeof(*j.kflags));
 	j.key_imm = calloc(n, sizeof(*j.key_imm));
 	if (!j.addrs || !j.prev || !j.entry || !j.in_main || !j.inline_map || !j.kflags || !j.key_imm) {
 		err = nbpf_err(-ENOMEM, "jit: out of memory");
