@@ -3,7 +3,10 @@
  * bench_peers.c - ncclbpf's engines next to uBPF's on the same programs,
  * in one process, interleaved batch by batch.
  *
- *   bench_peers [-n CALLS] [-b BATCH] [-r REPS] [-p NAME]
+ *   bench_peers [-n CALLS] [-b BATCH] [-r REPS] [-p NAME] [-d DIR]
+ *
+ * -d DIR writes each program's ncclbpf JIT code to DIR/NAME.bin (for
+ * `objdump -D -b binary -mi386:x86-64`).
  *
  * Programs: bench/cpu's five rewritten as BPF C (progs.bpf.c) and five
  * shipped tuner policies, each with a native C twin doing the same work on
@@ -401,7 +404,7 @@ static int fill_maps(void)
 int main(int argc, char **argv)
 {
 	size_t calls = 200000, batch = 100, reps = 3;
-	const char *only = NULL;
+	const char *only = NULL, *dump = NULL;
 	struct ncclbpf_object *objs[sizeof(progs) / sizeof(progs[0])] = { 0 };
 	struct ncclbpf_tuner_ctx ctxs[NCTX], work[NCTX];
 	uint64_t sink = 0;
@@ -416,8 +419,11 @@ int main(int argc, char **argv)
 			reps = strtoull(argv[++i], NULL, 0);
 		else if (!strcmp(argv[i], "-p") && i + 1 < argc)
 			only = argv[++i];
+		else if (!strcmp(argv[i], "-d") && i + 1 < argc)
+			dump = argv[++i];
 		else {
-			fprintf(stderr, "usage: %s [-n CALLS] [-b BATCH] [-r REPS] [-p NAME]\n", argv[0]);
+			fprintf(stderr, "usage: %s [-n CALLS] [-b BATCH] [-r REPS] [-p NAME] [-d DIR]\n",
+				argv[0]);
 			return 2;
 		}
 	}
@@ -482,6 +488,17 @@ int main(int argc, char **argv)
 				nbpf_jit_free(img);
 			}
 			cmp_us = (double)(now_ns() - t0) / 20000.0;
+			if (dump) {
+				const struct nbpf_jit_image *ji = prog->jit;
+				FILE *f;
+
+				snprintf(path, sizeof(path), "%s/%s.bin", dump, bp->name);
+				f = fopen(path, "wb");
+				if (!f || fwrite(ji->mem, 1, ji->code_size, f) != ji->code_size)
+					fprintf(stderr, "bench_peers: cannot write %s\n", path);
+				if (f)
+					fclose(f);
+			}
 		}
 		r[E_NAT] = (struct runner){ .kind = E_NAT, .fn = bp->native, .ok = true };
 		r[E_JIT] = (struct runner){ .kind = E_JIT, .fn = ncclbpf_program__func(prog), .ok = true };

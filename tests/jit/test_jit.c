@@ -476,6 +476,62 @@ static void test_mul_add(void)
 		 11 * 33 + 5);
 }
 
+/* Runs src on the interpreter and checks the JIT agrees (no fixed expectation). */
+static void run_same(const char *name, const char *src)
+{
+	struct nbpf_insn *insns = NULL;
+	uint64_t ri = 0;
+	uint32_t n = 0;
+
+	if (nbpf_asm(src, strlen(src), &insns, &n) || nbpf_interp_run(insns, n, &conf_env, NULL, 0,
+								 NULL, 1u << 20, &ri)) {
+		CHECK_MSG(0, "%s: %s", name, ncclbpf_errmsg());
+		free(insns);
+		return;
+	}
+	free(insns);
+	run_both(name, src, ri);
+}
+
+/*
+ * Flag-reusing jumps (mark_no_test) and the lsh/rsh 32 pair (zext_pair):
+ * every op, both ALU and jump widths, values whose low 32 bits are zero
+ * while the high ones are not (where reusing a 64-bit op's ZF for a
+ * 32-bit compare would be wrong), and and 0xff (movzx, no flags).
+ */
+static void test_flag_reuse(void)
+{
+	static const char *const ops[] = { "add", "sub", "and", "or", "xor" };
+	static const char *const operands[] = { "0", "-1", "0x100", "%r3", "%r4" };
+	char src[512], name[96];
+
+	for (int o = 0; o < 5; o++)
+		for (int a32 = 0; a32 < 2; a32++)
+			for (int j32 = 0; j32 < 2; j32++)
+				for (int q = 0; q < 5; q++)
+					for (int ne = 0; ne < 2; ne++) {
+						snprintf(src, sizeof(src),
+							 "lddw %%r2, 0x100000000\nlddw %%r3, 0x100000000\n"
+							 "mov %%r4, 0\nmov %%r0, 7\n%s%s %%r2, %s\n"
+							 "%s%s %%r2, 0, +1\nmov %%r0, 9\nexit",
+							 ops[o], a32 ? "32" : "", operands[q],
+							 ne ? "jne" : "jeq", j32 ? "32" : "");
+						snprintf(name, sizeof(name), "flags %s%s %s j%s%s",
+							 ops[o], a32 ? "32" : "", operands[q],
+							 ne ? "ne" : "eq", j32 ? "32" : "");
+						run_same(name, src);
+					}
+	run_same("flags and 0xff", "lddw %r2, 0x100\nmov %r0, 7\nmov %r5, 0\nadd %r5, 0\n"
+		 "and %r2, 0xff\njeq %r2, 0, +1\nmov %r0, 9\nexit");
+	run_same("flags and 0xffff", "lddw %r2, 0x10000\nmov %r0, 7\nmov %r5, 1\nadd %r5, 0\n"
+		 "and %r2, 0xffff\njne %r2, 0, +1\nmov %r0, 9\nexit");
+	run_same("zext", "lddw %r2, 0xdeadbeef87654321\nlsh %r2, 32\nrsh %r2, 32\nmov %r0, %r2\nexit");
+	run_same("zext split", "lddw %r2, 0xdeadbeef87654321\nlsh %r2, 32\nja +0\nrsh %r2, 32\n"
+		 "mov %r0, %r2\nexit");
+	run_same("zext other reg", "lddw %r2, 0xdeadbeef87654321\nmov %r3, %r2\nlsh %r2, 32\n"
+		 "rsh %r3, 32\nmov %r0, %r2\nadd %r0, %r3\nexit");
+}
+
 /* Jumps of every reach: short, long, and ones that shrink across passes. */
 static void test_jump_sizes(void)
 {
@@ -575,6 +631,7 @@ int main(void)
 	test_array_inline();
 	test_inline_regs();
 	test_mul_add();
+	test_flag_reuse();
 	test_jump_sizes();
 	test_image_and_errors();
 	return check_summary("test_jit");

@@ -57,6 +57,9 @@ static const int bpf2x86_default[NBPF_NREGS] = {
 #define KEY_FUSED 128u /* on that jeq/jne: emitted by the lookup, nothing here */
 #define MUL_ADD   256u /* on mul dst, 2^k+-1: the add that follows is folded in */
 #define ADD_FUSED 512u /* on that add: emitted by the mul, nothing here */
+#define ZEXT32    1024u /* on lsh dst, 32 followed by rsh dst, 32: one mov r32, r32 */
+#define ZEXT_DONE 2048u /* on that rsh: nothing here */
+#define NO_TEST   4096u /* on jeq/jne dst, 0 right after an ALU op on dst: ZF is set */
 
 struct jit {
 	const struct nbpf_insn *insns;
@@ -394,6 +397,48 @@ static bool mul_add_fusable(const struct jit *j, const uint8_t *target, uint32_t
 	return !(v & (v - 1)) ? false : (!((v + 1) & v) || !((v - 1) & (v - 2)));
 }
 
+/* r <<= 32; r >>= 32 (clang's zero extension), as one mov r32, r32. */
+static bool zext_pair(const struct jit *j, const uint8_t *target, uint32_t i)
+{
+	const struct nbpf_insn *a = &j->insns[i], *b = &j->insns[i + 1];
+
+	if (target[i + 1] || j->entry[i + 1])
+		return false;
+	return a->code == (NBPF_ALU64 | NBPF_LSH | NBPF_K) && a->imm == 32 && a->off == 0 &&
+	       b->code == (NBPF_ALU64 | NBPF_RSH | NBPF_K) && b->imm == 32 && b->off == 0 &&
+	       a->dst == b->dst && a->dst < NBPF_REG_FP;
+}
+
+/*
+ * `if r == 0` / `!= 0` right after an add/sub/and/or/xor into r, reached
+ * only from it: x86's op already set ZF from r (a 32-bit op from the
+ * zero-extended result, so it serves both compare widths; a 64-bit op only
+ * the 64-bit one), and the test is dropped.  Not after ops that are
+ * emitted as something else (and 0xff/0xffff is movzx, which sets no flags)
+ * or folded away.
+ */
+static void mark_no_test(struct jit *j, const uint8_t *target, uint32_t i)
+{
+	const struct nbpf_insn *a = &j->insns[i], *b = &j->insns[i + 1];
+	uint8_t cls = NBPF_CLASS(a->code), op = NBPF_OP(a->code), bcls = NBPF_CLASS(b->code);
+
+	if (target[i + 1] || j->entry[i + 1] || j->kflags[i] || j->kflags[i + 1])
+		return;
+	if ((cls != NBPF_ALU && cls != NBPF_ALU64) || a->off != 0 || a->dst >= NBPF_REG_FP)
+		return;
+	if (op != NBPF_ADD && op != NBPF_SUB && op != NBPF_AND && op != NBPF_OR && op != NBPF_XOR)
+		return;
+	if (NBPF_SRC(a->code) == NBPF_K && op == NBPF_AND && (a->imm == 0xff || a->imm == 0xffff))
+		return;
+	if (b->code != (bcls | NBPF_JEQ | NBPF_K) && b->code != (bcls | NBPF_JNE | NBPF_K))
+		return;
+	if ((bcls != NBPF_JMP && bcls != NBPF_JMP32) || b->imm != 0 || b->dst != a->dst)
+		return;
+	if (cls == NBPF_ALU64 && bcls == NBPF_JMP32)
+		return;
+	j->kflags[i + 1] |= NO_TEST;
+}
+
 static int emit_alu(struct jit *j, uint32_t i, const struct nbpf_insn *in)
 {
 	struct nbpf_x86 *e = &j->e;
@@ -408,8 +453,12 @@ static int emit_alu(struct jit *j, uint32_t i, const struct nbpf_insn *in)
 
 	if (j->no_frame && (j->kflags[i] & KEY_FPMOV))
 		return 0; /* r2 = r10 + c fed only a lookup that takes its key directly */
-	if (j->kflags[i] & ADD_FUSED)
-		return 0; /* folded into the multiply before it */
+	if (j->kflags[i] & (ADD_FUSED | ZEXT_DONE))
+		return 0; /* folded into the instruction before it */
+	if (j->kflags[i] & ZEXT32) {
+		x86_mov_rr(e, 0, j->bpf2x86[in->dst], j->bpf2x86[in->dst]);
+		return 0;
+	}
 	if (in->off != 0 && op != NBPF_DIV && op != NBPF_MOD && op != NBPF_MOV)
 		return nbpf_err(-EINVAL, "jit: insn %u: nonzero offset on ALU op 0x%02x", i, in->code);
 	if (in->dst == NBPF_REG_FP)
@@ -892,6 +941,8 @@ static int emit_jmp(struct jit *j, uint32_t i, const struct nbpf_insn *in)
 			x86_alu_rr(e, w, G1_CMP, dst, src);
 	} else if (op == NBPF_JSET) {
 		x86_test_ri(e, w, dst, in->imm);
+	} else if (in->imm == 0 && (j->kflags[i] & NO_TEST)) {
+		/* the ALU op just before set ZF from dst */
 	} else if (in->imm == 0) {
 		x86_test_rr(e, w, dst, dst);
 	} else {
@@ -1238,6 +1289,10 @@ static int analyze(struct jit *j)
 			j->kflags[i] |= MUL_ADD;
 			j->kflags[i + 1] |= ADD_FUSED;
 			i++;
+		} else if (zext_pair(j, target, i)) {
+			j->kflags[i] |= ZEXT32;
+			j->kflags[i + 1] |= ZEXT_DONE;
+			i++;
 		}
 	}
 	for (uint32_t i = 0, main = 1; i < n; i++) {
@@ -1283,6 +1338,13 @@ static int analyze(struct jit *j)
 	for (uint32_t i = 0; i < n; i++)
 		if (j->inline_map[i])
 			find_key(j, target, i);
+	for (uint32_t i = 0; i + 1 < n; i++) {
+		if (ins[i].code == NBPF_OP_LDDW) {
+			i++;
+			continue;
+		}
+		mark_no_test(j, target, i);
+	}
 	/* Callee-saved registers the main function touches, and its frame. */
 	assign_regs(j, used);
 	j->uses_fp = used & (1u << NBPF_REG_FP);
