@@ -312,9 +312,10 @@ static inline void nbpf_tuner_apply_table(const struct ncclbpf_tuner_ctx *c, uin
  * are not filled.  The common answer -- both algo and proto set, naming an
  * offered cell -- depends on that one cell only: it becomes 0.0 and the
  * channel bound checks against that algorithm, with no scan of the table.
- * Anything else (one of the two set, a cell that is not offered, only a
- * channel count, where NCCL's own pick decides the CollNet rule) scans
- * first and takes the full path.  Same decisions as scan + apply_table
+ * A channel count alone depends on NCCL's pick only through the CollNet
+ * rule, so it needs no pick when no CollNet cell is offered.  Anything
+ * else (one of the two set, a cell that is not offered, channels with a
+ * CollNet cell offered) scans first and takes the full path.  Same decisions as scan + apply_table
  * (tests/tuner/test_tuner_core.c checks it on random tables).
  */
 static inline void nbpf_tuner_apply_table_unscanned(struct ncclbpf_tuner_ctx *c, uint64_t ret,
@@ -327,8 +328,21 @@ static inline void nbpf_tuner_apply_table_unscanned(struct ncclbpf_tuner_ctx *c,
 		nbpf_tuner_ret_ok(ret, o); /* nothing to apply, nothing to read */
 		return;
 	}
-	if (a >= 0 && a < NCCLBPF_NUM_ALGOS && a < num_algo && p >= 0 && p < NCCLBPF_NUM_PROTOS &&
-	    p < num_proto && nbpf_cost_offered(table[a * num_proto + p])) {
+	if (a == NCCLBPF_KEEP && p == NCCLBPF_KEEP) {
+		/* Channels only: NCCL's pick matters only if it could be a CollNet cell. */
+		bool collnet = false;
+
+		for (int i = 0; i < num_algo && i < NCCLBPF_NUM_ALGOS; i++)
+			for (int j = 0; nbpf_is_collnet(i) && j < num_proto; j++)
+				collnet |= nbpf_cost_offered(table[i * num_proto + j]);
+		if (!collnet) {
+			if (nbpf_tuner_ret_ok(ret, o))
+				nbpf_tuner_apply_channels(c, -1, n_channels, o);
+			return;
+		}
+	} else if (a >= 0 && a < NCCLBPF_NUM_ALGOS && a < num_algo && p >= 0 &&
+		   p < NCCLBPF_NUM_PROTOS && p < num_proto &&
+		   nbpf_cost_offered(table[a * num_proto + p])) {
 		if (!nbpf_tuner_ret_ok(ret, o))
 			return;
 		table[a * num_proto + p] = 0.0f;
