@@ -532,6 +532,34 @@ static void test_flag_reuse(void)
 		 "rsh %r3, 32\nmov %r0, %r2\nadd %r0, %r3\nexit");
 }
 
+/* `if cc goto +1; r = v` as cmov (cmov_pair): every condition, both widths, both operands. */
+static void test_cmov(void)
+{
+	static const char *const jops[] = { "jeq", "jne", "jgt", "jge", "jlt", "jle", "jset",
+					    "jsgt", "jsge", "jslt", "jsle" };
+	static const char *const lhs[] = { "0", "8", "-8", "0x100000008" };
+	static const char *const movs[] = { "mov %r0, 16", "mov %r0, -1", "mov %r0, %r5",
+					    "mov32 %r0, 16", "mov %r2, 3" };
+	char src[512], name[96];
+
+	for (int o = 0; o < 11; o++)
+		for (int l = 0; l < 4; l++)
+			for (int w = 0; w < 2; w++)
+				for (int m = 0; m < 5; m++) {
+					snprintf(src, sizeof(src),
+						 "lddw %%r2, %s\nlddw %%r5, 0x123456789\nlddw %%r0, 0xfeed00000007\n"
+						 "%s%s %%r2, 8, +1\n%s\nadd %%r0, %%r2\nexit",
+						 lhs[l], jops[o], w ? "32" : "", movs[m]);
+					snprintf(name, sizeof(name), "cmov %s%s %s / %s", jops[o],
+						 w ? "32" : "", lhs[l], movs[m]);
+					run_same(name, src);
+				}
+	/* Register compare, and the skipped mov also a jump target: no cmov. */
+	run_same("cmov reg", "mov %r2, 5\nmov %r3, 9\nmov %r0, 1\njgt %r3, %r2, +1\nmov %r0, 2\nexit");
+	run_same("cmov target", "mov %r2, 5\nmov %r0, 1\njgt %r2, 4, +2\njgt %r2, 9, +1\n"
+		 "mov %r0, 2\nexit");
+}
+
 /* Jumps of every reach: short, long, and ones that shrink across passes. */
 static void test_jump_sizes(void)
 {
@@ -632,6 +660,7 @@ int main(void)
 	test_inline_regs();
 	test_mul_add();
 	test_flag_reuse();
+	test_cmov();
 	test_jump_sizes();
 	test_image_and_errors();
 	return check_summary("test_jit");

@@ -60,6 +60,8 @@ static const int bpf2x86_default[NBPF_NREGS] = {
 #define ZEXT32    1024u /* on lsh dst, 32 followed by rsh dst, 32: one mov r32, r32 */
 #define ZEXT_DONE 2048u /* on that rsh: nothing here */
 #define NO_TEST   4096u /* on jeq/jne dst, 0 right after an ALU op on dst: ZF is set */
+#define JCMOV     8192u /* on `if cc goto +1` over one 64-bit mov: a cmov */
+#define MOV_CMOVED 16384u /* on that mov: emitted by the jump, nothing here */
 
 struct jit {
 	const struct nbpf_insn *insns;
@@ -439,6 +441,30 @@ static void mark_no_test(struct jit *j, const uint8_t *target, uint32_t i)
 	j->kflags[i + 1] |= NO_TEST;
 }
 
+static int jump_cc(uint8_t op);
+
+/*
+ * `if cc goto +1; rX = v` (v an immediate or a register, 64-bit mov), the
+ * second reached only from the first: a cmov on the inverse condition, so
+ * a data-dependent choice costs no branch.  32-bit movs are left alone: a
+ * 32-bit cmov writes (zero-extends) its destination even when it does not
+ * move.
+ */
+static bool cmov_pair(const struct jit *j, const uint8_t *target, uint32_t i)
+{
+	const struct nbpf_insn *b = &j->insns[i], *m = &j->insns[i + 1];
+	uint8_t cls = NBPF_CLASS(b->code), op = NBPF_OP(b->code);
+
+	if (i + 2 >= j->n || target[i + 1] || j->entry[i + 1] || j->kflags[i] || j->kflags[i + 1])
+		return false;
+	if ((cls != NBPF_JMP && cls != NBPF_JMP32) || b->off != 1 || jump_cc(op) < 0)
+		return false;
+	if (m->code != (NBPF_ALU64 | NBPF_MOV | NBPF_K) && m->code != (NBPF_ALU64 | NBPF_MOV | NBPF_X))
+		return false;
+	return m->off == 0 && m->dst < NBPF_REG_FP &&
+	       (NBPF_SRC(m->code) == NBPF_K || m->src < NBPF_REG_FP);
+}
+
 static int emit_alu(struct jit *j, uint32_t i, const struct nbpf_insn *in)
 {
 	struct nbpf_x86 *e = &j->e;
@@ -453,7 +479,7 @@ static int emit_alu(struct jit *j, uint32_t i, const struct nbpf_insn *in)
 
 	if (j->no_frame && (j->kflags[i] & KEY_FPMOV))
 		return 0; /* r2 = r10 + c fed only a lookup that takes its key directly */
-	if (j->kflags[i] & (ADD_FUSED | ZEXT_DONE))
+	if (j->kflags[i] & (ADD_FUSED | ZEXT_DONE | MOV_CMOVED))
 		return 0; /* folded into the instruction before it */
 	if (j->kflags[i] & ZEXT32) {
 		x86_mov_rr(e, 0, j->bpf2x86[in->dst], j->bpf2x86[in->dst]);
@@ -932,6 +958,15 @@ static int emit_jmp(struct jit *j, uint32_t i, const struct nbpf_insn *in)
 	cc = jump_cc(op);
 	if (cc < 0)
 		return nbpf_err(-EINVAL, "jit: insn %u: unknown jump opcode 0x%02x", i, in->code);
+	if (j->kflags[i] & JCMOV) {
+		/* `if cc goto +1; r = v` is `r = cc ? r : v`: the value first (mov keeps flags) */
+		const struct nbpf_insn *m = &in[1];
+
+		if (NBPF_SRC(m->code) == NBPF_K)
+			x86_mov_imm64(e, X_R11, (uint64_t)(int64_t)m->imm);
+		else
+			x86_mov_rr(e, 1, X_R11, j->bpf2x86[m->src]);
+	}
 	dst = in->dst == NBPF_REG_FP ? reg_val(j, in->dst) : j->bpf2x86[in->dst];
 	src = NBPF_SRC(in->code) == NBPF_X ? reg_val(j, in->src) : 0;
 	if (NBPF_SRC(in->code) == NBPF_X) {
@@ -947,6 +982,10 @@ static int emit_jmp(struct jit *j, uint32_t i, const struct nbpf_insn *in)
 		x86_test_rr(e, w, dst, dst);
 	} else {
 		x86_alu_ri(e, w, G1_CMP, dst, in->imm);
+	}
+	if (j->kflags[i] & JCMOV) {
+		x86_op2_rr(e, 1, (uint8_t)(0x40 + (cc ^ 1)), j->bpf2x86[in[1].dst], X_R11);
+		return 0;
 	}
 	emit_jump(j, cc, (uint32_t)((int64_t)i + 1 + in->off));
 	return 0;
@@ -1340,6 +1379,12 @@ static int analyze(struct jit *j)
 			find_key(j, target, i);
 	for (uint32_t i = 0; i + 1 < n; i++) {
 		if (ins[i].code == NBPF_OP_LDDW) {
+			i++;
+			continue;
+		}
+		if (cmov_pair(j, target, i)) {
+			j->kflags[i] |= JCMOV;
+			j->kflags[i + 1] |= MOV_CMOVED;
 			i++;
 			continue;
 		}
