@@ -354,8 +354,8 @@ static void test_array_inline(void)
 		     "add %r2, -4\ncall 1\nexit", &env, NULL, 0, 0);
 }
 
-/* Compiles src and says whether the code pushes rbx (BPF r6's callee-saved home). */
-static int pushes_rbx(const char *src, const struct nbpf_env *env)
+/* Compiles src and counts the callee-saved registers its prologue pushes. */
+static int count_pushes(const char *src, const struct nbpf_env *env)
 {
 	struct nbpf_insn *insns = NULL;
 	struct nbpf_jit_image *img = NULL;
@@ -363,7 +363,16 @@ static int pushes_rbx(const char *src, const struct nbpf_env *env)
 	int ret = -1;
 
 	if (nbpf_asm(src, strlen(src), &insns, &n) == 0 && nbpf_jit_compile(insns, n, env, &img) == 0) {
-		ret = ((const uint8_t *)img->mem)[0] == 0x53; /* push rbx */
+		const uint8_t *c = img->mem;
+		size_t k = 0;
+
+		ret = 0;
+		/* push rbx (53), push r12-r15 (41 54..57) */
+		while (k < img->code_size && (c[k] == 0x53 || (c[k] == 0x41 && k + 1 < img->code_size &&
+							       c[k + 1] >= 0x54 && c[k + 1] <= 0x57))) {
+			k += c[k] == 0x53 ? 1 : 2;
+			ret++;
+		}
 		nbpf_jit_free(img);
 	}
 	free(insns);
@@ -425,11 +434,26 @@ static void test_inline_regs(void)
 			run_both_mem(name, shapes[s], &env, ctx, sizeof(ctx), want);
 		}
 	}
-	/* Only the program whose r6 must survive a real call saves rbx. */
-	CHECK(pushes_rbx(shapes[0], &env) == 0);
-	CHECK(pushes_rbx(shapes[1], &env) == 0);
-	CHECK(pushes_rbx(shapes[2], &env) == 1); /* r2-r5 all named: no spare register */
-	CHECK(pushes_rbx(shapes[4], &env) == 1);
+	/* Only registers that must survive a real call, or find no spare, are saved. */
+	CHECK_EQ_U64(count_pushes(shapes[0], &env), 0);
+	CHECK_EQ_U64(count_pushes(shapes[1], &env), 0);
+	CHECK_EQ_U64(count_pushes(shapes[2], &env), 3); /* r2-r5 named: r6 in x86 r10 only */
+	CHECK_EQ_U64(count_pushes(shapes[4], &env), 1); /* a real call: r6 in rbx */
+	/* A division needs x86 r10 as scratch: with r2-r5 named, r6 goes back to rbx. */
+	{
+		static const char div[] = "mov %r6, %r1\nmov %r2, 1\nmov %r3, 2\nmov %r4, 3\n"
+					  "mov %r5, 4\nmov %r0, 100\ndiv %r0, %r3\nadd %r0, %r6\n"
+					  "sub %r0, %r6\nadd %r0, %r2\nadd %r0, %r4\nadd %r0, %r5\nexit";
+
+		CHECK_EQ_U64(count_pushes(div, &env), 1);
+		run_both_mem("r6 with division", div, &env, NULL, 0, 58);
+		static const char r10[] = "mov %r6, %r1\nmov %r2, 1\nmov %r3, 2\nmov %r4, 3\n"
+					  "mov %r5, 4\nmov %r0, %r6\nsub %r0, %r1\nadd %r0, %r2\n"
+					  "add %r0, %r3\nadd %r0, %r4\nadd %r0, %r5\nexit";
+
+		CHECK_EQ_U64(count_pushes(r10, &env), 0);
+		run_both_mem("r6 in r10", r10, &env, NULL, 0, 10);
+	}
 	/* A constant key folds the null test both ways. */
 	run_both_mem("inline const in", "stw [%r10-4], 2\nlddw %r1, map[0]\nmov %r2, %r10\n"
 		     "add %r2, -4\ncall 1\njeq %r0, 0, +2\nldxb %r0, [%r0+4]\nexit\nmov %r0, 0xdead\nexit",

@@ -1220,13 +1220,40 @@ static bool callee_saved(int x)
  * needs no such survival: r6-r9 then take the caller-saved registers of
  * r2-r5 that the program never names, and the prologue pushes nothing
  * for them (clang keeps the context in r6 across a lookup even when the
- * lookup is inlined).  Scratch registers r9-r11 stay out of the pool, and
- * rdi (r1, the context on entry) is always named.
+ * lookup is inlined).  x86 r10 joins the pool when no division, fetch
+ * atomic or use of r10's value needs it as scratch; r9 and r11 stay
+ * scratch, and rdi (r1, the context on entry) is always named.
  */
+static bool uses_x86_r10(const struct jit *j)
+{
+	for (uint32_t i = 0; i < j->n; i++) {
+		const struct nbpf_insn *in = &j->insns[i];
+		uint8_t cls = NBPF_CLASS(in->code), op = NBPF_OP(in->code);
+
+		if (in->code == NBPF_OP_LDDW) {
+			i++;
+			continue;
+		}
+		if ((cls == NBPF_ALU || cls == NBPF_ALU64) && (op == NBPF_DIV || op == NBPF_MOD))
+			return true; /* rdx saved in r10 around div */
+		if (cls == NBPF_STX && NBPF_MODE(in->code) == NBPF_ATOMIC)
+			return true; /* the fetch loop's address */
+		/* r10's value materialised (reg_val): anything but a load base or mov r, r10 */
+		if (in->src == NBPF_REG_FP && cls != NBPF_LDX &&
+		    !(in->code == (NBPF_ALU64 | NBPF_MOV | NBPF_X) && in->off == 0) &&
+		    !((cls == NBPF_ALU || cls == NBPF_ALU64 || cls == NBPF_JMP || cls == NBPF_JMP32) &&
+		      NBPF_SRC(in->code) == NBPF_K))
+			return true;
+		if ((cls == NBPF_JMP || cls == NBPF_JMP32) && in->dst == NBPF_REG_FP)
+			return true;
+	}
+	return false;
+}
+
 static void assign_regs(struct jit *j, uint32_t used)
 {
 	static const int spare[4] = { 3, 4, 5, 2 }; /* rdx, rcx, r8, rsi */
-	int pool[4], np = 0, next = 0;
+	int pool[5], np = 0, next = 0;
 
 	memcpy(j->bpf2x86, bpf2x86_default, sizeof(j->bpf2x86));
 	if (j->has_calls || j->has_bpf_calls || j->needs_r12)
@@ -1234,6 +1261,9 @@ static void assign_regs(struct jit *j, uint32_t used)
 	for (int k = 0; k < 4; k++)
 		if (!(used & (1u << spare[k])))
 			pool[np++] = bpf2x86_default[spare[k]];
+	/* x86 r10 is scratch only for division, fetch atomics and taking r10's value. */
+	if (!uses_x86_r10(j))
+		pool[np++] = X_R10;
 	for (int r = 6; r <= 9 && next < np; r++)
 		if (used & (1u << r))
 			j->bpf2x86[r] = pool[next++];
