@@ -62,6 +62,8 @@ static const int bpf2x86_default[NBPF_NREGS] = {
 #define NO_TEST   4096u /* on jeq/jne dst, 0 right after an ALU op on dst: ZF is set */
 #define JCMOV     8192u /* on `if cc goto +1` over one 64-bit mov: a cmov */
 #define MOV_CMOVED 16384u /* on that mov: emitted by the jump, nothing here */
+#define MOV_DEAD  32768u /* on mov r, imm whose only use is the store after it */
+#define STX_IMM   65536u /* on that store: stores the immediate */
 
 struct jit {
 	const struct nbpf_insn *insns;
@@ -80,7 +82,7 @@ struct jit {
 	uint8_t *entry;      /* 1: first insn of a subprogram */
 	uint8_t *in_main;    /* 1: insn belongs to the main function */
 	struct ncclbpf_map **inline_map; /* call 1 inlined as an array lookup */
-	uint16_t *kflags;    /* per-insn translation flags (KEY_*, MUL_ADD, ADD_FUSED) */
+	uint32_t *kflags;    /* per-insn translation flags (KEY_*, pair folds) */
 	uint32_t *key_imm;   /* KEY_CONST: the key */
 	bool uses_fp, has_calls, has_bpf_calls, needs_r12;
 	bool no_frame;       /* r10 only feeds forwarded keys: no frame, key stores elided */
@@ -442,6 +444,73 @@ static void mark_no_test(struct jit *j, const uint8_t *target, uint32_t i)
 }
 
 static int jump_cc(uint8_t op);
+static uint32_t insn_writes(const struct nbpf_insn *in);
+
+/* Whether in reads BPF register r (a conservative yes for what it does not know). */
+static bool insn_reads(const struct nbpf_insn *in, unsigned r)
+{
+	uint8_t cls = NBPF_CLASS(in->code), op = NBPF_OP(in->code);
+	bool x = NBPF_SRC(in->code) == NBPF_X;
+
+	switch (cls) {
+	case NBPF_LD:
+		return false; /* lddw writes dst only */
+	case NBPF_ALU: case NBPF_ALU64:
+		if (op == NBPF_MOV)
+			return x && in->src == r;
+		return in->dst == r || (x && in->src == r);
+	case NBPF_LDX:
+		return in->src == r;
+	case NBPF_ST:
+		return in->dst == r;
+	case NBPF_STX:
+		return in->dst == r || in->src == r ||
+		       (NBPF_MODE(in->code) == NBPF_ATOMIC && r == 0);
+	default:
+		return true;
+	}
+}
+
+/*
+ * `rX = imm; *(size *)(rY + off) = rX` with rX read by nothing after the
+ * store: the store takes the immediate and the mov goes (clang's BPF puts
+ * a constant in a register before storing it).  rX is dead when, on the
+ * straight-line path after the store, it is overwritten before it is read
+ * or the function exits (rX not r0, and in a subprogram not r1-r5 either,
+ * which its caller sees); any branch or call ends the search with no.  A 32-bit mov of a negative value is not folded into an
+ * 8-byte store (the value is zero-, the store's immediate sign-extended).
+ */
+static bool store_imm_pair(const struct jit *j, const uint8_t *target, uint32_t i)
+{
+	const struct nbpf_insn *m = &j->insns[i], *st = &j->insns[i + 1];
+	uint8_t mcls = NBPF_CLASS(m->code);
+	unsigned r = m->dst;
+
+	if (i + 1 >= j->n || target[i + 1] || j->entry[i + 1] || j->kflags[i] || j->kflags[i + 1])
+		return false;
+	if (m->code != (mcls | NBPF_MOV | NBPF_K) || (mcls != NBPF_ALU && mcls != NBPF_ALU64) ||
+	    m->off != 0 || r >= NBPF_REG_FP)
+		return false;
+	if (NBPF_CLASS(st->code) != NBPF_STX || NBPF_MODE(st->code) != NBPF_MEM ||
+	    st->src != r || st->dst == r)
+		return false;
+	if (mcls == NBPF_ALU && NBPF_SIZE(st->code) == NBPF_DW && m->imm < 0)
+		return false;
+	for (uint32_t k = i + 2; k < j->n; k++) {
+		const struct nbpf_insn *in = &j->insns[k];
+		uint8_t cls = NBPF_CLASS(in->code);
+
+		if (in->code == NBPF_OP_EXIT) /* a subprogram's r1-r5 reach its caller */
+			return r != 0 && (j->in_main[k] || r >= 6);
+		if (cls == NBPF_JMP || cls == NBPF_JMP32 || insn_reads(in, r))
+			return false;
+		if (insn_writes(in) & (1u << r))
+			return true;
+		if (in->code == NBPF_OP_LDDW)
+			k++;
+	}
+	return false;
+}
 
 /*
  * `if cc goto +1; rX = v` (v an immediate or a register, 64-bit mov), the
@@ -479,8 +548,8 @@ static int emit_alu(struct jit *j, uint32_t i, const struct nbpf_insn *in)
 
 	if (j->no_frame && (j->kflags[i] & KEY_FPMOV))
 		return 0; /* r2 = r10 + c fed only a lookup that takes its key directly */
-	if (j->kflags[i] & (ADD_FUSED | ZEXT_DONE | MOV_CMOVED))
-		return 0; /* folded into the instruction before it */
+	if (j->kflags[i] & (ADD_FUSED | ZEXT_DONE | MOV_CMOVED | MOV_DEAD))
+		return 0; /* folded into a neighbour */
 	if (j->kflags[i] & ZEXT32) {
 		x86_mov_rr(e, 0, j->bpf2x86[in->dst], j->bpf2x86[in->dst]);
 		return 0;
@@ -700,6 +769,11 @@ static int emit_mem(struct jit *j, uint32_t i, const struct nbpf_insn *in)
 			return emit_atomic(j, i, in);
 		if (mode != NBPF_MEM)
 			return nbpf_err(-EINVAL, "jit: insn %u: unknown store opcode 0x%02x", i, in->code);
+		if (j->kflags[i] & STX_IMM) {
+			mem_operand(j, in->dst, in->off, &base, &off);
+			x86_store_i(e, size, base, off, in[-1].imm);
+			return 0;
+		}
 		src = reg_val(j, in->src);
 		if (!(j->no_frame && (j->kflags[i] & KEY_STORE))) {
 			mem_operand(j, in->dst, in->off, &base, &off);
@@ -764,7 +838,7 @@ static void emit_inline_lookup(struct jit *j, uint32_t i)
 {
 	struct nbpf_x86 *e = &j->e;
 	const struct ncclbpf_map *map = j->inline_map[i];
-	uint16_t kf = j->kflags[i];
+	uint32_t kf = j->kflags[i];
 	uint32_t stride = map->value_stride, key = j->key_imm[i];
 	bool fused = kf & KEY_NULLJ, on_null = false;
 	uint32_t jt = 0, fall = i + 2;
@@ -1415,6 +1489,12 @@ static int analyze(struct jit *j)
 		if (cmov_pair(j, target, i)) {
 			j->kflags[i] |= JCMOV;
 			j->kflags[i + 1] |= MOV_CMOVED;
+			i++;
+			continue;
+		}
+		if (store_imm_pair(j, target, i)) {
+			j->kflags[i] |= MOV_DEAD;
+			j->kflags[i + 1] |= STX_IMM;
 			i++;
 			continue;
 		}
