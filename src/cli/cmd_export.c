@@ -10,6 +10,8 @@
  *               default forever, every interval seconds)
  *   --listen    serve GET /metrics over HTTP with libmicrohttpd; each scrape
  *               collects afresh; exits after count scrapes (default never)
+ *   --observe   also attach the kernel probe sets named (src/observe) to the
+ *               same processes and export their series in the same exposition
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -25,6 +27,35 @@
 #include "cli.h"
 #include "ctl_client.h"
 #include "ctl_tele.h"
+#ifdef NCCLBPF_HAVE_OBSERVE
+#include "ncclbpf/runtime.h"
+#include "observe.h"
+
+/* The kernel-side session, when --observe asked for one. */
+static struct nbpf_obs *g_obs;
+
+/* Observe series carry the process's pid and name (the NCCL series carry neither). */
+static const char *obs_labels(void *ctx, uint32_t tgid)
+{
+	static char buf[128];
+	char path[64], comm[32] = "?";
+	FILE *f;
+
+	(void)ctx;
+	snprintf(path, sizeof(path), "/proc/%u/comm", tgid);
+	f = fopen(path, "r");
+	if (f) {
+		if (fgets(comm, sizeof(comm), f))
+			comm[strcspn(comm, "\n")] = 0;
+		fclose(f);
+	}
+	for (char *c = comm; *c; c++)
+		if (*c == '"' || *c == '\\')
+			*c = '_';
+	snprintf(buf, sizeof(buf), "pid=\"%u\",process=\"%s\"", tgid, comm);
+	return buf;
+}
+#endif
 
 struct export_ctx {
 	const int *pids;
@@ -57,6 +88,16 @@ static char *render(const int *pids, int n_pids, size_t *len)
 		nbpf_tele_free(&s);
 		return NULL;
 	}
+#ifdef NCCLBPF_HAVE_OBSERVE
+	if (g_obs) {
+		struct nbpf_obs_snap os;
+
+		if (!nbpf_obs_snapshot(g_obs, &os)) {
+			nbpf_obs_prom_write(f, &os, obs_labels, NULL);
+			nbpf_obs_snap_free(&os);
+		}
+	}
+#endif
 	fclose(f);
 	nbpf_tele_free(&s);
 	return buf;
@@ -171,9 +212,12 @@ static int parse_listen(const char *s, struct sockaddr_in *sa)
 	return 0;
 }
 
+static int export_run(const char *listen, const char *textfile, double interval, int count,
+		      const int *pids, int n_pids);
+
 int cmd_export(struct cli *c, int argc, char **argv)
 {
-	const char *listen = NULL, *textfile = NULL;
+	const char *listen = NULL, *textfile = NULL, *observe = NULL;
 	double interval = 15;
 	int count = -1, pids[64], n_pids = 0;
 	char *end;
@@ -182,6 +226,8 @@ int cmd_export(struct cli *c, int argc, char **argv)
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--listen") && i + 1 < argc) {
 			listen = argv[++i];
+		} else if (!strcmp(argv[i], "--observe") && i + 1 < argc) {
+			observe = argv[++i];
 		} else if (!strcmp(argv[i], "--textfile") && i + 1 < argc) {
 			textfile = argv[++i];
 		} else if (!strcmp(argv[i], "--interval") && i + 1 < argc) {
@@ -196,11 +242,50 @@ int cmd_export(struct cli *c, int argc, char **argv)
 			pids[n_pids++] = cli_parse_pid(argv[i]);
 		} else {
 			return cli_usage_error("usage: export [--listen ADDR:PORT | --textfile PATH] "
-					       "[--interval S] [--count N] [PID...]");
+					       "[--interval S] [--count N] [--observe io,net,sched,gpu] [PID...]");
 		}
 	}
 	if (listen && textfile)
 		return cli_usage_error("--listen and --textfile exclude each other");
+	if (observe) {
+#ifdef NCCLBPF_HAVE_OBSERVE
+		struct nbpf_obs_opts o = { .mode = OBS_MODE_PIDS, .strict = true };
+		int *live = NULL, n = n_pids;
+
+		if (nbpf_obs_parse_sets(observe, &o.probes))
+			return cli_usage_error("export: %s", ncclbpf_errmsg());
+		if (!n_pids) {
+			n = nbpf_ctl_list_pids(&live);
+			if (n <= 0) {
+				fprintf(stderr, "ncclbpf: export --observe: no process runs the plugin; name pids\n");
+				return CLI_NO;
+			}
+		}
+		o.pids = n_pids ? pids : live;
+		o.n_pids = n;
+		nbpf_obs_opts_env(&o);
+		if (nbpf_obs_open(&o, &g_obs)) {
+			free(live);
+			fprintf(stderr, "ncclbpf: export --observe: %s\n", ncclbpf_errmsg());
+			return CLI_NO;
+		}
+		free(live);
+		int rc = export_run(listen, textfile, interval, count, pids, n_pids);
+
+		nbpf_obs_close(g_obs);
+		g_obs = NULL;
+		return rc;
+#else
+		fprintf(stderr, "ncclbpf: export --observe: this build has no kernel probes\n");
+		return CLI_NO;
+#endif
+	}
+	return export_run(listen, textfile, interval, count, pids, n_pids);
+}
+
+static int export_run(const char *listen, const char *textfile, double interval, int count,
+		      const int *pids, int n_pids)
+{
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGPIPE, SIG_IGN);

@@ -87,6 +87,24 @@ print("ok   json run: %d samples, %d off-CPU periods" % (len(lines), total))
 	echo "FAIL json run: $out"
 	fail=1
 fi
+# The exporter serves the kernel-side series in the same exposition, promtool-clean.
+sh -c 'i=0; while [ $i -lt 100 ]; do i=$((i+1)); sleep 0.01; done' &
+bg=$!
+tmp=$(mktemp -d)
+if ! "$BIN" export --observe io,net,sched $bg --textfile "$tmp/m.prom" --count 2 --interval 0.4; then
+	echo "FAIL export --observe"
+	fail=1
+elif ! grep -q "^ncclbpf_offcpu_seconds_count{pid=\"$bg\",process=\"sh\"} [1-9]" "$tmp/m.prom"; then
+	echo "FAIL export --observe: no off-CPU series for $bg"
+	fail=1
+elif command -v promtool >/dev/null 2>&1 && ! promtool check metrics < "$tmp/m.prom"; then
+	echo "FAIL promtool check metrics"
+	fail=1
+else
+	echo "ok   export --observe: $(grep -c '^ncclbpf_' "$tmp/m.prom") samples, promtool clean"
+fi
+wait $bg
+rm -rf "$tmp"
 after=$(settled "$base")
 if [ "$after" -gt "$base" ]; then
 	echo "FAIL programs left after the run: $base before, $after after"
