@@ -19,14 +19,16 @@ uint64_t nbpf_obs__lost(struct nbpf_obs *obs);
 
 /*
  * Copies every entry of map name into *arr as (key, value) records of
- * rec_size bytes with the key first and the value at val_off.
+ * rec_size bytes with the key first and the value at val_off.  Per-CPU
+ * values (all u64 fields) are summed over the CPUs.
  */
 static int dump_map(struct bpf_object *obj, const char *name, void **arr, size_t *n,
 		    size_t rec_size, size_t key_size, size_t val_off)
 {
 	struct bpf_map *m = obj ? bpf_object__find_map_by_name(obj, name) : NULL;
 	unsigned char key[64], next[64];
-	size_t cap = 0;
+	size_t cap = 0, vsize = rec_size - val_off, ncpu = 1;
+	uint64_t *pcpu = NULL;
 	void *prev = NULL;
 	int fd;
 
@@ -35,25 +37,47 @@ static int dump_map(struct bpf_object *obj, const char *name, void **arr, size_t
 	if (!m)
 		return 0;
 	fd = bpf_map__fd(m);
+	if (bpf_map__type(m) == BPF_MAP_TYPE_PERCPU_HASH) {
+		int nc = libbpf_num_possible_cpus();
+
+		if (nc <= 0 || vsize % 8)
+			return nbpf_err(-EINVAL, "%s: cannot read per-CPU values", name);
+		ncpu = (size_t)nc;
+		pcpu = malloc(ncpu * vsize);
+		if (!pcpu)
+			return nbpf_err(-ENOMEM, "out of memory");
+	}
 	while (!bpf_map_get_next_key(fd, prev, next)) {
 		unsigned char *rec;
 
 		if (*n == cap) {
 			void *p = realloc(*arr, (cap = cap ? cap * 2 : 32) * rec_size);
 
-			if (!p)
+			if (!p) {
+				free(pcpu);
 				return nbpf_err(-ENOMEM, "out of memory");
+			}
 			*arr = p;
 		}
 		rec = (unsigned char *)*arr + *n * rec_size;
 		memset(rec, 0, rec_size);
 		memcpy(rec, next, key_size);
 		/* An entry deleted between the two calls is simply skipped. */
-		if (!bpf_map_lookup_elem(fd, next, rec + val_off))
+		if (!pcpu) {
+			if (!bpf_map_lookup_elem(fd, next, rec + val_off))
+				(*n)++;
+		} else if (!bpf_map_lookup_elem(fd, next, pcpu)) {
+			uint64_t *sum = (uint64_t *)(void *)(rec + val_off);
+
+			for (size_t c = 0; c < ncpu; c++)
+				for (size_t w = 0; w < vsize / 8; w++)
+					sum[w] += pcpu[c * (vsize / 8) + w];
 			(*n)++;
+		}
 		memcpy(key, next, key_size);
 		prev = key;
 	}
+	free(pcpu);
 	return 0;
 }
 

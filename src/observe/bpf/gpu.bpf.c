@@ -9,7 +9,7 @@
 #include "observe.bpf.h"
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
 	__uint(max_entries, 1024);
 	__type(key, __u32); /* tgid */
 	__type(value, struct obs_gpu_val);
@@ -86,7 +86,7 @@ int gpu_sync_exit(void *ctx)
 
 	if (!d || !(v = gpu_val()))
 		return 0;
-	obs_hist_add(&v->sync, d);
+	obs_hist_add_atomic(&v->sync, d);
 	if (d > obs_cfg.outlier_ns)
 		obs_outlier(OBS_EV_SYNC, id >> 32, (__u32)id, d, 0, 0);
 	return 0;
@@ -107,7 +107,7 @@ int gpu_copy_exit(void *ctx)
 	struct obs_gpu_val *v;
 
 	if (d && (v = gpu_val()))
-		obs_hist_add(&v->copy, d);
+		obs_hist_add_atomic(&v->copy, d);
 	return 0;
 }
 

@@ -27,7 +27,7 @@ struct {
 } rq_start SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
 	__uint(max_entries, 1024);
 	__type(key, struct obs_blk_key);
 	__type(value, struct obs_blk_val);
@@ -46,14 +46,14 @@ struct {
 } uring_start SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
 	__uint(max_entries, 1024);
 	__type(key, struct obs_uring_key);
 	__type(value, struct obs_hist);
 } uring SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
 	__uint(max_entries, 1024);
 	__type(key, __u32); /* tgid */
 	__type(value, struct obs_pcache_val);
@@ -129,11 +129,11 @@ int BPF_PROG(io_block_complete, struct request *rq, blk_status_t error, unsigned
 		obs_hist_add(&v->lat, lat);
 		obs_hist_add(&v->size, bytes);
 		if (bytes < OBS_SMALL_IO)
-			__sync_fetch_and_add(&v->small, 1);
+			v->small += 1;
 		if ((off | bytes) & (OBS_ALIGN - 1))
-			__sync_fetch_and_add(&v->unaligned, 1);
+			v->unaligned += 1;
 		if (error)
-			__sync_fetch_and_add(&v->errors, 1);
+			v->errors += 1;
 	}
 	if (lat > obs_cfg.outlier_ns)
 		obs_outlier(OBS_EV_BLOCK, s->tgid, s->tid, lat, k.dev, bytes);
@@ -210,7 +210,7 @@ int io_pcache_get(struct trace_event_raw_mm_filemap_op_page_cache_range *ctx)
 		return 0;
 	v = obs_lookup_init(&pcache, &tgid, &zero);
 	if (v)
-		__sync_fetch_and_add(&v->accessed, ctx->last_index - ctx->index + 1);
+		v->accessed += ctx->last_index - ctx->index + 1;
 	return 0;
 }
 
@@ -227,6 +227,6 @@ int io_pcache_add(struct trace_event_raw_mm_filemap_op_page_cache *ctx)
 		pages = 1ULL << (BPF_CORE_READ(ctx, order) & 31);
 	v = obs_lookup_init(&pcache, &tgid, &zero);
 	if (v)
-		__sync_fetch_and_add(&v->added, pages);
+		v->added += pages;
 	return 0;
 }

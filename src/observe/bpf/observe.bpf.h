@@ -95,7 +95,23 @@ static __always_inline __u32 obs_log2(__u64 v)
 	return r;
 }
 
+/*
+ * Aggregates live in per-CPU maps: plain adds, no locked instruction and no
+ * cache line shared between CPUs; user space sums the CPUs when it reads.
+ */
 static __always_inline void obs_hist_add(struct obs_hist *h, __u64 v)
+{
+	__u32 s = obs_log2(v);
+
+	if (s >= OBS_HIST_SLOTS)
+		s = OBS_HIST_SLOTS - 1;
+	h->slot[s]++;
+	h->count++;
+	h->sum += v;
+}
+
+/* The same where a program can be preempted by another on its CPU (uprobes). */
+static __always_inline void obs_hist_add_atomic(struct obs_hist *h, __u64 v)
 {
 	__u32 s = obs_log2(v);
 

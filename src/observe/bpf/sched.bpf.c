@@ -8,22 +8,24 @@
 
 #define TASK_RUNNING_ 0
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u32);  /* tid */
-	__type(value, __u64);
-} wake_ts SEC(".maps");
+/*
+ * When a job thread became runnable (woken or preempted) and when it
+ * blocked: in the task itself (task storage), so the hot sched_switch path
+ * allocates and frees nothing, and the record dies with the thread.
+ */
+struct task_ts {
+	__u64 wake, off;
+};
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u32);  /* tid */
-	__type(value, __u64);
-} off_ts SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct task_ts);
+} task_ts SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
 	__uint(max_entries, 1024);
 	__type(key, __u32);  /* tgid */
 	__type(value, struct obs_sched_val);
@@ -39,19 +41,23 @@ struct {
 
 const struct obs_sched_val sched_zero = {};
 
-static __always_inline void mark(void *map, struct task_struct *p)
+static __always_inline void mark(struct task_struct *p, bool blocked)
 {
-	__u32 tid = p->pid;
-	__u64 ts = bpf_ktime_get_ns();
+	struct task_ts *t = bpf_task_storage_get(&task_ts, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 
-	bpf_map_update_elem(map, &tid, &ts, BPF_ANY);
+	if (!t)
+		return;
+	if (blocked)
+		t->off = bpf_ktime_get_ns();
+	else
+		t->wake = bpf_ktime_get_ns();
 }
 
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(sched_wake, struct task_struct *p)
 {
 	if (obs_is_target(p))
-		mark(&wake_ts, p);
+		mark(p, false);
 	return 0;
 }
 
@@ -59,7 +65,7 @@ SEC("tp_btf/sched_wakeup_new")
 int BPF_PROG(sched_wake_new, struct task_struct *p)
 {
 	if (obs_is_target(p))
-		mark(&wake_ts, p);
+		mark(p, false);
 	return 0;
 }
 
@@ -77,33 +83,34 @@ static __always_inline unsigned int task_state(struct task_struct *t)
 SEC("tp_btf/sched_switch")
 int BPF_PROG(sched_sw, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	__u64 now, *ts, d;
-	__u32 tid, tgid;
 	struct obs_sched_val *v;
+	struct task_ts *t;
+	__u64 now, d;
+	__u32 tgid;
 
 	if (obs_is_target(prev))
-		mark(task_state(prev) == TASK_RUNNING_ ? (void *)&wake_ts : (void *)&off_ts, prev);
+		mark(prev, task_state(prev) != TASK_RUNNING_);
 	if (!obs_is_target(next))
 		return 0;
+	t = bpf_task_storage_get(&task_ts, next, 0, 0);
+	if (!t || !(t->wake | t->off))
+		return 0;
 	now = bpf_ktime_get_ns();
-	tid = next->pid;
 	tgid = next->tgid;
 	v = obs_lookup_init(&sched, &tgid, &sched_zero);
 	if (!v)
 		return 0;
-	ts = bpf_map_lookup_elem(&wake_ts, &tid);
-	if (ts) {
-		d = now - *ts;
+	if (t->wake) {
+		d = now - t->wake;
 		obs_hist_add(&v->runq, d);
 		if (d > obs_cfg.outlier_ns)
-			obs_outlier(OBS_EV_RUNQ, tgid, tid, d, 0, 0);
-		bpf_map_delete_elem(&wake_ts, &tid);
+			obs_outlier(OBS_EV_RUNQ, tgid, next->pid, d, 0, 0);
+		t->wake = 0;
 	}
-	ts = bpf_map_lookup_elem(&off_ts, &tid);
-	if (ts) {
-		d = now - *ts;
+	if (t->off) {
+		d = now - t->off;
 		obs_hist_add(&v->offcpu, d);
-		bpf_map_delete_elem(&off_ts, &tid);
+		t->off = 0;
 	}
 	return 0;
 }
@@ -132,10 +139,10 @@ int BPF_PROG(sched_migrate, struct task_struct *p, int dest_cpu)
 	v = obs_lookup_init(&sched, &tgid, &sched_zero);
 	if (!v)
 		return 0;
-	__sync_fetch_and_add(&v->migrations, 1);
+	v->migrations += 1;
 	ns = bpf_map_lookup_elem(&cpu_node, &src);
 	nd = bpf_map_lookup_elem(&cpu_node, &dst);
 	if (ns && nd && *ns != *nd)
-		__sync_fetch_and_add(&v->cross_node, 1);
+		v->cross_node += 1;
 	return 0;
 }
