@@ -317,6 +317,8 @@ static void print_status(struct nbpf_obs *obs, FILE *f)
 		else if (st->missing[0])
 			fprintf(f, "ncclbpf: observe: %s: attached without %s\n", nbpf_obs_set_name(set),
 				st->missing);
+		if (st->attached && st->via[0])
+			fprintf(f, "ncclbpf: observe: %s: %s\n", nbpf_obs_set_name(set), st->via);
 	}
 }
 
@@ -341,6 +343,8 @@ static void print_json(struct obs_state *s, struct nbpf_obs *obs, const struct n
 		fprintf(f, "%s\"%s\":{\"attached\":%s,\"missing\":", n++ ? "," : "",
 			nbpf_obs_set_name(set), st->attached ? "true" : "false");
 		cli_json_str(f, st->attached ? st->missing : st->error);
+		fprintf(f, ",\"via\":");
+		cli_json_str(f, st->via);
 		fputc('}', f);
 	}
 	fprintf(f, "},\"events_lost\":%" PRIu64 ",\"processes\":[", d->events_lost);

@@ -34,7 +34,13 @@
 #define DEFAULT_BTF "/sys/kernel/btf/vmlinux"
 #define MAX_LINKS 64
 
-enum attach_kind { TP_BTF, TP, UPROBE };
+/*
+ * TP_BTF: typed raw tracepoint (BTF args, the call cost of fentry, a stable
+ * name); TP: classic tracepoint; FENTRY: fentry/fexit on a kernel function
+ * (tp names the function), for kernels whose tracepoint is missing;
+ * UPROBE: attached by hand to libcuda's symbols.
+ */
+enum attach_kind { TP_BTF, TP, FENTRY, UPROBE };
 
 struct prog_spec {
 	const char *prog;
@@ -49,6 +55,7 @@ static const struct prog_spec io_specs[] = {
 	{ "io_block_issue", TP_BTF, "block", "block_rq_issue", "block latency", "issue", true },
 	{ "io_block_complete", TP_BTF, "block", "block_rq_complete", "block latency", "complete", true },
 	{ "io_block_start", TP_BTF, "block", "block_io_start", "block submitter attribution", "start", false },
+	{ "io_block_start_fentry", FENTRY, NULL, "__blk_account_io_start", "block submitter attribution", "start", false },
 	{ "io_uring_submit", TP, "io_uring", "io_uring_submit_req", "io_uring latency", "submit", false },
 	{ "io_uring_submit_old", TP, "io_uring", "io_uring_submit_sqe", "io_uring latency", "submit", false },
 	{ "io_uring_done", TP, "io_uring", "io_uring_complete", "io_uring latency", "complete", false },
@@ -59,7 +66,9 @@ static const struct prog_spec io_specs[] = {
 
 static const struct prog_spec net_specs[] = {
 	{ "net_send", TP_BTF, "sock", "sock_send_length", "tcp bytes and srtt", "send", true },
+	{ "net_send_fexit", FENTRY, NULL, "tcp_sendmsg", "tcp bytes and srtt", "send", true },
 	{ "net_recv", TP_BTF, "sock", "sock_recv_length", "tcp bytes and srtt", "recv", true },
+	{ "net_recv_fexit", FENTRY, NULL, "tcp_recvmsg", "tcp bytes and srtt", "recv", true },
 	{ "net_retrans", TP_BTF, "tcp", "tcp_retransmit_skb", "tcp retransmits", "retrans", false },
 	{ 0 },
 };
@@ -116,6 +125,7 @@ struct nbpf_obs {
 	struct btf *btf;
 	int targets_fd, events_fd;
 	struct ring_buffer *rb;
+	bool fentry_probed, fentry_ok;
 	nbpf_obs_event_fn ev_fn;
 	void *ev_ctx;
 	char libcuda[4096];
@@ -403,85 +413,157 @@ static void set_unload(struct obs_set *s)
 }
 
 /*
- * Decides which programs of a set load: a signal is on when every slot
- * has at least one present tracepoint.  Returns false when a required
- * signal is off (reason in st->error).
+ * Can this kernel attach fentry/fexit programs?  Kernels may have BTF and
+ * still refuse trampolines (no DYNAMIC_FTRACE_WITH_DIRECT_CALLS, lockdown,
+ * an LSM), so the only reliable test is to attach one: an empty program on
+ * func, loaded and linked and closed again at once.
+ */
+static bool fentry_works(struct nbpf_obs *obs, const char *func)
+{
+	struct bpf_insn insns[] = {
+		{ .code = 0xb7, .dst_reg = 0, .imm = 0 }, /* r0 = 0 */
+		{ .code = 0x95 },                         /* exit */
+	};
+	int id = btf__find_by_name_kind(obs->btf, func, BTF_KIND_FUNC), pfd, lfd;
+	LIBBPF_OPTS(bpf_prog_load_opts, po, .expected_attach_type = BPF_TRACE_FENTRY);
+
+	if (obs->fentry_probed)
+		return obs->fentry_ok;
+	obs->fentry_probed = true;
+	if (id <= 0)
+		return false;
+	po.attach_btf_id = (__u32)id;
+	pfd = bpf_prog_load(BPF_PROG_TYPE_TRACING, "obs_fentry_probe", "GPL", (void *)insns, 2, &po);
+	if (pfd < 0)
+		return false;
+	lfd = bpf_link_create(pfd, 0, BPF_TRACE_FENTRY, NULL);
+	obs->fentry_ok = lfd >= 0;
+	if (lfd >= 0)
+		close(lfd);
+	close(pfd);
+	return obs->fentry_ok;
+}
+
+/* Is sp's attach point available?  If not, why, in words, into why. */
+static bool spec_present(struct nbpf_obs *obs, const struct prog_spec *sp, bool have_cuda,
+			 bool have_majors, char *why, size_t n)
+{
+	char nb[160];
+	const char *name;
+
+	if (sp->kind == UPROBE) {
+		if (!have_cuda)
+			snprintf(why, n, "libcuda not found");
+		return have_cuda;
+	}
+	if (sp->kind == TP && !strcmp(sp->cat, "syscalls") && !have_majors) {
+		snprintf(why, n, "no /dev/nvidia* devices");
+		return false;
+	}
+	name = tp_name(obs, sp->tp, nb, sizeof(nb));
+	if (sp->kind == FENTRY) {
+		if (btf__find_by_name_kind(obs->btf, name, BTF_KIND_FUNC) <= 0) {
+			snprintf(why, n, "no kernel function %s", name);
+			return false;
+		}
+		if (!fentry_works(obs, name)) {
+			snprintf(why, n, "%s: this kernel refuses fentry/fexit attachment", name);
+			return false;
+		}
+		return true;
+	}
+	if (!tp_present(obs, sp, name)) {
+		snprintf(why, n, "no tracepoint %s/%s in this kernel", sp->cat, name);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Decides which programs of a set load.  The specs of one signal and slot
+ * are alternatives in order of preference; the first present one loads.
+ * A signal is on when each of its slots has one.  Returns false when a
+ * required signal is off (reason in st->error).
  */
 static bool set_select(struct nbpf_obs *obs, int set, bool have_cuda, bool have_majors)
 {
 	struct obs_set *s = &obs->sets[set];
 	struct nbpf_obs_status *st = &obs->st[set];
-	const struct prog_spec *specs = s->specs;
-	bool on[16] = { 0 }, ok = true;
+	const struct prog_spec *sp = s->specs;
+	bool load[24] = { 0 }, ok = true;
+	int n = 0;
 
-	for (int i = 0; specs[i].prog; i++) {
-		const struct prog_spec *sp = &specs[i];
-		bool sig_on = true;
-		char why[256] = "";
+	while (sp[n].prog)
+		n++;
+	for (int i = 0; i < n; i++) {
+		bool first_of_signal = true, on = true;
+		char reasons[512] = "", via[256] = "";
 
-		/* Every slot of this signal needs one present alternative. */
-		for (int j = 0; specs[j].prog && sig_on; j++) {
-			bool slot_ok = false;
-			const char *first_missing = NULL;
-			char nb[160];
-
-			if (strcmp(specs[j].signal, sp->signal))
-				continue;
-			for (int k = 0; specs[k].prog; k++) {
-				const char *name;
-
-				if (strcmp(specs[k].signal, sp->signal) || strcmp(specs[k].slot, specs[j].slot))
-					continue;
-				if (specs[k].kind == UPROBE) {
-					slot_ok = have_cuda;
-					if (!slot_ok)
-						snprintf(why, sizeof(why), "libcuda not found");
-					continue;
-				}
-				if (specs[k].kind == TP && !strcmp(specs[k].cat, "syscalls") && !have_majors) {
-					snprintf(why, sizeof(why), "no /dev/nvidia* devices");
-					continue;
-				}
-				name = tp_name(obs, specs[k].tp, nb, sizeof(nb));
-				if (tp_present(obs, &specs[k], name))
-					slot_ok = true;
-				else if (!first_missing) {
-					first_missing = specs[k].tp;
-					snprintf(why, sizeof(why), "no tracepoint %s/%s in this kernel",
-						 specs[k].cat, name);
-				}
-			}
-			sig_on = slot_ok;
-		}
-		on[i] = sig_on;
-		if (!sig_on) {
-			/* Report each missing signal once. */
+		for (int j = 0; j < i && first_of_signal; j++)
+			first_of_signal = strcmp(sp[j].signal, sp[i].signal) != 0;
+		if (!first_of_signal)
+			continue;
+		/* Each slot of this signal: its first present alternative, tried in order. */
+		for (int j = i; j < n; j++) {
+			char first_why[192] = "", slot_why[384] = "";
+			int pick = -1, first = -1;
 			bool seen = false;
 
-			for (int j = 0; j < i && !seen; j++)
-				seen = !strcmp(specs[j].signal, sp->signal);
-			if (!seen) {
-				if (sp->required) {
-					append(st->error, sizeof(st->error), "%s: %s", sp->signal, why);
-					ok = false;
-				} else {
-					append(st->missing, sizeof(st->missing), "%s (%s)", sp->signal, why);
+			if (strcmp(sp[j].signal, sp[i].signal))
+				continue;
+			for (int k = i; k < j && !seen; k++)
+				seen = !strcmp(sp[k].signal, sp[i].signal) && !strcmp(sp[k].slot, sp[j].slot);
+			if (seen)
+				continue;
+			for (int k = j; k < n && pick < 0; k++) {
+				char why[192] = "";
+
+				if (strcmp(sp[k].signal, sp[i].signal) || strcmp(sp[k].slot, sp[j].slot))
+					continue;
+				if (spec_present(obs, &sp[k], have_cuda, have_majors, why, sizeof(why))) {
+					pick = k;
+					break;
 				}
+				if (first < 0) {
+					first = k;
+					snprintf(first_why, sizeof(first_why), "%s", why);
+				}
+				if (!strstr(slot_why, why))
+					append(slot_why, sizeof(slot_why), "%s", why);
 			}
+			if (pick < 0) {
+				on = false;
+				if (!strstr(reasons, slot_why))
+					append(reasons, sizeof(reasons), "%s", slot_why);
+				continue;
+			}
+			load[pick] = true;
+			if (first >= 0 && sp[pick].kind == FENTRY)
+				append(via, sizeof(via), "%s via %s (%s)", sp[i].signal, sp[pick].prog, first_why);
+		}
+		if (!on) {
+			for (int j = i; j < n; j++)
+				if (!strcmp(sp[j].signal, sp[i].signal))
+					load[j] = false;
+			if (sp[i].required) {
+				append(st->error, sizeof(st->error), "%s: %s", sp[i].signal, reasons);
+				ok = false;
+			} else {
+				append(st->missing, sizeof(st->missing), "%s (%s)", sp[i].signal, reasons);
+			}
+		} else if (via[0]) {
+			append(st->via, sizeof(st->via), "%s", via);
 		}
 	}
-	for (int i = 0; specs[i].prog; i++) {
-		struct bpf_program *p = bpf_object__find_program_by_name(s->obj, specs[i].prog);
+	for (int i = 0; i < n; i++) {
+		struct bpf_program *p = bpf_object__find_program_by_name(s->obj, sp[i].prog);
 		char nb[160];
 
 		if (!p)
 			continue;
-		/* Of two alternatives only the present one loads. */
-		if (on[i] && specs[i].kind != UPROBE)
-			on[i] = tp_present(obs, &specs[i], tp_name(obs, specs[i].tp, nb, sizeof(nb)));
-		bpf_program__set_autoload(p, on[i]);
-		if (on[i] && specs[i].kind == TP_BTF)
-			bpf_program__set_attach_target(p, 0, tp_name(obs, specs[i].tp, nb, sizeof(nb)));
+		bpf_program__set_autoload(p, load[i]);
+		if (load[i] && (sp[i].kind == TP_BTF || sp[i].kind == FENTRY))
+			bpf_program__set_attach_target(p, 0, tp_name(obs, sp[i].tp, nb, sizeof(nb)));
 	}
 	return ok;
 }
@@ -537,7 +619,8 @@ static int set_attach(struct nbpf_obs *obs, int set)
 			l = bpf_program__attach(p);
 		if ((err = add_link(s, l)))
 			return nbpf_err(err, "%s: attaching %s to %s/%s: %s", set_names[set], sp->prog,
-					sp->cat, tp_name(obs, sp->tp, nb, sizeof(nb)), strerror(-err));
+					sp->cat ? sp->cat : "fentry", tp_name(obs, sp->tp, nb, sizeof(nb)),
+					strerror(-err));
 	}
 	if (set == NBPF_OBS_GPU && obs->libcuda[0]) {
 		int n = attach_uprobes(obs, s, "gpu_launch", cu_launch, false);

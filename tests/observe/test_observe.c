@@ -565,6 +565,29 @@ static int test_errors(void)
 		nbpf_obs_close(obs);
 		CHECK(our_progs_settled(base) <= base, "closed: %d programs left", our_progs() - base);
 	}
+	/*
+	 * A missing tracepoint with a fallback: fexit on tcp_sendmsg where the
+	 * kernel attaches fentry/fexit (reported as the route taken), a clear
+	 * error naming both where it does not.
+	 */
+	{
+		struct nbpf_obs *obs = NULL;
+
+		o.probes = 1u << NBPF_OBS_NET;
+		o.tp_rename = "sock_send_length=no_such_tracepoint";
+		if (!nbpf_obs_open(&o, &obs)) {
+			const struct nbpf_obs_status *st = nbpf_obs_status(obs, NBPF_OBS_NET);
+
+			printf("errors: net without sock_send_length -> %s\n", st->via);
+			CHECK(strstr(st->via, "net_send_fexit"), "fallback not reported: '%s'", st->via);
+		} else {
+			printf("errors: net without sock_send_length -> %s\n", ncclbpf_errmsg());
+			CHECK(strstr(ncclbpf_errmsg(), "sock/no_such_tracepoint") &&
+			      strstr(ncclbpf_errmsg(), "tcp_sendmsg"), "message names both attach points");
+		}
+		nbpf_obs_close(obs);
+		CHECK(our_progs_settled(base) <= base, "net fallback: %d programs left", our_progs() - base);
+	}
 	/* Without privileges: a child that dropped every capability. */
 	{
 		pid_t pid = fork();

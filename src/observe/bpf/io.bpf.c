@@ -81,6 +81,14 @@ int BPF_PROG(io_block_start, struct request *rq)
 	return 0;
 }
 
+/* Kernels before block_io_start (6.5): the accounting function it replaced. */
+SEC("fentry/__blk_account_io_start")
+int BPF_PROG(io_block_start_fentry, struct request *rq)
+{
+	rq_claim(rq);
+	return 0;
+}
+
 SEC("tp_btf/block_rq_issue")
 int BPF_PROG(io_block_issue, struct request *rq)
 {

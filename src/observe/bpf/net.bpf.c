@@ -112,6 +112,46 @@ int BPF_PROG(net_recv, struct sock *sk, int ret, int flags)
 	return 0;
 }
 
+/*
+ * Kernels before sock_send_length/sock_recv_length (6.3): fexit on TCP's
+ * sendmsg/recvmsg.  The return value is read with bpf_get_func_ret, since
+ * tcp_recvmsg's argument count changed (5.19).
+ */
+static __always_inline void count_fexit(void *ctx, struct sock *sk, bool send)
+{
+	struct obs_conn *c;
+	__u64 ret = 0;
+
+	if (bpf_get_func_ret(ctx, &ret) || (__s64)ret <= 0 || !is_tcp(sk) ||
+	    !obs_current_is_target())
+		return;
+	c = conn_get(sk);
+	if (!c)
+		return;
+	if (send) {
+		__sync_fetch_and_add(&c->bytes_sent, ret);
+		__sync_fetch_and_add(&c->sends, 1);
+	} else {
+		__sync_fetch_and_add(&c->bytes_recv, ret);
+		__sync_fetch_and_add(&c->recvs, 1);
+	}
+	conn_rtt(c, sk);
+}
+
+SEC("fexit/tcp_sendmsg")
+int net_send_fexit(unsigned long long *ctx)
+{
+	count_fexit(ctx, (struct sock *)ctx[0], true);
+	return 0;
+}
+
+SEC("fexit/tcp_recvmsg")
+int net_recv_fexit(unsigned long long *ctx)
+{
+	count_fexit(ctx, (struct sock *)ctx[0], false);
+	return 0;
+}
+
 SEC("tp_btf/tcp_retransmit_skb")
 int BPF_PROG(net_retrans, const struct sock *sk)
 {
