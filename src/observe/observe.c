@@ -21,7 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include "runtime/error.h"
@@ -679,25 +681,34 @@ static int fill_numa(struct nbpf_obs *obs, struct obs_set *s)
 	return 0;
 }
 
+/*
+ * The v2 cgroup id is the directory's inode number; its level is its depth
+ * below the cgroup2 mount (wherever that is: /sys/fs/cgroup, or
+ * /sys/fs/cgroup/unified on hybrid systems), found by walking up while the
+ * parent is on the same file system.
+ */
 static int cgroup_target(struct nbpf_obs *obs)
 {
-	struct stat sb;
 	const char *p = obs->o.cgroup;
-	int level = 0;
+	struct statfs fs;
+	struct stat sb, up;
 	char real[4096];
+	int level = 0;
 
 	if (!p || stat(p, &sb) || !S_ISDIR(sb.st_mode))
 		return nbpf_err(-ENOENT, "cgroup %s: not a directory", p ? p : "(none)");
+	if (statfs(p, &fs) || fs.f_type != CGROUP2_SUPER_MAGIC)
+		return nbpf_err(-EINVAL, "cgroup %s: not a cgroup v2 directory", p);
 	if (!realpath(p, real))
 		return nbpf_err(-errno, "cgroup %s: %s", p, strerror(errno));
-	/* The v2 id is the directory's inode number; its depth counts from the mount. */
-	if (strncmp(real, "/sys/fs/cgroup", 14) || (real[14] && real[14] != '/'))
-		return nbpf_err(-EINVAL, "cgroup %s: not under /sys/fs/cgroup (cgroup v2)", p);
-	for (const char *c = real + 14; *c; c++)
-		if (*c == '/' && c[1])
-			level++;
+	for (char *slash = strrchr(real, '/'); slash && slash != real; slash = strrchr(real, '/')) {
+		*slash = 0;
+		if (stat(real, &up) || up.st_dev != sb.st_dev)
+			break;
+		level++;
+	}
 	obs->cfg.cg_id = sb.st_ino;
-	obs->cfg.cg_level = (__u32)level;
+	obs->cfg.cg_level = (obs_u32)level;
 	return 0;
 }
 

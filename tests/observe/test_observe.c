@@ -12,6 +12,8 @@
  *                        which re-sends without counting a retransmit)
  *   test_observe sched   pipe ping-pong and affinity-forced migrations
  *   test_observe gpu     uprobes on a stand-in libcuda, ioctls on a device
+ *   test_observe targets --cgroup (a nested v2 cgroup the test makes) and
+ *                        --comm select exactly the processes inside
  *   test_observe errors  missing BTF, missing tracepoint, no privileges:
  *                        clear errors and no program left loaded
  *
@@ -33,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -478,6 +481,113 @@ static int test_gpu(const char *libcuda)
 	return failures ? 1 : 0;
 }
 
+/* ---- targets ---------------------------------------------------------------- */
+
+/* A child that waits for go, optionally renames itself, then sleeps n times. */
+static pid_t sleeper(int go_fd, const char *name, int n)
+{
+	pid_t pid = fork();
+	char c;
+
+	if (pid)
+		return pid;
+	if (name)
+		prctl(PR_SET_NAME, name);
+	if (read(go_fd, &c, 1) != 1)
+		_exit(1);
+	for (int i = 0; i < n; i++)
+		usleep(1000);
+	_exit(0);
+}
+
+static const struct obs_sched_val *sched_of(const struct nbpf_obs_snap *s, pid_t pid)
+{
+	for (size_t i = 0; i < s->n_sched; i++)
+		if (s->sched[i].tgid == (uint32_t)pid)
+			return &s->sched[i].v;
+	return NULL;
+}
+
+/* Runs an inside and an outside sleeper under opts; only the inside one may be counted. */
+static void targets_case(struct nbpf_obs_opts *o, const char *what, const char *cg_procs,
+			 const char *in_name, const char *out_name)
+{
+	int go[2];
+	pid_t in, out;
+	struct nbpf_obs *obs = NULL;
+	struct nbpf_obs_snap s;
+	const struct obs_sched_val *vi, *vo;
+
+	pipe(go);
+	in = sleeper(go[0], in_name, 50);
+	out = sleeper(go[0], out_name, 50);
+	if (cg_procs) {
+		FILE *f = fopen(cg_procs, "w");
+
+		CHECK(f && fprintf(f, "%d\n", (int)in) > 0 && !fclose(f), "moving %d into %s", (int)in,
+		      cg_procs);
+	}
+	usleep(20000); /* the renames happen before observe starts */
+	CHECK(!nbpf_obs_open(o, &obs), "%s: %s", what, ncclbpf_errmsg());
+	write(go[1], "gg", 2);
+	waitpid(in, NULL, 0);
+	waitpid(out, NULL, 0);
+	close(go[0]);
+	close(go[1]);
+	if (!obs)
+		return;
+	CHECK(!nbpf_obs_snapshot(obs, &s), "snapshot");
+	vi = sched_of(&s, in);
+	vo = sched_of(&s, out);
+	printf("targets: %s: inside %llu off-CPU periods, outside %s\n", what,
+	       vi ? (unsigned long long)vi->offcpu.count : 0ULL, vo ? "counted" : "not counted");
+	CHECK(vi && vi->offcpu.count >= 50, "%s: inside process not counted", what);
+	CHECK(!vo, "%s: outside process counted", what);
+	CHECK(!sched_of(&s, getpid()), "%s: the test itself counted", what);
+	nbpf_obs_snap_free(&s);
+	nbpf_obs_close(obs);
+}
+
+static int test_targets(void)
+{
+	struct nbpf_obs_opts o = { .probes = 1u << NBPF_OBS_SCHED, .strict = true };
+	char mnt[256] = "", outer[512], inner[600], procs[700], line[1024];
+	FILE *m = fopen("/proc/mounts", "r");
+
+	while (m && fgets(line, sizeof(line), m)) {
+		char dev[256], dir[256], type[64];
+
+		if (sscanf(line, "%255s %255s %63s", dev, dir, type) == 3 && !strcmp(type, "cgroup2")) {
+			snprintf(mnt, sizeof(mnt), "%s", dir);
+			break;
+		}
+	}
+	if (m)
+		fclose(m);
+	o.mode = OBS_MODE_COMM;
+	o.comm = "obs-comm-in";
+	targets_case(&o, "comm", NULL, "obs-comm-in", "obs-comm-out");
+	if (!mnt[0]) {
+		printf("SKIP targets cgroup part: no cgroup2 mount\n");
+		return failures ? 1 : 0;
+	}
+	/* The selection covers descendants: watch the outer directory, run inside the inner one. */
+	snprintf(outer, sizeof(outer), "%s/ncclbpf-observe-%d", mnt, (int)getpid());
+	snprintf(inner, sizeof(inner), "%s/inner", outer);
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", inner);
+	if (mkdir(outer, 0755) || mkdir(inner, 0755)) {
+		printf("SKIP targets cgroup part: cannot create %s: %s\n", inner, strerror(errno));
+		rmdir(outer);
+		return failures ? 1 : 0;
+	}
+	o.mode = OBS_MODE_CGROUP;
+	o.cgroup = outer;
+	targets_case(&o, "cgroup", procs, NULL, NULL);
+	rmdir(inner);
+	rmdir(outer);
+	return failures ? 1 : 0;
+}
+
 /* ---- errors ------------------------------------------------------------------ */
 
 /* Programs of ours loaded in the kernel right now (by name prefix). */
@@ -628,6 +738,8 @@ int main(int argc, char **argv)
 		return test_sched();
 	if (!strcmp(argv[1], "gpu") && argc > 2)
 		return test_gpu(argv[2]);
+	if (!strcmp(argv[1], "targets"))
+		return test_targets();
 	if (!strcmp(argv[1], "errors"))
 		return test_errors();
 	return 2;
