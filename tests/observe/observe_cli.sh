@@ -44,6 +44,9 @@ expect help 0 "usage: ncclbpf observe" "$BIN" observe --help
 expect bad-arg 2 "unknown argument" "$BIN" observe --bogus
 expect two-targets 2 "exclude each other" "$BIN" observe --pid 1 --comm x
 expect bad-probes 2 "unknown probe set 'disk'" "$BIN" observe --pid 1 --probes io,disk
+expect bad-cgroup 1 "cgroup /nonexistent/cg: not a directory" "$BIN" observe --cgroup /nonexistent/cg --duration 1
+expect not-cgroup2 1 "not a cgroup v2 directory" "$BIN" observe --cgroup /tmp --duration 1
+expect long-comm 2 "1 to 15 characters" "$BIN" observe --comm 0123456789abcdefXYZ
 expect unknown-pid 1 "pid 999999999: no such process" "$BIN" observe --pid 999999999 --duration 1
 expect no-btf 1 "kernel BTF /nonexistent/vmlinux" "$BIN" observe --pid 1 --btf /nonexistent/vmlinux --duration 1
 expect no-tracepoint 1 "no tracepoint sched/no_such_tp" \
