@@ -25,12 +25,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "asm.h"
 #include "helpers.h"
 #include "interp.h"
-#include "jit.h"
+#include "jit/jit.h"
 #include "maps/map.h"
 #include "ncclbpf/runtime.h"
+#include "text/asm.h"
 
 #include "../bench_util.h"
 

@@ -31,12 +31,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli/ctl_client.h"
-#include "emu.h"
+#include "control/ctl_client.h"
+#include "control/ctl_proto.h"
+#include "emulator/emu.h"
 #include "epoch.h"
-#include "nccl/ctl_proto.h"
-#include "nccl/host.h"
-#include "nccl/hooks.h"
+#include "host/hooks.h"
+#include "host/host.h"
 #include "ncclbpf/policy.h"
 #include "ncclbpf/runtime.h"
 

@@ -17,7 +17,7 @@
 #include <time.h>
 
 #include "../bench_util.h"
-#include "emu.h"
+#include "emulator/emu.h"
 
 static int cmp(const void *a, const void *b)
 {

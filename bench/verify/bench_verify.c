@@ -17,7 +17,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "nccl/hooks.h"
+#include "host/hooks.h"
 #include "ncclbpf/runtime.h"
 #include "verifier/verifier.h"
 

@@ -9,7 +9,7 @@
  *     clang -O2 -g -target bpf -I include -c policy.bpf.c -o policy.bpf.o
  *
  * The layouts below are the hooks' contexts.  Their sizes, offsets and
- * per-field rights are declared once, in src/nccl/hooks.c, which is what the
+ * per-field rights are declared once, in src/host/hooks.c, which is what the
  * verifier checks programs against; a static assert there pins every offset
  * used here.  This header is also compiled by the host (C11) so both sides
  * share one definition.

@@ -40,7 +40,7 @@ int ncclbpf_errno(void);
 /*
  * A hook contract: everything the loader, verifier, engines, CLI and docs
  * need to know about a place programs attach to.  The NCCL layer declares
- * its hooks once (src/nccl/hooks.c); the runtime only reads them.
+ * its hooks once (src/host/hooks.c); the runtime only reads them.
  */
 enum ncclbpf_field_access {
 	NCCLBPF_FIELD_READ  = 1u << 0,

@@ -41,4 +41,20 @@ int cli_usage_error(const char *fmt, ...);
 /* JSON string literal (quoted, escaped) to f. */
 void cli_json_str(FILE *f, const char *s);
 
+/* ---- helpers shared by the live-process verbs (ctl_util.c) --------------- */
+
+struct nbpf_ctl_rec;
+
+/* Writes rec's fields as JSON members ("k":v,...; numbers and number lists unquoted). */
+void cli_rec_json_fields(FILE *f, const struct nbpf_ctl_rec *rec);
+/* Writes {"kind fields"} for rec. */
+void cli_rec_json(FILE *f, const struct nbpf_ctl_rec *rec);
+/* Parses a pid argument: >0, or -1 when s is not a pid. */
+int cli_parse_pid(const char *s);
+/*
+ * Target processes: pids given, or every live one when argc is 0.  *pids
+ * malloc'ed; returns the count, or a negative errno (message printed).
+ */
+int cli_target_pids(int argc, char **argv, int **pids);
+
 #endif

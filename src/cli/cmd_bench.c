@@ -12,8 +12,8 @@
 #include <time.h>
 
 #include "cli.h"
-#include "emu.h"
-#include "emu_cli.h"
+#include "emulator/emu.h"
+#include "emulator/emu_cli.h"
 
 /*
  * A policy the plugin refuses is only seen through its WARN line, so

@@ -1,7 +1,7 @@
 /*
  * cmd_export.c - `ncclbpf export [--listen ADDR:PORT | --textfile PATH]
  * [--interval S] [--count N] [PID...]`: Prometheus text exposition of the
- * telemetry of every process running the plugin (src/nccl/prom.c).
+ * telemetry of every process running the plugin (src/telemetry/prom.c).
  *
  *   (neither)   print the exposition to stdout (count times, default once)
  *   --textfile  node_exporter's textfile collector: written to a temporary
@@ -25,8 +25,8 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "ctl_client.h"
-#include "ctl_tele.h"
+#include "control/ctl_client.h"
+#include "control/ctl_tele.h"
 #ifdef NCCLBPF_HAVE_OBSERVE
 #include "ncclbpf/runtime.h"
 #include "observe.h"

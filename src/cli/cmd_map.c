@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "ctl_client.h"
+#include "control/ctl_client.h"
 #include "ncclbpf/runtime.h"
 
 static const char *type_name(uint64_t t)

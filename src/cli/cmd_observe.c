@@ -22,8 +22,8 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "ctl_client.h"
-#include "ctl_tele.h"
+#include "control/ctl_client.h"
+#include "control/ctl_tele.h"
 #include "ncclbpf/runtime.h"
 
 static const char usage_text[] =
@@ -236,7 +236,7 @@ static void discover(struct obs_state *s)
 static void proc_nccl(struct proc *p)
 {
 	struct nbpf_tele_set now = { 0 }, d = { 0 };
-	uint64_t hist[NBPF_TELE_LAT_BUCKETS] = { 0 };
+	uint64_t hist[NBPF_LAT_BUCKETS] = { 0 };
 	struct nbpf_ctl_msg m;
 
 	p->nccl_p99_ns = 0;
@@ -252,10 +252,10 @@ static void proc_nccl(struct proc *p)
 	if (!cli_tele_delta(&d, &now, p->tele_seen ? &p->tele_prev : NULL)) {
 		for (size_t i = 0; i < d.n_cells; i++) {
 			p->nccl_calls += d.cells[i].count;
-			for (int b = 0; b < NBPF_TELE_LAT_BUCKETS; b++)
+			for (int b = 0; b < NBPF_LAT_BUCKETS; b++)
 				hist[b] += d.cells[i].hist[b];
 		}
-		p->nccl_p99_ns = nbpf_tele_quantile_ns(hist, NBPF_TELE_LAT_BUCKETS, 0.99);
+		p->nccl_p99_ns = nbpf_tele_quantile_ns(hist, NBPF_LAT_BUCKETS, 0.99);
 	}
 	nbpf_tele_free(&d);
 	nbpf_tele_free(&p->tele_prev);

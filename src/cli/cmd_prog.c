@@ -22,13 +22,13 @@
 #include <string.h>
 
 #include "cli.h"
-#include "disasm.h"
+#include "host/hooks.h"
 #include "interp.h"
-#include "jit.h"
-#include "nccl/hooks.h"
+#include "jit/jit.h"
 #include "ncclbpf/runtime.h"
 #include "object.h"
-#include "rawprog.h"
+#include "text/disasm.h"
+#include "text/rawprog.h"
 
 /* Unverified raw programs get a budget, so a looping program ends with an error. */
 #define RAW_MAX_STEPS (1ull << 27)

@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "cli.h"
-#include "ctl_client.h"
+#include "control/ctl_client.h"
 
 static const char *get(const struct nbpf_ctl_rec *r, const char *k)
 {

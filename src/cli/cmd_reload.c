@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "ctl_client.h"
+#include "control/ctl_client.h"
 
 static uint64_t get_u64(const struct nbpf_ctl_rec *r, const char *k)
 {

@@ -18,8 +18,8 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "ctl_client.h"
-#include "ctl_tele.h"
+#include "control/ctl_client.h"
+#include "control/ctl_tele.h"
 #include "ncclbpf/runtime.h"
 
 static void fmt_ns(char *out, size_t n, double ns)
@@ -93,8 +93,8 @@ static void print_table(const struct nbpf_tele_set *d, double secs, int iter)
 
 		if (!c->count)
 			continue;
-		fmt_ns(p50, sizeof(p50), nbpf_tele_quantile_ns(c->hist, NBPF_TELE_LAT_BUCKETS, 0.50));
-		fmt_ns(p99, sizeof(p99), nbpf_tele_quantile_ns(c->hist, NBPF_TELE_LAT_BUCKETS, 0.99));
+		fmt_ns(p50, sizeof(p50), nbpf_tele_quantile_ns(c->hist, NBPF_LAT_BUCKETS, 0.50));
+		fmt_ns(p99, sizeof(p99), nbpf_tele_quantile_ns(c->hist, NBPF_LAT_BUCKETS, 0.99));
 		fmt_mix(mix, sizeof(mix), c);
 		snprintf(id, sizeof(id), "0x%016" PRIx64, c->comm_id);
 		if (iter == 1)
@@ -135,8 +135,8 @@ static void print_json(const struct nbpf_tele_set *d, double secs, int iter)
 		       "\"mean_ns\":%.0f,\"algbw_gbs\":%.4f,\"busbw_gbs\":%.4f,\"mix\":[",
 		       n++ ? "," : "", c->comm_id, nbpf_tele_coll_name(c->coll),
 		       nbpf_tele_size_name(c->size_cls), c->n_ranks, c->count, c->bytes,
-		       nbpf_tele_quantile_ns(c->hist, NBPF_TELE_LAT_BUCKETS, 0.50),
-		       nbpf_tele_quantile_ns(c->hist, NBPF_TELE_LAT_BUCKETS, 0.99),
+		       nbpf_tele_quantile_ns(c->hist, NBPF_LAT_BUCKETS, 0.50),
+		       nbpf_tele_quantile_ns(c->hist, NBPF_LAT_BUCKETS, 0.99),
 		       (double)c->sum_ns / (double)c->count, algbw,
 		       algbw * nbpf_tele_busbw_factor(c->coll, c->n_ranks));
 		for (int a = 0, m = 0; a < NBPF_TELE_ALGOS; a++)

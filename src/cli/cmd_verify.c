@@ -17,7 +17,7 @@
 #include <time.h>
 
 #include "cli.h"
-#include "nccl/hooks.h"
+#include "host/hooks.h"
 #include "ncclbpf/runtime.h"
 
 struct prog_verdict {

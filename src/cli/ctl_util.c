@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "ctl_client.h"
+#include "control/ctl_client.h"
 #include "ncclbpf/runtime.h"
 
 

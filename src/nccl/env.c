@@ -15,7 +15,8 @@
 #include <string.h>
 
 #include "abi_env.h"
-#include "host.h"
+#include "host/host.h"
+#include "plugin.h"
 
 #define ENV_SLOTS  256
 #define ENV_VALLEN 1024
@@ -35,7 +36,7 @@ static nbpf_nccl_result_t env_init_common(nbpf_nccl_logger_t logger)
 	pthread_mutex_lock(&g_env_lock);
 	if (!g_env_up) {
 		g_slots = calloc(ENV_SLOTS, sizeof(*g_slots));
-		nbpf_host_acquire(logger);
+		nbpf_plugin_acquire(logger);
 		g_env_up = true;
 	}
 	pthread_mutex_unlock(&g_env_lock);
@@ -63,7 +64,7 @@ static nbpf_nccl_result_t env_finalize(void)
 		free(g_slots);
 		g_slots = NULL;
 		g_env_up = false;
-		nbpf_host_release();
+		nbpf_plugin_release();
 	}
 	pthread_mutex_unlock(&g_env_lock);
 	return NBPF_NCCL_SUCCESS;

@@ -30,7 +30,8 @@
 
 #include "abi_profiler.h"
 #include "epoch.h"
-#include "host.h"
+#include "host/host.h"
+#include "plugin.h"
 
 #define PROF_POOL      2048u
 #define PROF_MAX_CTX   1024u
@@ -555,7 +556,7 @@ static nbpf_nccl_result_t prof_init(void **ctx, int abi, uint64_t comm_id, int *
 
 	if (ctx)
 		*ctx = NULL;
-	nbpf_host_acquire(logger);
+	nbpf_plugin_acquire(logger);
 	if (!ctx)
 		goto fail;
 	p = calloc(1, sizeof(*p));
@@ -603,7 +604,7 @@ fail:
 	nbpf_host_log(NBPF_NCCL_LOG_WARN, NBPF_NCCL_INIT | NBPF_NCCL_PROFILE,
 		      "profiler v%d: no context (out of memory or more than %u contexts); events off",
 		      abi, PROF_MAX_CTX);
-	nbpf_host_release();
+	nbpf_plugin_release();
 	return NBPF_NCCL_SUCCESS;
 }
 
@@ -625,7 +626,7 @@ static nbpf_nccl_result_t prof_finalize(void *ctx)
 		nbpf_epoch_synchronize();
 	nbpf_host_comm_remove(p->comm);
 	free(p);
-	nbpf_host_release();
+	nbpf_plugin_release();
 	return NBPF_NCCL_SUCCESS;
 }
 

@@ -16,7 +16,8 @@
 
 #include "abi_tuner.h"
 #include "epoch.h"
-#include "host.h"
+#include "host/host.h"
+#include "plugin.h"
 #include "tuner_core.h"
 
 /*
@@ -55,7 +56,7 @@ static nbpf_nccl_result_t tuner_init_common(void **ctx, int abi, uint64_t comm_i
 	if (!t)
 		return NBPF_NCCL_SYSTEM_ERROR;
 	memset(t, 0, sizeof(*t));
-	nbpf_host_acquire(logger);
+	nbpf_plugin_acquire(logger);
 	t->abi = abi;
 	t->comm_id = comm_id;
 	t->n_ranks = (uint32_t)n_ranks;
@@ -84,7 +85,7 @@ static nbpf_nccl_result_t tuner_fini(void *ctx)
 	nbpf_host_comm_remove(t->comm);
 	nbpf_epoch_reader_free(t->rd);
 	free(t);
-	nbpf_host_release();
+	nbpf_plugin_release();
 	return NBPF_NCCL_SUCCESS;
 }
 

@@ -28,7 +28,7 @@
 #include <string.h>
 
 #include "abi_tuner.h"
-#include "host.h"
+#include "host/host.h"
 #include "insn.h"
 #include "ncclbpf/policy.h"
 

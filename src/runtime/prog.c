@@ -14,7 +14,7 @@
 #include "epoch.h"
 #include "error.h"
 #include "interp.h"
-#include "jit.h"
+#include "jit/jit.h"
 #include "object.h"
 #include "verifier/verifier.h"
 

@@ -12,11 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "asm.h"
 #include "check.h"
-#include "disasm.h"
 #include "ncclbpf/runtime.h"
-#include "rawprog.h"
+#include "text/asm.h"
+#include "text/disasm.h"
+#include "text/rawprog.h"
 
 #ifndef NCCLBPF_CONFORMANCE_DIR
 #define NCCLBPF_CONFORMANCE_DIR "tests/conformance/bpf_conformance/tests"

@@ -6,11 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "asm.h"
 #include "check.h"
-#include "disasm.h"
 #include "ncclbpf/runtime.h"
-#include "rawprog.h"
+#include "text/asm.h"
+#include "text/disasm.h"
+#include "text/rawprog.h"
 
 static uint64_t word1(const char *text)
 {

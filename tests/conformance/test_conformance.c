@@ -17,9 +17,9 @@
 #include <string.h>
 
 #include "interp.h"
-#include "jit.h"
+#include "jit/jit.h"
 #include "ncclbpf/runtime.h"
-#include "rawprog.h"
+#include "text/rawprog.h"
 
 #ifndef NCCLBPF_CONFORMANCE_DIR
 #define NCCLBPF_CONFORMANCE_DIR "tests/conformance/bpf_conformance/tests"

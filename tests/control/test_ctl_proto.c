@@ -16,9 +16,9 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "cli/ctl_client.h"
-#include "nccl/ctl_proto.h"
-#include "nccl/ctl_server.h"
+#include "control/ctl_client.h"
+#include "control/ctl_proto.h"
+#include "control/ctl_server.h"
 
 static int64_t now_ms(void)
 {

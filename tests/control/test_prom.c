@@ -12,9 +12,9 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "cli/ctl_tele.h"
-#include "nccl/ctl_proto.h"
-#include "nccl/prom.h"
+#include "control/ctl_proto.h"
+#include "control/ctl_tele.h"
+#include "telemetry/prom.h"
 
 /* A TELEMETRY response of one process with one profiler comm (registry id rid). */
 static void fake_response(struct nbpf_ctl_buf *b, uint64_t rid, uint64_t comm_id, uint32_t ranks,
@@ -59,7 +59,7 @@ static void fake_response(struct nbpf_ctl_buf *b, uint64_t rid, uint64_t comm_id
 	nbpf_ctl_buf_u64(b, "count", count);
 	nbpf_ctl_buf_u64(b, "bytes", bytes);
 	nbpf_ctl_buf_u64(b, "sum_ns", sum_ns);
-	nbpf_ctl_buf_u64s(b, "hist", hist, NBPF_TELE_LAT_BUCKETS);
+	nbpf_ctl_buf_u64s(b, "hist", hist, NBPF_LAT_BUCKETS);
 	nbpf_ctl_buf_u64s(b, "mix", mix, NBPF_TELE_ALGOS * NBPF_TELE_PROTOS);
 }
 
@@ -113,7 +113,7 @@ static int parse_back(const char *path, double *le, uint64_t *cum, int max, uint
 int main(void)
 {
 	struct nbpf_tele_set s = { 0 }, before = { 0 }, d;
-	uint64_t hist[NBPF_TELE_LAT_BUCKETS] = { 0 }, cum[64], count = 0;
+	uint64_t hist[NBPF_LAT_BUCKETS] = { 0 }, cum[64], count = 0;
 	double le[64], sum = 0;
 	char path[] = "/tmp/ncclbpf-prom-XXXXXX";
 	int fd, n, ht;
@@ -138,8 +138,8 @@ int main(void)
 	CHECK(s.progs[0].runs == 20 && s.progs[0].ns == 500);
 
 	/* Percentiles and busbw factors. */
-	double p50 = nbpf_tele_quantile_ns(s.cells[0].hist, NBPF_TELE_LAT_BUCKETS, 0.5);
-	double p99 = nbpf_tele_quantile_ns(s.cells[0].hist, NBPF_TELE_LAT_BUCKETS, 0.99);
+	double p50 = nbpf_tele_quantile_ns(s.cells[0].hist, NBPF_LAT_BUCKETS, 0.5);
+	double p99 = nbpf_tele_quantile_ns(s.cells[0].hist, NBPF_LAT_BUCKETS, 0.99);
 	CHECK_MSG(p50 >= 1024 && p50 < 2048, "p50 %f", p50);
 	CHECK_MSG(p99 >= 1 << 20 && p99 <= 1 << 21, "p99 %f", p99);
 	CHECK(nbpf_tele_quantile_ns(before.cells ? before.cells[0].hist : hist, 0, 0.5) == 0);
@@ -180,7 +180,7 @@ int main(void)
 		/* Expected: observations below le (buckets are [2^i, 2^(i+1)) ns). */
 		uint64_t want = 0;
 
-		for (int b = 0; b < NBPF_TELE_LAT_BUCKETS; b++)
+		for (int b = 0; b < NBPF_LAT_BUCKETS; b++)
 			if (isinf(le[i]) || ldexp(1, b + 1) <= le[i] * 1e9 * (1 + 1e-9))
 				want += s.cells[0].hist[b];
 		CHECK_MSG(cum[i] == want, "le=%g: %llu != %llu", le[i], (unsigned long long)cum[i],

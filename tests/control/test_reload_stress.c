@@ -27,9 +27,9 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "cli/ctl_client.h"
+#include "control/ctl_client.h"
+#include "control/ctl_proto.h"
 #include "emu_test.h"
-#include "nccl/ctl_proto.h"
 
 #define RANKS 8
 #define MAX_PENDING 16

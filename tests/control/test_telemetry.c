@@ -16,11 +16,11 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "cli/ctl_client.h"
-#include "cli/ctl_tele.h"
+#include "control/ctl_client.h"
+#include "control/ctl_proto.h"
+#include "control/ctl_tele.h"
 #include "emu_test.h"
-#include "nccl/ctl_proto.h"
-#include "nccl/prom.h"
+#include "telemetry/prom.h"
 
 #define RANK 3
 #define COMM UINT64_C(0xfeed)
@@ -112,7 +112,7 @@ int main(void)
 {
 	char dir[] = "/tmp/ncclbpf-tele-XXXXXX", ctl[256], spec[2048], err[512], path[300];
 	static char out[1 << 20];
-	uint64_t hist[NBPF_TELE_LAT_BUCKETS] = { 0 }, sum = 0, n_small = 0, n_big = 0;
+	uint64_t hist[NBPF_LAT_BUCKETS] = { 0 }, sum = 0, n_small = 0, n_big = 0;
 	struct emu_plugin pl;
 	int mask = 0, n = (int)(2000 * emu_scale()) + 50;
 
@@ -260,7 +260,7 @@ int main(void)
 				double bound = !strncmp(le + 4, "+Inf", 4) ? INFINITY : strtod(le + 4, NULL);
 				uint64_t got = strtoull(strchr(le, '}') + 1, NULL, 10), want = 0;
 
-				for (int b = 0; b < NBPF_TELE_LAT_BUCKETS; b++)
+				for (int b = 0; b < NBPF_LAT_BUCKETS; b++)
 					if (isinf(bound) || ldexp(1e-9, b + 1) <= bound * (1 + 1e-9))
 						want += hist[b];
 				bad += got != want;

@@ -11,9 +11,9 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "cli/ctl_client.h"
+#include "control/ctl_client.h"
+#include "control/ctl_proto.h"
 #include "emu_test.h"
-#include "nccl/ctl_proto.h"
 
 static const struct emu_topo topo8 = { .n_ranks = 8, .n_nodes = 1, .nvls = true };
 static struct emu_tuner rk[2];

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "emu.h"
+#include "emulator/emu.h"
 
 static pthread_mutex_t emu_log_lock = PTHREAD_MUTEX_INITIALIZER;
 static char emu_log_buf[1 << 16];

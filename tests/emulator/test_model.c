@@ -5,7 +5,7 @@
  * Hopper (LL small, LL128 mid, Simple large; Tree across nodes).
  */
 #include "check.h"
-#include "emu.h"
+#include "emulator/emu.h"
 
 #define IGN NBPF_NCCL_ALGO_PROTO_IGNORE
 enum { TREE, RING, CND, CNC, NVLS, NVLST, PAT };

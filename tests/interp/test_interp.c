@@ -14,11 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "asm.h"
 #include "check.h"
 #include "interp.h"
 #include "ncclbpf/runtime.h"
-#include "rawprog.h"
+#include "text/asm.h"
+#include "text/rawprog.h"
 
 #ifndef INTERP_CASES_DIR
 #define INTERP_CASES_DIR "cases"

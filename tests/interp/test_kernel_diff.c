@@ -20,12 +20,12 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "asm.h"
 #include "check.h"
-#include "disasm.h"
 #include "interp.h"
 #include "ncclbpf/runtime.h"
-#include "rawprog.h"
+#include "text/asm.h"
+#include "text/disasm.h"
+#include "text/rawprog.h"
 
 static char vlog[1 << 16];
 

@@ -26,10 +26,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "disasm.h"
 #include "interp.h"
-#include "jit.h"
+#include "jit/jit.h"
 #include "maps/map.h"
+#include "text/disasm.h"
 
 #define MEM_DATA   512               /* accessible block */
 #define DUMP_REGS  (MEM_DATA)        /* r0-r5, r7-r9 dumped here at exit */

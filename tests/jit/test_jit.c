@@ -13,12 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "asm.h"
 #include "check.h"
 #include "error.h"
 #include "interp.h"
-#include "jit.h"
+#include "jit/jit.h"
 #include "maps/map.h"
+#include "text/asm.h"
 
 static const struct nbpf_env conf_env = { .helper = nbpf_helper_find_conformance };
 

@@ -10,9 +10,9 @@
 #include <string.h>
 
 #include "check.h"
+#include "host/hooks.h"
 #include "ncclbpf/policy.h"
 #include "ncclbpf/runtime.h"
-#include "nccl/hooks.h"
 
 #define KiB (1ull << 10)
 #define MiB (1ull << 20)

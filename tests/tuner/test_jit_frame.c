@@ -11,11 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "asm.h"
 #include "check.h"
 #include "helpers.h"
 #include "interp.h"
-#include "jit.h"
+#include "jit/jit.h"
+#include "text/asm.h"
 
 #define HEAD "mov %r6, %r1\n" "ldxw %r2, [%r6+0]\n"
 #define TAIL "jeq %r0, 0, none\n" "ldxw %r1, [%r0+0]\n" "stxw [%r6+4], %r1\n" \

@@ -11,7 +11,7 @@
 
 #include "check.h"
 #include "insn.h"
-#include "tuner_core.h"
+#include "nccl/tuner_core.h"
 
 /* NCCL's loop, written out independently of tuner_core.h. */
 static void reference(const float *t, int na, int np, uint32_t *mask, int *algo, int *proto)

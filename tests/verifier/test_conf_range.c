@@ -15,7 +15,7 @@
 
 #include "check.h"
 #include "interp.h"
-#include "rawprog.h"
+#include "text/rawprog.h"
 #include "verifier/verifier.h"
 
 static const int32_t conf_helpers[] = { 5 };

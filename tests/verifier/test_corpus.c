@@ -19,11 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "asm.h"
 #include "check.h"
-#include "nccl/hooks.h"
+#include "host/hooks.h"
 #include "ncclbpf/runtime.h"
-#include "rawprog.h"
+#include "text/asm.h"
+#include "text/rawprog.h"
 #include "verifier/verifier.h"
 
 /* Text after "EXPECT:" / "HOOK:" on a comment line of the file, trimmed. */

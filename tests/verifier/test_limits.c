@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "nccl/hooks.h"
+#include "host/hooks.h"
 #include "verifier/verifier.h"
 
 #define INS(c, d, s, o, i) ((struct nbpf_insn){ .code = (c), .dst = (d), .src = (s), .off = (o), .imm = (i) })

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "rawprog.h"
+#include "text/rawprog.h"
 #include "verifier/msgs.h"
 
 int main(int argc, char **argv)

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../disasm.h"
+#include "../text/disasm.h"
 #include "../maps/map.h"
 #include "../object.h"
 #include "vstate.h"

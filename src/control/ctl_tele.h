@@ -1,14 +1,14 @@
 /*
  * ctl_tele.h - gathers telemetry from running processes over their control
- * sockets into one aggregated set (src/nccl/prom.h), for top and export.
+ * sockets into one aggregated set (src/telemetry/prom.h), for top and export.
  */
 #ifndef NCCLBPF_CTL_TELE_H
 #define NCCLBPF_CTL_TELE_H
 
 #include <stdio.h>
 
-#include "nccl/ctl_proto.h"
-#include "nccl/prom.h"
+#include "ctl_proto.h"
+#include "telemetry/prom.h"
 
 /*
  * Asks every pid (all live sockets when n_pids is 0) for TELEMETRY and

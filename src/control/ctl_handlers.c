@@ -22,12 +22,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "host.h"
-#include "prom.h"
+#include "host/host.h"
 #include "runtime/maps/map.h"
+#include "telemetry/prom.h"
 
-_Static_assert(NBPF_TELE_LAT_BUCKETS == NBPF_LAT_BUCKETS, "latency buckets");
-_Static_assert(NBPF_TELE_SIZE_CLASSES == NBPF_SIZE_CLASSES, "size classes");
 _Static_assert(NBPF_TELE_REFUSE == NBPF_REFUSE_COUNT, "refusal reasons");
 
 static const char *kind_name(enum nbpf_comm_kind k)

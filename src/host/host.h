@@ -2,11 +2,13 @@
  * host.h - per-process state of the NCCL plugin: the loaded policy "image",
  * the registry of live communicators and their counters and telemetry.
  *
- * Who calls what:
- *   - the adapters (tuner.c, profiler.c, env.c) acquire/release the host
- *     around their contexts, register communicators and run programs;
- *   - the control plane (ctl*.c, its own thread) loads and publishes new
- *     images and reads counters through the iteration functions below.
+ * Who calls what (the host calls none of them: it is the layer below):
+ *   - the NCCL adapters (src/nccl: tuner.c, profiler.c, env.c) acquire and
+ *     release the host around their contexts (through the plugin entry,
+ *     plugin.c, which also starts the control plane), register
+ *     communicators and run programs;
+ *   - the control plane (src/control, its own thread) loads and publishes
+ *     new images and reads counters through the iteration functions below.
  *
  * Concurrency model:
  *   - An image is immutable once loaded.  The one published image is held
@@ -20,8 +22,8 @@
  *   - The registry (list of comms) and publishing are serialised by one
  *     internal mutex that the hot path never takes.
  */
-#ifndef NCCLBPF_NCCL_HOST_H
-#define NCCLBPF_NCCL_HOST_H
+#ifndef NCCLBPF_HOST_H
+#define NCCLBPF_HOST_H
 
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -29,10 +31,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "abi_common.h"
 #include "hooks.h"
 #include "ncclbpf/policy.h"
 #include "ncclbpf/runtime.h"
+#include "telemetry/hist.h"
 
 /* ---- limits ---------------------------------------------------------- */
 
@@ -42,6 +44,14 @@
 #define NBPF_HOST_ERRLEN     512
 
 /* ---- logging ----------------------------------------------------------- */
+
+/*
+ * The logger the plugin gets from NCCL: ncclDebugLogger_t's shape
+ * (level, flags, file, line, fmt, ...), declared here so the host needs no
+ * NCCL header.
+ */
+typedef void (*nbpf_host_logger_t)(int level, unsigned long flags, const char *file, int line,
+				   const char *fmt, ...);
 
 /* NCCL log levels and subsystem flags we use. */
 #define NBPF_NCCL_LOG_WARN   2
@@ -187,25 +197,16 @@ void nbpf_host_unlock(void);
 
 /*
  * Every plugin context holds one reference.  The first acquire reads the
- * settings, warns about unknown NCCLBPF_* variables, loads NCCLBPF_POLICY
- * (fail-open: a problem logs one WARN and leaves no image) and starts the
- * control plane if one is linked in; the last release stops the control
- * plane and frees every image, map and communicator, so dlclose leaves
- * nothing behind.  logger may be NULL.  Never fails.
+ * settings, warns about unknown NCCLBPF_* variables (names in
+ * extra_settings, a NULL-terminated list of what the layers above read,
+ * are known too; NULL for none) and loads NCCLBPF_POLICY (fail-open: a
+ * problem logs one WARN and leaves no image); the last release frees every
+ * image, map and communicator, so dlclose leaves nothing behind.  Whoever
+ * runs threads that call into the host (the control plane) stops them
+ * before the last release.  logger may be NULL.  Never fails.
  */
-void nbpf_host_acquire(nbpf_nccl_logger_t logger);
+void nbpf_host_acquire(nbpf_host_logger_t logger, const char *const *extra_settings);
 void nbpf_host_release(void);
-
-/*
- * Optional control plane.  Weak: when no ctl*.c defines them, nothing
- * runs.  start is called once with the host lock NOT held, after the
- * policy is loaded; stop must join its thread before returning.
- * nbpf_ctl_settings is a NULL-terminated list of extra NCCLBPF_* names
- * the control plane reads (so they are not reported as unknown).
- */
-int nbpf_ctl_start(void) __attribute__((weak));
-void nbpf_ctl_stop(void) __attribute__((weak));
-extern const char *const nbpf_ctl_settings[] __attribute__((weak));
 
 /* ---- settings ------------------------------------------------------------ */
 
@@ -238,20 +239,6 @@ enum nbpf_refuse {
 	NBPF_REFUSE_RETURN,        /* program returned neither APPLY nor SKIP */
 	NBPF_REFUSE_ERROR,         /* program failed to run (interpreter error) */
 	NBPF_REFUSE_COUNT,
-};
-
-/* Log2 buckets of latency in ns: bucket i holds [2^i, 2^(i+1)), bucket 0 also 0. */
-#define NBPF_LAT_BUCKETS 40
-/* Message size classes: <=1K, <=16K, <=256K, <=4M, <=64M, <=1G, larger. */
-#define NBPF_SIZE_CLASSES 7
-
-struct nbpf_telemetry {
-	_Atomic uint64_t count;
-	_Atomic uint64_t bytes;
-	_Atomic uint64_t sum_ns;
-	_Atomic uint64_t gpu_timed;               /* how many came from KernelCh spans */
-	_Atomic uint64_t hist[NBPF_LAT_BUCKETS];
-	_Atomic uint64_t mix[NCCLBPF_NUM_ALGOS + 1][NCCLBPF_NUM_PROTOS + 1]; /* last = unknown */
 };
 
 struct nbpf_prog_stats {
@@ -420,12 +407,6 @@ unsigned nbpf_host_image_records_locked(void);
 
 /* Sums per-program stats over all comms for the current image. */
 void nbpf_host_prog_totals(uint32_t slot, uint64_t *runs, uint64_t *ns);
-
-/* Size class of a message size, and its label ("1K", "16K", ... "inf"). */
-unsigned nbpf_size_class(uint64_t bytes);
-const char *nbpf_size_class_label(unsigned cls);
-/* Upper bound in ns of latency bucket i (2^(i+1)). */
-static inline uint64_t nbpf_lat_bucket_le(unsigned i) { return 1ull << (i + 1); }
 
 /* Names as NCCL spells them ("RING", "LL128", "AllReduce"); "?" when out of range. */
 const char *nbpf_algo_name(int algo);

@@ -14,27 +14,19 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/*
- * Same shapes as the host's telemetry (host.h) and NCCL's numbering
- * (policy.h; pinned by static asserts in prom.c, so this header need not
- * include policy.h, whose __u64 typedefs clash with <linux/types.h>).
- */
-#define NBPF_TELE_LAT_BUCKETS 40
-#define NBPF_TELE_SIZE_CLASSES 7
-#define NBPF_TELE_COLLS 6   /* NCCLBPF_NUM_COLLS + 1; last: other */
-#define NBPF_TELE_ALGOS 8   /* NCCLBPF_NUM_ALGOS + 1; last: unknown */
-#define NBPF_TELE_PROTOS 4  /* NCCLBPF_NUM_PROTOS + 1; last: unknown */
-#define NBPF_TELE_REFUSE 6
+#include "hist.h"
+
+#define NBPF_TELE_REFUSE 6  /* NBPF_REFUSE_COUNT (host.h) */
 
 /* Completed collectives of one (communicator, collective, size class). */
 struct nbpf_tele_cell {
 	uint64_t comm_id;
 	uint32_t n_ranks;
 	int coll;      /* 0..NBPF_TELE_COLLS-1 */
-	int size_cls;  /* 0..NBPF_TELE_SIZE_CLASSES-1 */
+	int size_cls;  /* 0..NBPF_SIZE_CLASSES-1 */
 	uint32_t contributors; /* ranks merged into this cell */
 	uint64_t count, bytes, sum_ns, gpu_timed;
-	uint64_t hist[NBPF_TELE_LAT_BUCKETS];  /* bucket i: [2^i, 2^(i+1)) ns */
+	uint64_t hist[NBPF_LAT_BUCKETS];  /* bucket i: [2^i, 2^(i+1)) ns */
 	uint64_t mix[NBPF_TELE_ALGOS][NBPF_TELE_PROTOS];
 };
 

@@ -1,7 +1,8 @@
 /*
- * ctl_client.h - the ncclbpf command's side of the control socket: find
- * the processes running the plugin and exchange one request/response with
- * one of them (see src/nccl/ctl_proto.h for the protocol).
+ * ctl_client.h - the client side of the control socket (the ncclbpf
+ * command, tests, benchmarks): find the processes running the plugin and
+ * exchange one request/response with one of them (see ctl_proto.h for the
+ * protocol).
  */
 #ifndef NCCLBPF_CTL_CLIENT_H
 #define NCCLBPF_CTL_CLIENT_H
@@ -9,7 +10,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "nccl/ctl_proto.h"
+#include "ctl_proto.h"
 
 /* Default time a whole exchange may take, in ms ($NCCLBPF_CTL_TIMEOUT_MS overrides). */
 #define NBPF_CTL_CLIENT_TIMEOUT_MS 5000
@@ -36,17 +37,3 @@ int nbpf_ctl_call_pid(int pid, int type, const char *payload, struct nbpf_ctl_ms
 int nbpf_ctl_list_pids(int **pids);
 
 #endif
-
-/* ---- helpers shared by the live-process verbs --------------------------- */
-
-/* Writes rec's fields as JSON members ("k":v,...; numbers and number lists unquoted). */
-void cli_rec_json_fields(FILE *f, const struct nbpf_ctl_rec *rec);
-/* Writes {"kind fields"} for rec. */
-void cli_rec_json(FILE *f, const struct nbpf_ctl_rec *rec);
-/* Parses a pid argument: >0, or -1 when s is not a pid. */
-int cli_parse_pid(const char *s);
-/*
- * Target processes: pids given, or every live one when argc is 0.  *pids
- * malloc'ed; returns the count, or a negative errno (message printed).
- */
-int cli_target_pids(int argc, char **argv, int **pids);

@@ -1,14 +1,16 @@
 /*
- * ctl_plugin.c - the plugin's control plane: starts the control socket's
- * thread when the host is first acquired (host.c calls the weak
- * nbpf_ctl_start/nbpf_ctl_stop) and answers its requests from the host's
- * registry and images.  Everything here runs on the control thread; the
- * hot path only ever sees the result of nbpf_host_publish.
+ * ctl_plugin.c - the plugin's control plane: the control socket's thread,
+ * started by the plugin entry (src/nccl/plugin.c) after the host is first
+ * acquired, answering requests from the host's registry and images.
+ * Everything here runs on the control thread; the hot path only ever sees
+ * the result of nbpf_host_publish.
  *
  * Settings: NCCLBPF_CTL=0 disables the socket; NCCLBPF_CTL_DIR and
  * NCCLBPF_CTL_TIMEOUT_MS override the directory and the per-connection
  * deadline; NCCLBPF_WATCH=1 reloads the policy when its files change.
  */
+#include "ctl_plugin.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -19,7 +21,7 @@
 #include "ctl_handlers.h"
 #include "ctl_server.h"
 #include "ctl_watch.h"
-#include "host.h"
+#include "host/host.h"
 #include "runtime/error.h"
 
 const char *const nbpf_ctl_settings[] = {
@@ -35,7 +37,6 @@ static int ctl_handler(void *user, const struct nbpf_ctl_msg *req, struct nbpf_c
 	return nbpf_ctl_handle(req, resp, errmsg, errlen);
 }
 
-/* Called once by the host, without its lock held.  Failure is logged and harmless. */
 int nbpf_ctl_start(void)
 {
 	struct nbpf_ctl_server_opts opts = { .handler = ctl_handler };
@@ -71,7 +72,6 @@ int nbpf_ctl_start(void)
 	return 0;
 }
 
-/* Joins the thread (a request in progress finishes first) and removes the socket. */
 void nbpf_ctl_stop(void)
 {
 	nbpf_ctl_server_stop(ctl_srv);

@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "ctl_handlers.h"
-#include "host.h"
+#include "host/host.h"
 #include "runtime/error.h"
 
 #define WATCH_MAX 16

@@ -84,7 +84,7 @@ void cli_tele_merge(struct nbpf_tele_set *s, const struct nbpf_ctl_msg *m)
 		c->bytes += get_u64(r, "bytes");
 		c->sum_ns += get_u64(r, "sum_ns");
 		c->gpu_timed += get_u64(r, "gpu_timed");
-		add_list(c->hist, NBPF_TELE_LAT_BUCKETS, nbpf_ctl_rec_get(r, "hist"));
+		add_list(c->hist, NBPF_LAT_BUCKETS, nbpf_ctl_rec_get(r, "hist"));
 		add_list(&c->mix[0][0], NBPF_TELE_ALGOS * NBPF_TELE_PROTOS, nbpf_ctl_rec_get(r, "mix"));
 	}
 	/* Program statistics: "prog" names a slot, "progstat" counts it. */
@@ -170,7 +170,7 @@ int cli_tele_delta(struct nbpf_tele_set *out, const struct nbpf_tele_set *now,
 		o->bytes = sub(n->bytes, b->bytes);
 		o->sum_ns = sub(n->sum_ns, b->sum_ns);
 		o->gpu_timed = sub(n->gpu_timed, b->gpu_timed);
-		for (int h = 0; h < NBPF_TELE_LAT_BUCKETS; h++)
+		for (int h = 0; h < NBPF_LAT_BUCKETS; h++)
 			o->hist[h] = sub(n->hist[h], b->hist[h]);
 		for (int a = 0; a < NBPF_TELE_ALGOS; a++)
 			for (int p = 0; p < NBPF_TELE_PROTOS; p++)

@@ -27,7 +27,7 @@
 
 #if defined(__x86_64__)
 
-#include "jit/x86_emit.h"
+#include "x86_emit.h"
 
 /*
  * BPF register -> x86 register.  r1..r5 are the SysV argument registers.

@@ -28,9 +28,9 @@ struct nbpf_host_chain_ver nbpf_host_chain = { .v = 1 };
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static int g_refs;                    /* under g_lock */
-static bool g_ctl_running;            /* under g_lock */
 static struct nbpf_settings g_settings;
-static _Atomic(nbpf_nccl_logger_t) g_logger;
+static const char *const *g_extra_settings; /* the upper layers' names, under g_lock */
+static _Atomic(nbpf_host_logger_t) g_logger;
 static _Atomic int g_log_level = NBPF_NCCL_LOG_INFO;
 static struct nbpf_image *g_owned;    /* every image the host owns, under g_lock */
 static struct nbpf_image *g_rollback; /* what the last publish replaced */
@@ -60,7 +60,7 @@ void nbpf_host_unlock(void) { pthread_mutex_unlock(&g_lock); }
 
 void nbpf_host_log(int level, unsigned long flags, const char *fmt, ...)
 {
-	nbpf_nccl_logger_t logger = atomic_load_explicit(&g_logger, memory_order_acquire);
+	nbpf_host_logger_t logger = atomic_load_explicit(&g_logger, memory_order_acquire);
 	char msg[1024];
 	va_list ap;
 
@@ -111,25 +111,6 @@ int nbpf_algo_from_name(const char *s) { return name_index(algo_names, NCCLBPF_N
 int nbpf_proto_from_name(const char *s) { return name_index(proto_names, NCCLBPF_NUM_PROTOS, s); }
 int nbpf_coll_from_name(const char *s) { return name_index(coll_names, NCCLBPF_NUM_COLLS, s); }
 
-unsigned nbpf_size_class(uint64_t bytes)
-{
-	unsigned cls = 0;
-	uint64_t lim = 1024;
-
-	while (cls < NBPF_SIZE_CLASSES - 1 && bytes > lim) {
-		cls++;
-		lim <<= 4;
-	}
-	return cls;
-}
-
-const char *nbpf_size_class_label(unsigned cls)
-{
-	static const char *const l[NBPF_SIZE_CLASSES] = { "1K", "16K", "256K", "4M", "64M", "1G", "inf" };
-
-	return cls < NBPF_SIZE_CLASSES ? l[cls] : "?";
-}
-
 /* ---- settings ---------------------------------------------------------- */
 
 static const char *const known_settings[] = {
@@ -144,8 +125,8 @@ static bool setting_known(const char *name, size_t len)
 	for (const char *const *k = known_settings; *k; k++)
 		if (strlen(*k) == len && !strncmp(*k, name, len))
 			return true;
-	if (nbpf_ctl_settings)
-		for (const char *const *k = nbpf_ctl_settings; *k; k++)
+	if (g_extra_settings)
+		for (const char *const *k = g_extra_settings; *k; k++)
 			if (strlen(*k) == len && !strncmp(*k, name, len))
 				return true;
 	return false;
@@ -732,13 +713,11 @@ static void log_image(const struct nbpf_image *img)
 			      img->warnings);
 }
 
-void nbpf_host_acquire(nbpf_nccl_logger_t logger)
+void nbpf_host_acquire(nbpf_host_logger_t logger, const char *const *extra_settings)
 {
-	bool start_ctl = false;
-
 	pthread_mutex_lock(&g_lock);
 	if (logger) {
-		nbpf_nccl_logger_t none = NULL;
+		nbpf_host_logger_t none = NULL;
 
 		atomic_compare_exchange_strong(&g_logger, &none, logger);
 	}
@@ -746,6 +725,7 @@ void nbpf_host_acquire(nbpf_nccl_logger_t logger)
 		struct nbpf_image *img = NULL;
 		char err[NBPF_HOST_ERRLEN];
 
+		g_extra_settings = extra_settings;
 		settings_read(&g_settings);
 		ncclbpf_set_logger(runtime_log);
 		if (g_settings.policy[0]) {
@@ -760,39 +740,17 @@ void nbpf_host_acquire(nbpf_nccl_logger_t logger)
 			nbpf_host_log(NBPF_NCCL_LOG_INFO, NBPF_NCCL_INIT,
 				      "NCCLBPF_POLICY is not set; NCCL's defaults apply");
 		}
-		start_ctl = nbpf_ctl_start != NULL;
 	}
 	pthread_mutex_unlock(&g_lock);
-	if (start_ctl) {
-		int err = nbpf_ctl_start();
-
-		pthread_mutex_lock(&g_lock);
-		g_ctl_running = !err;
-		pthread_mutex_unlock(&g_lock);
-		if (err)
-			nbpf_host_log(NBPF_NCCL_LOG_WARN, NBPF_NCCL_INIT,
-				      "control socket not started (%d); policies cannot be reloaded", err);
-	}
 }
 
 void nbpf_host_release(void)
 {
-	bool stop_ctl = false;
-
 	pthread_mutex_lock(&g_lock);
 	if (g_refs <= 0) {
 		pthread_mutex_unlock(&g_lock);
 		return;
 	}
-	if (g_refs == 1) {
-		stop_ctl = g_ctl_running;
-		g_ctl_running = false;
-	}
-	pthread_mutex_unlock(&g_lock);
-	/* The control thread may take the host lock; stop it without holding it. */
-	if (stop_ctl && nbpf_ctl_stop)
-		nbpf_ctl_stop();
-	pthread_mutex_lock(&g_lock);
 	if (--g_refs == 0) {
 		atomic_store_explicit(&nbpf_host_published, NULL, memory_order_release);
 		chain_changed();
@@ -801,6 +759,7 @@ void nbpf_host_release(void)
 		nbpf_epoch_barrier();
 		ncclbpf_set_logger(NULL);
 		atomic_store(&g_logger, NULL);
+		g_extra_settings = NULL;
 	}
 	pthread_mutex_unlock(&g_lock);
 }

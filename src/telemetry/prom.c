@@ -22,7 +22,7 @@ static const char *const algo_names[NBPF_TELE_ALGOS] = {
 	"TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT", "unknown",
 };
 static const char *const proto_names[NBPF_TELE_PROTOS] = { "LL", "LL128", "SIMPLE", "unknown" };
-static const char *const size_names[NBPF_TELE_SIZE_CLASSES] = {
+static const char *const size_names[NBPF_SIZE_CLASSES] = {
 	"1K", "16K", "256K", "4M", "64M", "1G", "inf",
 };
 static const char *const refuse_names[NBPF_TELE_REFUSE] = {
@@ -46,7 +46,7 @@ const char *nbpf_tele_proto_name(int p)
 
 const char *nbpf_tele_size_name(int cls)
 {
-	return cls >= 0 && cls < NBPF_TELE_SIZE_CLASSES ? size_names[cls] : "inf";
+	return cls >= 0 && cls < NBPF_SIZE_CLASSES ? size_names[cls] : "inf";
 }
 
 /* Grows an array by one zeroed element; NULL on allocation failure. */
@@ -72,8 +72,8 @@ struct nbpf_tele_cell *nbpf_tele_cell(struct nbpf_tele_set *s, uint64_t comm_id,
 
 	if (coll < 0 || coll >= NBPF_TELE_COLLS)
 		coll = NBPF_TELE_COLLS - 1;
-	if (size_cls < 0 || size_cls >= NBPF_TELE_SIZE_CLASSES)
-		size_cls = NBPF_TELE_SIZE_CLASSES - 1;
+	if (size_cls < 0 || size_cls >= NBPF_SIZE_CLASSES)
+		size_cls = NBPF_SIZE_CLASSES - 1;
 	for (size_t i = 0; i < s->n_cells; i++) {
 		c = &s->cells[i];
 		if (c->comm_id == comm_id && c->coll == coll && c->size_cls == size_cls)
@@ -224,7 +224,7 @@ int nbpf_prom_write(FILE *f, const struct nbpf_tele_set *s)
 		const struct nbpf_tele_cell *c = &s->cells[i];
 		uint64_t cum = 0;
 
-		for (int b = 0; b < NBPF_TELE_LAT_BUCKETS; b++) {
+		for (int b = 0; b < NBPF_LAT_BUCKETS; b++) {
 			cum += c->hist[b];
 			if (b < NBPF_PROM_FIRST_BUCKET || b > NBPF_PROM_LAST_BUCKET)
 				continue;
