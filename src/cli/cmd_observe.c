@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <glob.h>
 #include <inttypes.h>
+#include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -304,6 +305,31 @@ static const char *ev_name(uint32_t k)
 
 void nbpf_obs_peer_str(const struct obs_conn *c, char *out, size_t n, bool port);
 
+/* What an outlier is about, as JSON members (",\"device\":...") or as words. */
+static void outlier_detail(const struct obs_event *e, char *out, size_t n, bool json)
+{
+	struct obs_conn c = { .family = 2 /* AF_INET */, .dport = (uint16_t)e->a };
+	char peer[64];
+
+	out[0] = 0;
+	switch (e->kind) {
+	case OBS_EV_BLOCK:
+		snprintf(out, n, json ? ",\"device\":\"%u:%u\",\"bytes\":%" PRIu64 : "device %u:%u %" PRIu64 " bytes",
+			 (unsigned)(e->a >> 20), (unsigned)(e->a & 0xfffff), e->b);
+		break;
+	case OBS_EV_URING:
+		snprintf(out, n, json ? ",\"opcode\":%" PRIu64 : "opcode %" PRIu64, e->a);
+		break;
+	case OBS_EV_RETRANS:
+		memcpy(c.daddr, &e->b, 4); /* IPv4 peers only; IPv6 ones show 0.0.0.0 */
+		nbpf_obs_peer_str(&c, peer, sizeof(peer), true);
+		snprintf(out, n, json ? ",\"peer\":\"%s\"" : "to %s", peer);
+		break;
+	default:
+		break;
+	}
+}
+
 static void print_status(struct nbpf_obs *obs, FILE *f)
 {
 	for (int set = 0; set < NBPF_OBS_NSETS; set++) {
@@ -322,10 +348,28 @@ static void print_status(struct nbpf_obs *obs, FILE *f)
 	}
 }
 
+/*
+ * Request sizes are mostly powers of two, the lower bounds of their
+ * buckets: a size quantile is reported as its bucket's bound (4096, not
+ * the 6144 that interpolation inside [4096, 8192) would give).
+ */
+static double size_q(const struct obs_hist *h, double q)
+{
+	double v = nbpf_obs_hist_quantile(h, q);
+
+	return v >= 1 ? ldexp(1, ilogb(v)) : v;
+}
+
 static void json_hist(FILE *f, const char *name, const struct obs_hist *h)
 {
 	fprintf(f, "\"%s\":{\"count\":%" PRIu64 ",\"sum\":%" PRIu64 ",\"p50\":%.0f,\"p99\":%.0f}", name,
 		h->count, h->sum, nbpf_obs_hist_quantile(h, 0.5), nbpf_obs_hist_quantile(h, 0.99));
+}
+
+static void json_size_hist(FILE *f, const char *name, const struct obs_hist *h)
+{
+	fprintf(f, "\"%s\":{\"count\":%" PRIu64 ",\"sum\":%" PRIu64 ",\"p50\":%.0f,\"p99\":%.0f}", name,
+		h->count, h->sum, size_q(h, 0.5), size_q(h, 0.99));
 }
 
 static void print_json(struct obs_state *s, struct nbpf_obs *obs, const struct nbpf_obs_snap *d,
@@ -368,7 +412,7 @@ static void print_json(struct obs_state *s, struct nbpf_obs *obs, const struct n
 				b->k.dev & 0xfffff, op_name(b->k.op));
 			json_hist(f, "latency_ns", &b->v.lat);
 			fputc(',', f);
-			json_hist(f, "size_bytes", &b->v.size);
+			json_size_hist(f, "size_bytes", &b->v.size);
 			fprintf(f, ",\"small\":%" PRIu64 ",\"unaligned\":%" PRIu64 ",\"errors\":%" PRIu64 "}",
 				b->v.small, b->v.unaligned, b->v.errors);
 		}
@@ -432,9 +476,11 @@ static void print_json(struct obs_state *s, struct nbpf_obs *obs, const struct n
 	for (size_t i = 0; i < s->n_ev; i++) {
 		const struct obs_event *e = &s->ev[i];
 
-		fprintf(f, "%s{\"kind\":\"%s\",\"pid\":%u,\"tid\":%u,\"value_ns\":%" PRIu64
-			   ",\"a\":%" PRIu64 ",\"b\":%" PRIu64 "}",
-			i ? "," : "", ev_name(e->kind), e->tgid, e->tid, e->value_ns, e->a, e->b);
+		char what[96];
+
+		outlier_detail(e, what, sizeof(what), true);
+		fprintf(f, "%s{\"kind\":\"%s\",\"pid\":%u,\"tid\":%u,\"value_ns\":%" PRIu64 "%s}",
+			i ? "," : "", ev_name(e->kind), e->tgid, e->tid, e->value_ns, what);
 	}
 	fprintf(f, "]}\n");
 	fflush(f);
@@ -499,7 +545,7 @@ static void print_table(struct obs_state *s, const struct nbpf_obs_snap *d, doub
 				continue;
 			fmt_ns(a, sizeof(a), nbpf_obs_hist_quantile(&x->v.lat, 0.5));
 			fmt_ns(b, sizeof(b), nbpf_obs_hist_quantile(&x->v.lat, 0.99));
-			fmt_bytes(e, sizeof(e), nbpf_obs_hist_quantile(&x->v.size, 0.5));
+			fmt_bytes(e, sizeof(e), size_q(&x->v.size, 0.5));
 			printf("         block %u:%u %-5s %7" PRIu64 " req  p50 %s p99 %s  size p50 %s  "
 			       "small %.0f%% unaligned %.0f%%\n", x->k.dev >> 20, x->k.dev & 0xfffff,
 			       op_name(x->k.op), x->v.lat.count, a, b, e,
@@ -526,9 +572,12 @@ static void print_table(struct obs_state *s, const struct nbpf_obs_snap *d, doub
 	for (size_t i = 0; i < s->n_ev; i++) {
 		char v[24];
 
+		char what[96];
+
 		fmt_ns(v, sizeof(v), (double)s->ev[i].value_ns);
-		printf("outlier %-12s pid %u tid %u %s\n", ev_name(s->ev[i].kind), s->ev[i].tgid,
-		       s->ev[i].tid, s->ev[i].kind == OBS_EV_RETRANS ? "" : v);
+		outlier_detail(&s->ev[i], what, sizeof(what), false);
+		printf("outlier %-12s pid %u tid %u %s %s\n", ev_name(s->ev[i].kind), s->ev[i].tgid,
+		       s->ev[i].tid, s->ev[i].kind == OBS_EV_RETRANS ? "" : v, what);
 	}
 	if (s->ev_dropped)
 		printf("outliers not shown: %" PRIu64 "\n", s->ev_dropped);
@@ -649,7 +698,7 @@ int cmd_observe(struct cli *c, int argc, char **argv)
 	free(pids);
 	if (err) {
 		fprintf(stderr, "ncclbpf: observe: %s\n", ncclbpf_errmsg());
-		rc = err == -EPERM ? CLI_NO : CLI_NO;
+		rc = CLI_NO;
 		goto out;
 	}
 	print_status(obs, stderr);
@@ -687,7 +736,19 @@ int cmd_observe(struct cli *c, int argc, char **argv)
 		nbpf_obs_snap_free(&prev);
 		prev = snap;
 		if (s.auto_mode) {
-			size_t before = s.n_procs;
+			size_t before;
+
+			/* Jobs that ended leave the table and the kernel's target set. */
+			for (size_t i = 0; i < s.n_procs;) {
+				if (kill(s.procs[i].pid, 0) && errno == ESRCH) {
+					nbpf_obs_del_pid(obs, s.procs[i].pid);
+					nbpf_tele_free(&s.procs[i].tele_prev);
+					s.procs[i] = s.procs[--s.n_procs];
+				} else {
+					i++;
+				}
+			}
+			before = s.n_procs;
 
 			/* Jobs that started meanwhile join the target table. */
 			discover(&s);

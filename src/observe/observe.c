@@ -850,6 +850,11 @@ int nbpf_obs_open(const struct nbpf_obs_opts *o, struct nbpf_obs **out)
 		err = nbpf_err(-ENOENT, "no probe set could be attached");
 		goto fail;
 	}
+	/* The caller's arrays and strings need not outlive this call. */
+	obs->o.pids = NULL;
+	obs->o.n_pids = 0;
+	obs->o.cgroup = obs->o.comm = obs->o.btf_path = obs->o.libcuda = NULL;
+	obs->o.numa = obs->o.gpu_majors = obs->o.tp_rename = NULL;
 	*out = obs;
 	return 0;
 fail:

@@ -98,6 +98,12 @@ static int make_loop(const char *backing, char *dev, size_t n)
 		return -1;
 	}
 	close(fd);
+	/* Detach by itself when the test's last descriptor closes, even if the test dies. */
+	{
+		struct loop_info64 li = { .lo_flags = LO_FLAGS_AUTOCLEAR };
+
+		ioctl(lfd, LOOP_SET_STATUS64, &li);
+	}
 	return lfd;
 }
 
