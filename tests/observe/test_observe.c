@@ -596,12 +596,20 @@ static int test_targets(void)
 
 /* ---- errors ------------------------------------------------------------------ */
 
-/* Programs of ours loaded in the kernel right now (by name prefix). */
+/*
+ * Programs of ours in the kernel loaded after this test started: kernel
+ * program ids only grow, so programs of other tests or tenants that
+ * happen to share a name prefix and were there before do not count.
+ */
+static __u32 first_id;
+
 static int our_progs(void)
 {
-	static const char *const names[] = { "io_block", "io_uring_", "io_pcache", "net_", "sched_",
-					     "gpu_" };
-	__u32 id = 0;
+	static const char *const names[] = { "io_block_", "io_uring_submit", "io_uring_done",
+					     "io_pcache_", "net_send", "net_recv", "net_retrans",
+					     "sched_sw", "sched_wake", "sched_migrate", "gpu_launch",
+					     "gpu_sync_", "gpu_copy_", "gpu_ioctl_" };
+	__u32 id = first_id;
 	int n = 0;
 
 	while (!bpf_prog_get_next_id(id, &id)) {
@@ -618,6 +626,16 @@ static int our_progs(void)
 		close(fd);
 	}
 	return n;
+}
+
+/* The highest program id now: later loads get higher ones. */
+static __u32 last_prog_id(void)
+{
+	__u32 id = 0, next;
+
+	while (!bpf_prog_get_next_id(id, &next))
+		id = next;
+	return id;
 }
 
 /*
@@ -656,8 +674,10 @@ static int test_errors(void)
 	int me = getpid();
 	struct nbpf_obs_opts o = { .probes = 1u << NBPF_OBS_IO | 1u << NBPF_OBS_SCHED, .strict = true,
 				   .pids = &me, .n_pids = 1 };
-	int base = our_progs();
+	int base;
 
+	first_id = last_prog_id();
+	base = our_progs(); /* 0 unless another observe session started meanwhile */
 	o.btf_path = "/nonexistent/vmlinux";
 	expect_fail(&o, "missing BTF", "kernel BTF /nonexistent/vmlinux");
 	/* io loads first; sched then lacks sched_switch: io must go too. */
