@@ -203,6 +203,7 @@ int nbpf_ctl_list_pids(int **pids)
 		(*pids)[n++] = (int)pid;
 	}
 	closedir(d);
-	qsort(*pids, (size_t)n, sizeof(int), cmp_int);
+	if (n) /* qsort's array may not be NULL, even for no elements */
+		qsort(*pids, (size_t)n, sizeof(int), cmp_int);
 	return n;
 }

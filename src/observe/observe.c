@@ -557,7 +557,11 @@ static bool set_select(struct nbpf_obs *obs, int set, bool have_cuda, bool have_
 			append(st->via, sizeof(st->via), "%s", via);
 		}
 	}
-	for (int i = 0; i < n; i++) {
+	/*
+	 * Naming an attach target makes libbpf 1.1 parse the kernel's BTF into
+	 * the object, freed only by a load: a set that will not load gets none.
+	 */
+	for (int i = 0; ok && i < n; i++) {
 		struct bpf_program *p = bpf_object__find_program_by_name(s->obj, sp[i].prog);
 		char nb[160];
 
