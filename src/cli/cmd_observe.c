@@ -413,6 +413,8 @@ static void print_json(struct obs_state *s, struct nbpf_obs *obs, const struct n
 			json_hist(f, "latency_ns", &b->v.lat);
 			fputc(',', f);
 			json_size_hist(f, "size_bytes", &b->v.size);
+			fputc(',', f);
+			json_size_hist(f, "alignment_bytes", &b->v.align);
 			fprintf(f, ",\"small\":%" PRIu64 ",\"unaligned\":%" PRIu64 ",\"errors\":%" PRIu64 "}",
 				b->v.small, b->v.unaligned, b->v.errors);
 		}

@@ -805,7 +805,7 @@ int nbpf_obs_open(const struct nbpf_obs_opts *o, struct nbpf_obs **out)
 			any |= p && bpf_program__autoload(p);
 		}
 		if (!any) {
-			snprintf(st->error, sizeof(st->error), "%s", st->missing);
+			memcpy(st->error, st->missing, sizeof(st->error));
 			st->missing[0] = 0;
 			set_unload(s);
 			if (obs->o.strict) {

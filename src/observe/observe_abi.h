@@ -72,6 +72,7 @@ struct obs_blk_key {
 struct obs_blk_val {
 	struct obs_hist lat;   /* issue -> complete, ns */
 	struct obs_hist size;  /* bytes per request */
+	struct obs_hist align; /* largest power of two dividing both offset and length, bytes */
 	obs_u64 small;
 	obs_u64 unaligned;
 	obs_u64 errors;

@@ -124,11 +124,11 @@ void nbpf_obs_peer_str(const struct obs_conn *c, char *out, size_t n, bool port)
 
 int nbpf_obs_prom_write(FILE *f, const struct nbpf_obs_snap *s, nbpf_obs_label_fn fn, void *ctx)
 {
-	struct agg_set lat = { 0 }, size = { 0 }, small = { 0 }, unal = { 0 }, errs = { 0 };
+	struct agg_set lat = { 0 }, size = { 0 }, align = { 0 }, small = { 0 }, unal = { 0 }, errs = { 0 };
 	struct agg_set ur = { 0 }, pca = { 0 }, pcm = { 0 }, tx = { 0 }, rx = { 0 }, rt = { 0 };
 	struct agg_set srtt = { 0 }, rq = { 0 }, off = { 0 }, mig = { 0 }, xnode = { 0 };
 	struct agg_set launch = { 0 }, sync = { 0 }, copy = { 0 }, ioc = { 0 };
-	struct agg_set *all[] = { &lat, &size, &small, &unal, &errs, &ur, &pca, &pcm, &tx, &rx, &rt,
+	struct agg_set *all[] = { &lat, &size, &align, &small, &unal, &errs, &ur, &pca, &pcm, &tx, &rx, &rt,
 				  &srtt, &rq, &off, &mig, &xnode, &launch, &sync, &copy, &ioc };
 	char l[320], pb[64], peer[64];
 	struct agg *a;
@@ -143,6 +143,7 @@ int nbpf_obs_prom_write(FILE *f, const struct nbpf_obs_snap *s, nbpf_obs_label_f
 			 b->k.dev & 0xfffff, op_name(b->k.op));
 		GET(lat); hist_merge(&a->h, &b->v.lat);
 		GET(size); hist_merge(&a->h, &b->v.size);
+		GET(align); hist_merge(&a->h, &b->v.align);
 		GET(small); a->v += (double)b->v.small;
 		GET(unal); a->v += (double)b->v.unaligned;
 		GET(errs); a->v += (double)b->v.errors;
@@ -188,6 +189,9 @@ int nbpf_obs_prom_write(FILE *f, const struct nbpf_obs_snap *s, nbpf_obs_label_f
 	put_hist(f, "ncclbpf_block_request_latency_seconds", &lat, NS, 7, 37);
 	family(f, "ncclbpf_block_request_size_bytes", "histogram", "Size of the job's block requests.");
 	put_hist(f, "ncclbpf_block_request_size_bytes", &size, 1, 8, 30);
+	family(f, "ncclbpf_block_request_alignment_bytes", "histogram",
+	       "Alignment of the job's block requests: the largest power of two dividing offset and length.");
+	put_hist(f, "ncclbpf_block_request_alignment_bytes", &align, 1, 8, 30);
 	family(f, "ncclbpf_block_small_requests_total", "counter",
 	       "Block requests below 16 KiB.");
 	put_val(f, "ncclbpf_block_small_requests_total", &small);

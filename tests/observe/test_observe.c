@@ -174,6 +174,10 @@ static int test_io(void)
 			      (unsigned long long)b->v.size.slot[12], n_aligned);
 			CHECK(b->v.unaligned == (uint64_t)n_small, "unaligned %llu, want %d",
 			      (unsigned long long)b->v.unaligned, n_small);
+			/* 512-byte reads at 8 KiB * i + 512: aligned to exactly 512 bytes. */
+			CHECK(b->v.align.slot[9] == (uint64_t)n_small, "512-byte aligned %llu, want %d",
+			      (unsigned long long)b->v.align.slot[9], n_small);
+			CHECK(b->v.align.count == b->v.lat.count, "alignment samples");
 			CHECK(b->v.lat.count >= (uint64_t)(n_aligned + n_small + 1) &&
 			      b->v.lat.count <= (uint64_t)(n_aligned + n_small + 64),
 			      "requests %llu, want direct %d + 1..64 buffered", (unsigned long long)b->v.lat.count,

@@ -136,6 +136,8 @@ int BPF_PROG(io_block_complete, struct request *rq, blk_status_t error, unsigned
 	if (v) {
 		obs_hist_add(&v->lat, lat);
 		obs_hist_add(&v->size, bytes);
+		/* Lowest set bit of offset | length: the request's alignment (1 GiB when both are 0). */
+		obs_hist_add(&v->align, (off | bytes) ? (off | bytes) & -(off | bytes) : 1ULL << 30);
 		if (bytes < OBS_SMALL_IO)
 			v->small += 1;
 		if ((off | bytes) & (OBS_ALIGN - 1))

@@ -81,18 +81,24 @@ static __always_inline bool obs_current_is_target(void)
 	return obs_is_target(bpf_get_current_task_btf());
 }
 
-static __always_inline __u32 obs_log2(__u64 v)
+/*
+ * The histogram slot of v: floor(log2(v)), capped.  A global (not inlined)
+ * function on purpose: the verifier checks it once and the caller sees an
+ * unknown slot in [0, OBS_HIST_SLOTS), so states stay prunable.  Inlined,
+ * every path through the bit search stays a distinct state, and three
+ * histograms in one program already exceed the verifier's budget.
+ */
+__noinline __u32 obs_slot(__u64 v)
 {
 	__u32 r = 0;
 
-	/* Unrolled binary search: bounded, no loop for the verifier. */
 	if (v >> 32) { v >>= 32; r += 32; }
 	if (v >> 16) { v >>= 16; r += 16; }
 	if (v >> 8)  { v >>= 8;  r += 8; }
 	if (v >> 4)  { v >>= 4;  r += 4; }
 	if (v >> 2)  { v >>= 2;  r += 2; }
 	if (v >> 1)  { r += 1; }
-	return r;
+	return r < OBS_HIST_SLOTS ? r : OBS_HIST_SLOTS - 1;
 }
 
 /*
@@ -101,10 +107,10 @@ static __always_inline __u32 obs_log2(__u64 v)
  */
 static __always_inline void obs_hist_add(struct obs_hist *h, __u64 v)
 {
-	__u32 s = obs_log2(v);
+	__u32 s = obs_slot(v);
 
-	if (s >= OBS_HIST_SLOTS)
-		s = OBS_HIST_SLOTS - 1;
+	if (s >= OBS_HIST_SLOTS) /* bounds the index for the verifier */
+		return;
 	h->slot[s]++;
 	h->count++;
 	h->sum += v;
@@ -113,10 +119,10 @@ static __always_inline void obs_hist_add(struct obs_hist *h, __u64 v)
 /* The same where a program can be preempted by another on its CPU (uprobes). */
 static __always_inline void obs_hist_add_atomic(struct obs_hist *h, __u64 v)
 {
-	__u32 s = obs_log2(v);
+	__u32 s = obs_slot(v);
 
 	if (s >= OBS_HIST_SLOTS)
-		s = OBS_HIST_SLOTS - 1;
+		return;
 	__sync_fetch_and_add(&h->slot[s], 1);
 	__sync_fetch_and_add(&h->count, 1);
 	__sync_fetch_and_add(&h->sum, v);
