@@ -37,7 +37,7 @@ def proc_cpu(pid):
         return 0.0
 
 
-def run(label, observer):
+def run(label, observer, env=None):
     """Runs the job, and observer (argv with {pid}, or None) beside it."""
     first = max(progs() or {0: None})
     job = subprocess.Popen([job_bin, dev, str(secs), rate], stdout=subprocess.PIPE, text=True)
@@ -45,7 +45,8 @@ def run(label, observer):
     obs = None
     if observer:
         argv = [a.replace("{pid}", str(job.pid)) for a in observer]
-        obs = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        obs = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                               env=dict(os.environ, **(env or {})))
         time.sleep(min(3.0, secs / 2))  # bpftrace and bcc compile first
     a, c0, t0 = progs(), proc_cpu(obs.pid) if obs else 0, time.time()
     time.sleep(max(1.0, secs - (min(3.0, secs / 2) if obs else 0) - 1.5))
@@ -84,6 +85,12 @@ try:
     run("observe io,net,sched (default)", obs + ["--probes", "io,net,sched"])
     for s, tool in (("io", "biolatency"), ("net", "tcprtt"), ("sched", "runqlat")):
         run(f"observe {s}", obs + ["--probes", s])
+        if s == "io":
+            # The signal biolatency measures alone: io_uring and page-cache programs renamed away.
+            off = ",".join(t + "=off" for t in ("io_uring_submit_req", "io_uring_complete",
+                                                "mm_filemap_get_pages", "mm_filemap_add_to_page_cache"))
+            run("observe io, block latency only", obs + ["--probes", "io"],
+                {"NCCLBPF_OBSERVE_TP_RENAME": off})
         bcc = f"/usr/sbin/{tool}-bpfcc"
         if os.path.exists(bcc):
             run(f"bcc {tool}", [bcc] + (["-d", str(secs + 5)] if tool == "tcprtt" else [str(secs + 5), "1"]))
