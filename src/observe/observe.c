@@ -8,22 +8,16 @@
  * tracefs for classic ones), so a missing tracepoint switches off its
  * signal instead of failing the whole object at load time.
  */
-#include "observe.h"
+#include "observe_int.h"
 
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
-#include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
-#include <linux/magic.h>
-#include <sys/stat.h>
-#include <sys/statfs.h>
 #include <unistd.h>
 
 #include "runtime/error.h"
@@ -34,24 +28,6 @@
 #include "gpu.skel.h"
 
 #define DEFAULT_BTF "/sys/kernel/btf/vmlinux"
-#define MAX_LINKS 64
-
-/*
- * TP_BTF: typed raw tracepoint (BTF args, the call cost of fentry, a stable
- * name); TP: classic tracepoint; FENTRY: fentry/fexit on a kernel function
- * (tp names the function), for kernels whose tracepoint is missing;
- * UPROBE: attached by hand to libcuda's symbols.
- */
-enum attach_kind { TP_BTF, TP, FENTRY, UPROBE };
-
-struct prog_spec {
-	const char *prog;
-	enum attach_kind kind;
-	const char *cat, *tp;  /* tracepoint category (tracefs) and name */
-	const char *signal;    /* what the user loses without it */
-	const char *slot;      /* specs of one signal and slot are alternatives */
-	bool required;         /* the set is useless without this signal */
-};
 
 static const struct prog_spec io_specs[] = {
 	{ "io_block_issue", TP_BTF, "block", "block_rq_issue", "block latency", "issue", true },
@@ -107,30 +83,6 @@ static const char *const cu_sync[] = {
 static const char *const cu_copy[] = {
 	"cuMemcpy", "cuMemcpy_ptds", "cuMemcpyHtoD_v2", "cuMemcpyHtoD_v2_ptds", "cuMemcpyDtoH_v2",
 	"cuMemcpyDtoH_v2_ptds", "cuMemcpyDtoD_v2", "cuMemcpyDtoD_v2_ptds", NULL,
-};
-
-struct obs_set {
-	void *skel;
-	struct bpf_object *obj;
-	volatile obs_u64 *lost;
-	void (*destroy)(void *skel);
-	const struct prog_spec *specs;
-	struct bpf_link *links[MAX_LINKS];
-	int n_links;
-};
-
-struct nbpf_obs {
-	struct nbpf_obs_opts o;
-	struct obs_cfg cfg;
-	struct obs_set sets[NBPF_OBS_NSETS];
-	struct nbpf_obs_status st[NBPF_OBS_NSETS];
-	struct btf *btf;
-	int targets_fd, events_fd;
-	struct ring_buffer *rb;
-	bool fentry_probed, fentry_ok;
-	nbpf_obs_event_fn ev_fn;
-	void *ev_ctx;
-	char libcuda[4096];
 };
 
 static const char *const set_names[NBPF_OBS_NSETS] = { "io", "net", "sched", "gpu" };
@@ -201,76 +153,6 @@ static int lb_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 	return 0;
 }
 
-/* ---- what the kernel and this process offer -------------------------------- */
-
-static bool has_caps(void)
-{
-	unsigned long long eff = 0;
-	char line[256];
-	FILE *f = fopen("/proc/self/status", "r");
-
-	if (!f)
-		return geteuid() == 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "CapEff: %llx", &eff) == 1)
-			break;
-	fclose(f);
-	/* CAP_SYS_ADMIN (21) alone, or CAP_BPF (39) with CAP_PERFMON (38). */
-	return (eff >> 21 & 1) || ((eff >> 39 & 1) && (eff >> 38 & 1));
-}
-
-static const char *tracefs_dir(void)
-{
-	static const char *const dirs[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
-	char p[128];
-
-	for (size_t i = 0; i < 2; i++) {
-		snprintf(p, sizeof(p), "%s/events", dirs[i]);
-		if (!access(p, F_OK))
-			return dirs[i];
-	}
-	/* Not mounted: mount it where libbpf looks first (needs CAP_SYS_ADMIN). */
-	if (!mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL))
-		return dirs[0];
-	return NULL;
-}
-
-/* The name a tracepoint has after NCCLBPF_OBSERVE_TP_RENAME ("old=new,..."). */
-static const char *tp_name(const struct nbpf_obs *obs, const char *tp, char *buf, size_t n)
-{
-	const char *r = obs->o.tp_rename;
-	size_t len = strlen(tp);
-
-	while (r && *r) {
-		const char *end = strchr(r, ','), *eq = strchr(r, '=');
-
-		if (!end)
-			end = r + strlen(r);
-		if (eq && eq < end && (size_t)(eq - r) == len && !strncmp(r, tp, len)) {
-			snprintf(buf, n, "%.*s", (int)(end - eq - 1), eq + 1);
-			return buf;
-		}
-		r = *end ? end + 1 : end;
-	}
-	return tp;
-}
-
-static bool tp_present(const struct nbpf_obs *obs, const struct prog_spec *sp, const char *name)
-{
-	char path[512], tn[160];
-	const char *dir;
-
-	if (sp->kind == TP_BTF) {
-		snprintf(tn, sizeof(tn), "btf_trace_%s", name);
-		return btf__find_by_name_kind(obs->btf, tn, BTF_KIND_TYPEDEF) > 0;
-	}
-	dir = tracefs_dir();
-	if (!dir)
-		return false;
-	snprintf(path, sizeof(path), "%s/events/%s/%s", dir, sp->cat, name);
-	return !access(path, F_OK);
-}
-
 static void append(char *dst, size_t n, const char *fmt, ...)
 {
 	size_t len = strlen(dst);
@@ -283,82 +165,6 @@ static void append(char *dst, size_t n, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(dst + len, n - len, fmt, ap);
 	va_end(ap);
-}
-
-static bool find_libcuda(struct nbpf_obs *obs)
-{
-	static const char *const paths[] = {
-		"/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/usr/lib/aarch64-linux-gnu/libcuda.so.1",
-		"/usr/lib64/libcuda.so.1", "/usr/lib/libcuda.so.1", "/usr/local/cuda/compat/libcuda.so.1",
-		"/usr/lib/wsl/lib/libcuda.so.1",
-	};
-
-	if (obs->o.libcuda) {
-		snprintf(obs->libcuda, sizeof(obs->libcuda), "%s", obs->o.libcuda);
-		return !access(obs->libcuda, R_OK);
-	}
-	/* The library the job itself mapped wins: it may live outside the usual places. */
-	for (int i = 0; i < obs->o.n_pids; i++) {
-		char maps[64], line[4608];
-		FILE *f;
-
-		snprintf(maps, sizeof(maps), "/proc/%d/maps", obs->o.pids[i]);
-		f = fopen(maps, "r");
-		while (f && fgets(line, sizeof(line), f)) {
-			char *p = strchr(line, '/');
-
-			if (p && strstr(p, "/libcuda.so")) {
-				p[strcspn(p, "\n")] = 0;
-				snprintf(obs->libcuda, sizeof(obs->libcuda), "%s", p);
-				fclose(f);
-				return true;
-			}
-		}
-		if (f)
-			fclose(f);
-	}
-	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
-		if (!access(paths[i], R_OK)) {
-			snprintf(obs->libcuda, sizeof(obs->libcuda), "%s", paths[i]);
-			return true;
-		}
-	return false;
-}
-
-/* Character-device majors of the NVIDIA driver (195 and the dynamic ones, from /proc/devices). */
-static int gpu_majors(struct nbpf_obs *obs)
-{
-	const char *s = obs->o.gpu_majors;
-	char line[128];
-	int n = 0;
-	FILE *f;
-
-	if (s) {
-		while (*s && n < OBS_MAX_DEV_MAJORS) {
-			char *end;
-			unsigned long v = strtoul(s, &end, 10);
-
-			if (end == s)
-				return nbpf_err(-EINVAL, "GPU device majors: bad list '%s'", obs->o.gpu_majors);
-			if (v)
-				obs->cfg.gpu_majors[n++] = (__u32)v;
-			s = *end == ',' ? end + 1 : end;
-		}
-		return n;
-	}
-	f = fopen("/proc/devices", "r");
-	while (f && fgets(line, sizeof(line), f) && n < OBS_MAX_DEV_MAJORS) {
-		unsigned v;
-		char name[64];
-
-		if (!strncmp(line, "Block", 5))
-			break;
-		if (sscanf(line, "%u %63s", &v, name) == 2 && !strncmp(name, "nvidia", 6))
-			obs->cfg.gpu_majors[n++] = v;
-	}
-	if (f)
-		fclose(f);
-	return n;
 }
 
 /* ---- per-set skeleton glue ------------------------------------------------- */
@@ -414,38 +220,6 @@ static void set_unload(struct obs_set *s)
 	s->lost = NULL;
 }
 
-/*
- * Can this kernel attach fentry/fexit programs?  Kernels may have BTF and
- * still refuse trampolines (no DYNAMIC_FTRACE_WITH_DIRECT_CALLS, lockdown,
- * an LSM), so the only reliable test is to attach one: an empty program on
- * func, loaded and linked and closed again at once.
- */
-static bool fentry_works(struct nbpf_obs *obs, const char *func)
-{
-	struct bpf_insn insns[] = {
-		{ .code = 0xb7, .dst_reg = 0, .imm = 0 }, /* r0 = 0 */
-		{ .code = 0x95 },                         /* exit */
-	};
-	int id = btf__find_by_name_kind(obs->btf, func, BTF_KIND_FUNC), pfd, lfd;
-	LIBBPF_OPTS(bpf_prog_load_opts, po, .expected_attach_type = BPF_TRACE_FENTRY);
-
-	if (obs->fentry_probed)
-		return obs->fentry_ok;
-	obs->fentry_probed = true;
-	if (id <= 0)
-		return false;
-	po.attach_btf_id = (__u32)id;
-	pfd = bpf_prog_load(BPF_PROG_TYPE_TRACING, "obs_fentry_probe", "GPL", (void *)insns, 2, &po);
-	if (pfd < 0)
-		return false;
-	lfd = bpf_link_create(pfd, 0, BPF_TRACE_FENTRY, NULL);
-	obs->fentry_ok = lfd >= 0;
-	if (lfd >= 0)
-		close(lfd);
-	close(pfd);
-	return obs->fentry_ok;
-}
-
 /* Is sp's attach point available?  If not, why, in words, into why. */
 static bool spec_present(struct nbpf_obs *obs, const struct prog_spec *sp, bool have_cuda,
 			 bool have_majors, char *why, size_t n)
@@ -462,19 +236,19 @@ static bool spec_present(struct nbpf_obs *obs, const struct prog_spec *sp, bool 
 		snprintf(why, n, "no /dev/nvidia* devices");
 		return false;
 	}
-	name = tp_name(obs, sp->tp, nb, sizeof(nb));
+	name = obs_tp_name(obs, sp->tp, nb, sizeof(nb));
 	if (sp->kind == FENTRY) {
 		if (btf__find_by_name_kind(obs->btf, name, BTF_KIND_FUNC) <= 0) {
 			snprintf(why, n, "no kernel function %s", name);
 			return false;
 		}
-		if (!fentry_works(obs, name)) {
+		if (!obs_fentry_works(obs, name)) {
 			snprintf(why, n, "%s: this kernel refuses fentry/fexit attachment", name);
 			return false;
 		}
 		return true;
 	}
-	if (!tp_present(obs, sp, name)) {
+	if (!obs_tp_present(obs, sp, name)) {
 		snprintf(why, n, "no tracepoint %s/%s in this kernel", sp->cat, name);
 		return false;
 	}
@@ -569,7 +343,7 @@ static bool set_select(struct nbpf_obs *obs, int set, bool have_cuda, bool have_
 			continue;
 		bpf_program__set_autoload(p, load[i]);
 		if (load[i] && (sp[i].kind == TP_BTF || sp[i].kind == FENTRY))
-			bpf_program__set_attach_target(p, 0, tp_name(obs, sp[i].tp, nb, sizeof(nb)));
+			bpf_program__set_attach_target(p, 0, obs_tp_name(obs, sp[i].tp, nb, sizeof(nb)));
 	}
 	return ok;
 }
@@ -578,7 +352,7 @@ static int add_link(struct obs_set *s, struct bpf_link *l)
 {
 	if (!l)
 		return -errno ? -errno : -EINVAL;
-	if (s->n_links == MAX_LINKS) {
+	if (s->n_links == OBS_MAX_LINKS) {
 		bpf_link__destroy(l);
 		return -E2BIG;
 	}
@@ -620,12 +394,12 @@ static int set_attach(struct nbpf_obs *obs, int set)
 		if (!p || !bpf_program__autoload(p) || sp->kind == UPROBE)
 			continue;
 		if (sp->kind == TP)
-			l = bpf_program__attach_tracepoint(p, sp->cat, tp_name(obs, sp->tp, nb, sizeof(nb)));
+			l = bpf_program__attach_tracepoint(p, sp->cat, obs_tp_name(obs, sp->tp, nb, sizeof(nb)));
 		else
 			l = bpf_program__attach(p);
 		if ((err = add_link(s, l)))
 			return nbpf_err(err, "%s: attaching %s to %s/%s: %s", set_names[set], sp->prog,
-					sp->cat ? sp->cat : "fentry", tp_name(obs, sp->tp, nb, sizeof(nb)),
+					sp->cat ? sp->cat : "fentry", obs_tp_name(obs, sp->tp, nb, sizeof(nb)),
 					strerror(-err));
 	}
 	if (set == NBPF_OBS_GPU && obs->libcuda[0]) {
@@ -640,79 +414,6 @@ static int set_attach(struct nbpf_obs *obs, int set)
 			       obs->libcuda);
 	}
 	st->n_links = s->n_links;
-	return 0;
-}
-
-static int fill_numa(struct nbpf_obs *obs, struct obs_set *s)
-{
-	struct bpf_map *m = bpf_object__find_map_by_name(s->obj, "cpu_node");
-	int fd = m ? bpf_map__fd(m) : -1;
-
-	if (fd < 0)
-		return 0;
-	if (obs->o.numa) {
-		const char *p = obs->o.numa;
-
-		for (__u32 cpu = 0; *p && cpu < OBS_MAX_CPUS; cpu++) {
-			char *end;
-			__u32 node = (__u32)strtoul(p, &end, 10);
-
-			if (end == p)
-				return nbpf_err(-EINVAL, "NUMA table: bad list '%s'", obs->o.numa);
-			bpf_map_update_elem(fd, &cpu, &node, BPF_ANY);
-			p = *end == ',' ? end + 1 : end;
-		}
-		return 0;
-	}
-	for (__u32 cpu = 0; cpu < OBS_MAX_CPUS; cpu++) {
-		char dir[96];
-		struct dirent *de;
-		DIR *d;
-
-		snprintf(dir, sizeof(dir), "/sys/devices/system/cpu/cpu%u", cpu);
-		d = opendir(dir);
-		if (!d)
-			continue;
-		while ((de = readdir(d)))
-			if (!strncmp(de->d_name, "node", 4) && isdigit((unsigned char)de->d_name[4])) {
-				__u32 node = (__u32)atoi(de->d_name + 4);
-
-				bpf_map_update_elem(fd, &cpu, &node, BPF_ANY);
-				break;
-			}
-		closedir(d);
-	}
-	return 0;
-}
-
-/*
- * The v2 cgroup id is the directory's inode number; its level is its depth
- * below the cgroup2 mount (wherever that is: /sys/fs/cgroup, or
- * /sys/fs/cgroup/unified on hybrid systems), found by walking up while the
- * parent is on the same file system.
- */
-static int cgroup_target(struct nbpf_obs *obs)
-{
-	const char *p = obs->o.cgroup;
-	struct statfs fs;
-	struct stat sb, up;
-	char real[4096];
-	int level = 0;
-
-	if (!p || stat(p, &sb) || !S_ISDIR(sb.st_mode))
-		return nbpf_err(-ENOENT, "cgroup %s: not a directory", p ? p : "(none)");
-	if (statfs(p, &fs) || fs.f_type != CGROUP2_SUPER_MAGIC)
-		return nbpf_err(-EINVAL, "cgroup %s: not a cgroup v2 directory", p);
-	if (!realpath(p, real))
-		return nbpf_err(-errno, "cgroup %s: %s", p, strerror(errno));
-	for (char *slash = strrchr(real, '/'); slash && slash != real; slash = strrchr(real, '/')) {
-		*slash = 0;
-		if (stat(real, &up) || up.st_dev != sb.st_dev)
-			break;
-		level++;
-	}
-	obs->cfg.cg_id = sb.st_ino;
-	obs->cfg.cg_level = (obs_u32)level;
 	return 0;
 }
 
@@ -736,7 +437,7 @@ int nbpf_obs_open(const struct nbpf_obs_opts *o, struct nbpf_obs **out)
 	lb_log[0] = 0;
 	libbpf_set_print(lb_print);
 
-	if (!has_caps()) {
+	if (!obs_has_caps()) {
 		err = nbpf_err(-EPERM, "needs root, or CAP_BPF and CAP_PERFMON (this process has "
 				       "neither CAP_SYS_ADMIN nor both of those): run it with sudo, or "
 				       "setcap cap_bpf,cap_perfmon,cap_dac_read_search+ep on the binary");
@@ -750,12 +451,12 @@ int nbpf_obs_open(const struct nbpf_obs_opts *o, struct nbpf_obs **out)
 			       "or --btf FILE)", btf_path, strerror(err ? -err : ENOENT));
 		goto fail;
 	}
-	if (!tracefs_dir()) {
+	if (!obs_tracefs_dir()) {
 		err = nbpf_err(-ENOENT, "tracefs is not mounted and cannot be mounted at "
 					"/sys/kernel/tracing");
 		goto fail;
 	}
-	if (o->mode == OBS_MODE_CGROUP && (err = cgroup_target(obs)))
+	if (o->mode == OBS_MODE_CGROUP && (err = obs_cgroup_target(obs)))
 		goto fail;
 	if (o->mode == OBS_MODE_COMM) {
 		if (!o->comm || !o->comm[0] || strlen(o->comm) >= OBS_COMM_LEN) {
@@ -765,14 +466,14 @@ int nbpf_obs_open(const struct nbpf_obs_opts *o, struct nbpf_obs **out)
 		memcpy(obs->cfg.comm, o->comm, strlen(o->comm));
 	}
 	if (obs->o.probes & (1u << NBPF_OBS_GPU)) {
-		int n = gpu_majors(obs);
+		int n = obs_gpu_majors(obs);
 
 		if (n < 0) {
 			err = n;
 			goto fail;
 		}
 		have_majors = n > 0;
-		have_cuda = find_libcuda(obs);
+		have_cuda = obs_find_libcuda(obs);
 		if (!have_cuda)
 			obs->libcuda[0] = 0;
 	}
@@ -835,7 +536,7 @@ int nbpf_obs_open(const struct nbpf_obs_opts *o, struct nbpf_obs **out)
 			obs->targets_fd = dup(bpf_map__fd(bpf_object__find_map_by_name(s->obj, "targets")));
 			obs->events_fd = dup(bpf_map__fd(bpf_object__find_map_by_name(s->obj, "events")));
 		}
-		if (set == NBPF_OBS_SCHED && (err = fill_numa(obs, s)))
+		if (set == NBPF_OBS_SCHED && (err = obs_fill_numa(obs, s)))
 			goto fail;
 	}
 	for (int i = 0; i < o->n_pids; i++)
@@ -933,10 +634,6 @@ int nbpf_obs_poll(struct nbpf_obs *obs, int timeout_ms, nbpf_obs_event_fn fn, vo
 	n = ring_buffer__poll(obs->rb, timeout_ms);
 	return n < 0 && n != -EINTR ? n : 0;
 }
-
-/* Shared with snapshot.c. */
-struct bpf_object *nbpf_obs__obj(struct nbpf_obs *obs, int set);
-uint64_t nbpf_obs__lost(struct nbpf_obs *obs);
 
 struct bpf_object *nbpf_obs__obj(struct nbpf_obs *obs, int set)
 {

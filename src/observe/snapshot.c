@@ -3,7 +3,7 @@
  * snapshot.c - reading the in-kernel aggregates into one snapshot, and the
  * difference of two snapshots (what happened during an interval).
  */
-#include "observe.h"
+#include "observe_int.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -13,9 +13,6 @@
 #include <string.h>
 
 #include "runtime/error.h"
-
-struct bpf_object *nbpf_obs__obj(struct nbpf_obs *obs, int set);
-uint64_t nbpf_obs__lost(struct nbpf_obs *obs);
 
 /*
  * Copies every entry of map name into *arr as (key, value) records of
