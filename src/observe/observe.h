@@ -115,6 +115,9 @@ int nbpf_obs_poll(struct nbpf_obs *obs, int timeout_ms, nbpf_obs_event_fn fn, vo
 /* Quantile q of a log2 histogram (value units), interpolated inside the slot; 0 if empty. */
 double nbpf_obs_hist_quantile(const struct obs_hist *h, double q);
 
+/* A connection's peer, "10.0.0.2" or with port "10.0.0.2:5000" / "[fe80::1]:5000". */
+void nbpf_obs_peer_str(const struct obs_conn *c, char *out, size_t n, bool port);
+
 /* Prometheus families for a snapshot; labels resolves a tgid to its labels (may be NULL). */
 typedef const char *(*nbpf_obs_label_fn)(void *ctx, uint32_t tgid);
 int nbpf_obs_prom_write(FILE *f, const struct nbpf_obs_snap *s, nbpf_obs_label_fn labels, void *ctx);

@@ -105,8 +105,6 @@ static const char *proc_labels(nbpf_obs_label_fn fn, void *ctx, uint32_t tgid, c
 	return buf;
 }
 
-void nbpf_obs_peer_str(const struct obs_conn *c, char *out, size_t n, bool port);
-
 void nbpf_obs_peer_str(const struct obs_conn *c, char *out, size_t n, bool port)
 {
 	char a[INET6_ADDRSTRLEN] = "?";

@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * observe_procs.c - the processes `ncclbpf observe` watches: found through
+ * the plugin's control sockets (as root in every user's runtime directory,
+ * each spoken to under its owner's uid, since the plugin serves only its
+ * own user), labelled with their ranks and communicators, and their
+ * collective P99 over each interval.
+ */
+#ifdef NCCLBPF_HAVE_OBSERVE
+#include <errno.h>
+#include <glob.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "control/ctl_client.h"
+#include "observe_cli.h"
+
+static void read_comm(int pid, char *out, size_t n)
+{
+	char p[64];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "/proc/%d/comm", pid);
+	out[0] = 0;
+	f = fopen(p, "r");
+	if (f) {
+		if (fgets(out, (int)n, f))
+			out[strcspn(out, "\n")] = 0;
+		fclose(f);
+	}
+	if (!out[0])
+		snprintf(out, n, "?");
+}
+
+struct proc *obs_proc_find(struct obs_state *s, int pid)
+{
+	for (size_t i = 0; i < s->n_procs; i++)
+		if (s->procs[i].pid == pid)
+			return &s->procs[i];
+	return NULL;
+}
+
+struct proc *obs_proc_add(struct obs_state *s, int pid)
+{
+	struct proc *p = obs_proc_find(s, pid), *np;
+
+	if (p)
+		return p;
+	np = realloc(s->procs, (s->n_procs + 1) * sizeof(*np));
+	if (!np)
+		return NULL;
+	s->procs = np;
+	p = &s->procs[s->n_procs++];
+	memset(p, 0, sizeof(*p));
+	p->pid = pid;
+	read_comm(pid, p->comm, sizeof(p->comm));
+	return p;
+}
+
+/*
+ * One exchange with a plugin process.  Root talks to another user's job
+ * under that user's uid: the plugin checks SO_PEERCRED, taken at connect.
+ */
+static int proc_call(struct proc *p, int type, struct nbpf_ctl_msg *m)
+{
+	uid_t me = geteuid();
+	const char *em;
+	int err;
+
+	if (me == 0 && p->uid != 0 && seteuid(p->uid))
+		return -errno;
+	err = nbpf_ctl_call_path(p->sock, type, NULL, m, &em);
+	if (me == 0 && p->uid != 0 && seteuid(0))
+		err = -errno;
+	return err;
+}
+
+/* Ranks and communicators, from the process's PS answer. */
+static void proc_labels(struct proc *p)
+{
+	struct nbpf_ctl_msg m;
+	size_t k = 0;
+
+	p->ranks[0] = 0;
+	if (!p->sock[0] || proc_call(p, NBPF_CTL_PS, &m)) {
+		nbpf_ctl_msg_free(&m);
+		return;
+	}
+	for (uint32_t i = 0; i < m.n_recs && k < sizeof(p->ranks) - 64; i++) {
+		const struct nbpf_ctl_rec *r = &m.recs[i];
+		const char *rank = nbpf_ctl_rec_get(r, "rank"), *ranks = nbpf_ctl_rec_get(r, "ranks");
+		const char *id = nbpf_ctl_rec_get(r, "comm_id");
+
+		if (strcmp(r->kind, "comm") || !rank || !ranks || !id)
+			continue;
+		k += (size_t)snprintf(p->ranks + k, sizeof(p->ranks) - k, "%s%s/%s@%s", k ? "," : "",
+				      rank, ranks, id);
+	}
+	nbpf_ctl_msg_free(&m);
+}
+
+static void add_socket(struct obs_state *s, const char *path, int pid, uid_t uid)
+{
+	struct proc *p;
+
+	if (kill(pid, 0) && errno == ESRCH)
+		return;
+	if (obs_proc_find(s, pid) || !(p = obs_proc_add(s, pid)))
+		return;
+	snprintf(p->sock, sizeof(p->sock), "%s", path);
+	p->uid = uid;
+	proc_labels(p);
+}
+
+/* Every plugin process: ours, and as root every user's runtime directory too. */
+void obs_discover(struct obs_state *s)
+{
+	static const char *const pats[] = { "/run/user/*/ncclbpf/*.sock", "/tmp/ncclbpf-*/*.sock" };
+	char dir[4096], path[4200];
+	int *pids = NULL, n = nbpf_ctl_list_pids(&pids);
+
+	if (n > 0 && !nbpf_ctl_runtime_dir(dir, sizeof(dir), false))
+		for (int i = 0; i < n; i++)
+			if (!nbpf_ctl_sock_path(path, sizeof(path), dir, pids[i]))
+				add_socket(s, path, pids[i], geteuid());
+	free(pids);
+	if (geteuid() != 0 || getenv("NCCLBPF_CTL_DIR"))
+		return;
+	for (size_t k = 0; k < 2; k++) {
+		glob_t g;
+
+		if (glob(pats[k], 0, NULL, &g))
+			continue;
+		for (size_t i = 0; i < g.gl_pathc; i++) {
+			const char *base = strrchr(g.gl_pathv[i], '/') + 1;
+			struct stat sb;
+			char *end;
+			long pid = strtol(base, &end, 10);
+
+			/* The socket's owner is the job's user; anything else is not ours to trust. */
+			if (pid > 0 && !strcmp(end, ".sock") && !lstat(g.gl_pathv[i], &sb) &&
+			    S_ISSOCK(sb.st_mode))
+				add_socket(s, g.gl_pathv[i], (int)pid, sb.st_uid);
+		}
+		globfree(&g);
+	}
+}
+
+/* Collective P99 and calls of one process over the last interval. */
+void obs_proc_nccl(struct proc *p)
+{
+	struct nbpf_tele_set now = { 0 }, d = { 0 };
+	uint64_t hist[NBPF_LAT_BUCKETS] = { 0 };
+	struct nbpf_ctl_msg m;
+
+	p->nccl_p99_ns = 0;
+	p->nccl_calls = 0;
+	if (!p->sock[0])
+		return;
+	if (proc_call(p, NBPF_CTL_TELEMETRY, &m)) {
+		nbpf_ctl_msg_free(&m);
+		return;
+	}
+	cli_tele_merge(&now, &m);
+	nbpf_ctl_msg_free(&m);
+	if (!cli_tele_delta(&d, &now, p->tele_seen ? &p->tele_prev : NULL)) {
+		for (size_t i = 0; i < d.n_cells; i++) {
+			p->nccl_calls += d.cells[i].count;
+			for (int b = 0; b < NBPF_LAT_BUCKETS; b++)
+				hist[b] += d.cells[i].hist[b];
+		}
+		p->nccl_p99_ns = nbpf_tele_quantile_ns(hist, NBPF_LAT_BUCKETS, 0.99);
+	}
+	nbpf_tele_free(&d);
+	nbpf_tele_free(&p->tele_prev);
+	p->tele_prev = now;
+	p->tele_seen = true;
+}
+
+/* Processes seen in the kernel's tables (cgroup and comm modes find them there). */
+void obs_procs_from_snap(struct obs_state *s, const struct nbpf_obs_snap *d)
+{
+	for (size_t i = 0; i < d->n_blk; i++)
+		obs_proc_add(s, (int)d->blk[i].k.tgid);
+	for (size_t i = 0; i < d->n_uring; i++)
+		obs_proc_add(s, (int)d->uring[i].k.tgid);
+	for (size_t i = 0; i < d->n_conn; i++)
+		obs_proc_add(s, (int)d->conn[i].v.tgid);
+	for (size_t i = 0; i < d->n_sched; i++)
+		obs_proc_add(s, (int)d->sched[i].tgid);
+	for (size_t i = 0; i < d->n_gpu; i++)
+		obs_proc_add(s, (int)d->gpu[i].tgid);
+}
+
+#endif
