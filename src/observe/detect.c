@@ -9,6 +9,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/magic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,7 +45,8 @@ const char *obs_tracefs_dir(void)
 
 	for (size_t i = 0; i < 2; i++) {
 		snprintf(p, sizeof(p), "%s/events", dirs[i]);
-		if (!access(p, F_OK))
+		/* Effective credentials: with CAP_DAC_READ_SEARCH and no root, access() says no. */
+		if (!faccessat(AT_FDCWD, p, F_OK, AT_EACCESS))
 			return dirs[i];
 	}
 	/* Not mounted: mount it where libbpf looks first (needs CAP_SYS_ADMIN). */
@@ -86,7 +88,7 @@ bool obs_tp_present(const struct nbpf_obs *obs, const struct prog_spec *sp, cons
 	if (!dir)
 		return false;
 	snprintf(path, sizeof(path), "%s/events/%s/%s", dir, sp->cat, name);
-	return !access(path, F_OK);
+	return !faccessat(AT_FDCWD, path, F_OK, AT_EACCESS);
 }
 
 bool obs_find_libcuda(struct nbpf_obs *obs)
@@ -99,7 +101,7 @@ bool obs_find_libcuda(struct nbpf_obs *obs)
 
 	if (obs->o.libcuda) {
 		snprintf(obs->libcuda, sizeof(obs->libcuda), "%s", obs->o.libcuda);
-		return !access(obs->libcuda, R_OK);
+		return !faccessat(AT_FDCWD, obs->libcuda, R_OK, AT_EACCESS);
 	}
 	/* The library the job itself mapped wins: it may live outside the usual places. */
 	for (int i = 0; i < obs->o.n_pids; i++) {
@@ -122,7 +124,7 @@ bool obs_find_libcuda(struct nbpf_obs *obs)
 			fclose(f);
 	}
 	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
-		if (!access(paths[i], R_OK)) {
+		if (!faccessat(AT_FDCWD, paths[i], R_OK, AT_EACCESS)) {
 			snprintf(obs->libcuda, sizeof(obs->libcuda), "%s", paths[i]);
 			return true;
 		}

@@ -452,8 +452,9 @@ int nbpf_obs_open(const struct nbpf_obs_opts *o, struct nbpf_obs **out)
 		goto fail;
 	}
 	if (!obs_tracefs_dir()) {
-		err = nbpf_err(-ENOENT, "tracefs is not mounted and cannot be mounted at "
-					"/sys/kernel/tracing");
+		err = nbpf_err(-ENOENT, "tracefs at /sys/kernel/tracing is not mounted or not "
+					"readable (mounting it needs CAP_SYS_ADMIN, reading it as "
+					"another user than root CAP_DAC_READ_SEARCH)");
 		goto fail;
 	}
 	if (o->mode == OBS_MODE_CGROUP && (err = obs_cgroup_target(obs)))

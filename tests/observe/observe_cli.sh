@@ -56,6 +56,15 @@ expect no-gpu 1 "gpu: not attached: .*libcuda not found" \
 if command -v setpriv >/dev/null 2>&1; then
 	expect no-caps 1 "needs root, or CAP_BPF and CAP_PERFMON" \
 		setpriv --bounding-set=-all --inh-caps=-all "$BIN" observe --pid 1 --duration 1
+	# Not root, but CAP_BPF, CAP_PERFMON and CAP_DAC_READ_SEARCH (tracefs is root's): enough.
+	expect caps-not-root 0 "ncclbpf observe  1 process" \
+		setpriv --reuid 65534 --regid 65534 --clear-groups \
+		--inh-caps +bpf,+perfmon,+dac_read_search --ambient-caps +bpf,+perfmon,+dac_read_search \
+		"$BIN" observe --pid 1 --probes sched --duration 1
+	expect caps-no-tracefs 1 "tracefs at /sys/kernel/tracing is not mounted or not readable" \
+		setpriv --reuid 65534 --regid 65534 --clear-groups \
+		--inh-caps +bpf,+perfmon --ambient-caps +bpf,+perfmon \
+		"$BIN" observe --pid 1 --probes sched --duration 1
 else
 	echo "SKIP no-caps: setpriv not found"
 fi
