@@ -88,8 +88,12 @@ int BPF_PROG(sched_sw, bool preempt, struct task_struct *prev, struct task_struc
 	__u64 now, d;
 	__u32 tgid;
 
+	/*
+	 * Preempted means runnable, whatever __state says: a task preempted
+	 * between set_current_state() and schedule() still reads as sleeping.
+	 */
 	if (obs_is_target(prev))
-		mark(prev, task_state(prev) != TASK_RUNNING_);
+		mark(prev, !preempt && task_state(prev) != TASK_RUNNING_);
 	if (!obs_is_target(next))
 		return 0;
 	t = bpf_task_storage_get(&task_ts, next, 0, 0);
