@@ -169,23 +169,26 @@ static void append(char *dst, size_t n, const char *fmt, ...)
 
 /* ---- per-set skeleton glue ------------------------------------------------- */
 
-#define SET_OPEN(name)                                                                          \
-	static int open_##name(struct obs_set *s, const struct bpf_object_open_opts *oo,        \
-			       const struct obs_cfg *cfg)                                       \
-	{                                                                                       \
-		struct obs_##name *sk = obs_##name##__open_opts(oo);                             \
-                                                                                                \
-		if (!sk)                                                                        \
-			return -errno;                                                          \
-		memcpy((void *)&sk->rodata->obs_cfg, cfg, sizeof(*cfg));                        \
-		s->skel = sk;                                                                   \
-		s->obj = sk->obj;                                                               \
-		s->destroy = destroy_##name;                                                    \
-		return 0;                                                                       \
-	}                                                                                       \
-	static volatile obs_u64 *lost_##name(struct obs_set *s)                                   \
-	{                                                                                       \
-		return (volatile obs_u64 *)&((struct obs_##name *)s->skel)->bss->obs_events_lost;                   \
+/* open_<set>: the skeleton opened with the configuration in .rodata; lost_<set>: its .bss counter. */
+#define SET_OPEN(name)                                                                     \
+	static int open_##name(struct obs_set *s, const struct bpf_object_open_opts *oo,   \
+			       const struct obs_cfg *cfg)                                  \
+	{                                                                                  \
+		struct obs_##name *sk = obs_##name##__open_opts(oo);                        \
+                                                                                           \
+		if (!sk)                                                                   \
+			return -errno;                                                     \
+		memcpy((void *)&sk->rodata->obs_cfg, cfg, sizeof(*cfg));                   \
+		s->skel = sk;                                                              \
+		s->obj = sk->obj;                                                          \
+		s->destroy = destroy_##name;                                               \
+		return 0;                                                                  \
+	}                                                                                  \
+	static volatile obs_u64 *lost_##name(struct obs_set *s)                            \
+	{                                                                                  \
+		struct obs_##name *sk = s->skel;                                           \
+                                                                                           \
+		return (volatile obs_u64 *)&sk->bss->obs_events_lost;                      \
 	}
 
 static void destroy_io(void *p) { obs_io__destroy(p); }
@@ -536,6 +539,10 @@ int nbpf_obs_open(const struct nbpf_obs_opts *o, struct nbpf_obs **out)
 		if (obs->targets_fd < 0) {
 			obs->targets_fd = dup(bpf_map__fd(bpf_object__find_map_by_name(s->obj, "targets")));
 			obs->events_fd = dup(bpf_map__fd(bpf_object__find_map_by_name(s->obj, "events")));
+			if (obs->targets_fd < 0 || obs->events_fd < 0) {
+				err = nbpf_err(-errno, "dup: %s", strerror(errno));
+				goto fail;
+			}
 		}
 		if (set == NBPF_OBS_SCHED && (err = obs_fill_numa(obs, s)))
 			goto fail;
@@ -553,7 +560,12 @@ int nbpf_obs_open(const struct nbpf_obs_opts *o, struct nbpf_obs **out)
 		n_attached++;
 	}
 	if (!n_attached) {
-		err = nbpf_err(-ENOENT, "no probe set could be attached");
+		char why[1024] = "";
+
+		for (int set = 0; set < NBPF_OBS_NSETS; set++)
+			if (obs->st[set].wanted)
+				append(why, sizeof(why), "%s: %s", set_names[set], obs->st[set].error);
+		err = nbpf_err(-ENOENT, "no probe set could be attached (%s)", why);
 		goto fail;
 	}
 	/* The caller's arrays and strings need not outlive this call. */
