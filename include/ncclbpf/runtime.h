@@ -75,7 +75,17 @@ struct ncclbpf_hook_desc {
 	int64_t ret_min, ret_max; /* allowed range of r0 at exit */
 	const char *ret_doc;
 	const char *doc;
+	/*
+	 * NCCLBPF_CTX_CHECK_* (0: none): what the entry function's first
+	 * parameter may be, from the object's BTF, against ctx_type.
+	 */
+	uint32_t ctx_check;
 };
+
+/* The first parameter must point to ctx_type (typedefs and qualifiers aside). */
+#define NCCLBPF_CTX_CHECK_TYPE    (1u << 0)
+/* ... or be `void *` (the hook accepts an untyped context). */
+#define NCCLBPF_CTX_CHECK_VOID_OK (1u << 1)
 
 /* ---- objects ----------------------------------------------------------- */
 
@@ -171,6 +181,11 @@ struct ncclbpf_verify_result {
 	int64_t ret_min, ret_max;   /* r0 range proven at exit */
 	struct ncclbpf_finding *findings; /* owned by the program; valid until next verify/close */
 	uint32_t n_findings;
+	/*
+	 * The entry function's context type was compared with the hook's
+	 * (false: the hook asks for no check, or the object has no BTF).
+	 */
+	bool ctx_type_checked;
 };
 
 /*

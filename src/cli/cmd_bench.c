@@ -15,19 +15,6 @@
 #include "emulator/emu.h"
 #include "emulator/emu_cli.h"
 
-/*
- * A policy the plugin refuses is only seen through its WARN line, so
- * NCCLBPF_LOG=none would turn a rejected policy into NCCL's defaults
- * reported as the policy's: keep warnings on for this command.
- */
-static void keep_warnings(void)
-{
-	const char *lv = getenv("NCCLBPF_LOG");
-
-	if (lv && !strcmp(lv, "none"))
-		setenv("NCCLBPF_LOG", "warn", 1);
-}
-
 #define BENCH_SIZES 16
 
 static inline uint64_t now_ns(void)
@@ -107,7 +94,6 @@ int cmd_bench(struct cli *c, int argc, char **argv)
 		return cli_usage_error("usage: ncclbpf bench OBJ [--calls N] [-j]");
 	if (stat(obj, &st) || !S_ISREG(st.st_mode))
 		return cli_usage_error("bench: %s: not a readable file", obj);
-	keep_warnings();
 	a = malloc(calls * sizeof(*a));
 	b = malloc(calls * sizeof(*b));
 	if (!a || !b) {

@@ -15,19 +15,6 @@
 #include "emulator/emu.h"
 #include "emulator/emu_cli.h"
 
-/*
- * A policy the plugin refuses is only seen through its WARN line, so
- * NCCLBPF_LOG=none would turn a rejected policy into NCCL's defaults
- * reported as the policy's: keep warnings on for this command.
- */
-static void keep_warnings(void)
-{
-	const char *lv = getenv("NCCLBPF_LOG");
-
-	if (lv && !strcmp(lv, "none"))
-		setenv("NCCLBPF_LOG", "warn", 1);
-}
-
 static int parse_int(const char *s, int min, int max, int *out)
 {
 	char *end;
@@ -109,7 +96,6 @@ int cmd_sim(struct cli *c, int argc, char **argv)
 		return cli_usage_error("sim: --nodes (%d) exceeds --ranks (%d)", topo.n_nodes, topo.n_ranks);
 	if (stat(obj, &st) || !S_ISREG(st.st_mode))
 		return cli_usage_error("sim: %s: not a readable file", obj);
-	keep_warnings();
 	err = emu_cli_tuner_open(&pl, &t, obj, 5, &topo, warn, sizeof(warn));
 	if (err) {
 		warn[strcspn(warn, "\n")] = 0; /* one line: the first says why */

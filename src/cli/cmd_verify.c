@@ -8,7 +8,9 @@
  * "OBJ: insn N: REASON" without line info), then the instruction with the
  * registers involved, the source line and a hint; then one summary line
  * per program (an object with no programs, e.g. env overrides only, is
- * accepted with a line saying so).  -j prints one JSON document instead.
+ * accepted with a line saying so), after a note when the object has no
+ * BTF to check the program's declared context type with.  -j prints one
+ * JSON document instead.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -22,6 +24,7 @@
 
 struct prog_verdict {
 	const char *name, *section, *hook;
+	const struct ncclbpf_hook_desc *desc;
 	bool accepted, unknown_section;
 	uint32_t insns;
 	uint64_t time_us;
@@ -115,10 +118,10 @@ static void print_json(const char *obj, struct prog_verdict *v, size_t n, bool a
 		fprintf(stdout,
 			",\"verdict\":\"%s\",\"insns\":%u,\"insns_processed\":%u,\"states\":%u,"
 			"\"peak_states\":%u,\"stack_depth\":%u,\"ret_min\":%" PRId64
-			",\"ret_max\":%" PRId64 ",\"time_us\":%" PRIu64 "}",
+			",\"ret_max\":%" PRId64 ",\"time_us\":%" PRIu64 ",\"ctx_type_checked\":%s}",
 			v[i].accepted ? "accepted" : "rejected", v[i].insns, v[i].res.insns_processed,
 			v[i].res.states, v[i].res.peak_states, v[i].res.stack_depth, v[i].res.ret_min,
-			v[i].res.ret_max, v[i].time_us);
+			v[i].res.ret_max, v[i].time_us, v[i].res.ctx_type_checked ? "true" : "false");
 		total_us += v[i].time_us;
 		total_insns += v[i].res.insns_processed;
 	}
@@ -211,6 +214,7 @@ int cmd_verify(struct cli *c, int argc, char **argv)
 			continue;
 		}
 		pv->hook = h->name;
+		pv->desc = h;
 		t0 = now_ns();
 		err = ncclbpf_program__verify(p, h, &vopts, &pv->res);
 		pv->time_us = (now_ns() - t0 + 500) / 1000;
@@ -244,6 +248,14 @@ int cmd_verify(struct cli *c, int argc, char **argv)
 			for (uint32_t k = 0; k < pv->res.n_findings; k++)
 				if (pv->res.findings[k].kind != NCCLBPF_FINDING_ERROR)
 					print_finding(stdout, path, pv->name, &pv->res.findings[k]);
+			/*
+			 * Without BTF the declared context type is unknown: say it went
+			 * unchecked (a verification that failed outright has no result).
+			 */
+			if ((pv->desc->ctx_check & NCCLBPF_CTX_CHECK_TYPE) && !pv->res.ctx_type_checked &&
+			    (pv->accepted || pv->res.n_findings))
+				printf("note: %s: context type not checked against %s * (no BTF for it in %s; build with clang -g)\n",
+				       pv->name, pv->desc->ctx_type, path);
 			if (pv->accepted)
 				printf("%s (%s): accepted, %u insns, %u states, %" PRIu64 " us\n", pv->name,
 				       pv->hook, pv->insns, pv->res.states, pv->time_us);

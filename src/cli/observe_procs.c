@@ -9,6 +9,7 @@
 #ifdef NCCLBPF_HAVE_OBSERVE
 #include <errno.h>
 #include <glob.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,38 +116,84 @@ static void add_socket(struct obs_state *s, const char *path, int pid, uid_t uid
 	proc_labels(p);
 }
 
-/* Every plugin process: ours, and as root every user's runtime directory too. */
-void obs_discover(struct obs_state *s)
+/* The processes nbpf_ctl_list finds for the current effective uid. */
+static void add_listed(struct obs_state *s)
 {
-	static const char *const pats[] = { "/run/user/*/ncclbpf/*.sock", "/tmp/ncclbpf-*/*.sock" };
-	char dir[4096], path[4200];
-	int *pids = NULL, n = nbpf_ctl_list_pids(&pids);
+	struct nbpf_ctl_proc *v = NULL;
+	int n = nbpf_ctl_list(&v);
 
-	if (n > 0 && !nbpf_ctl_runtime_dir(dir, sizeof(dir), false))
-		for (int i = 0; i < n; i++)
-			if (!nbpf_ctl_sock_path(path, sizeof(path), dir, pids[i]))
-				add_socket(s, path, pids[i], geteuid());
-	free(pids);
-	if (geteuid() != 0 || getenv("NCCLBPF_CTL_DIR"))
-		return;
+	for (int i = 0; i < n; i++)
+		if (v[i].pid > 0) /* 0: in a pid namespace we cannot see, nothing to probe */
+			add_socket(s, v[i].path, v[i].pid, geteuid());
+	free(v);
+}
+
+/* Owners of the runtime directories other users' jobs may use, root excluded. */
+static int other_uids(uid_t *uids, int max)
+{
+	static const char *const pats[] = { "/run/user/*", "/tmp/ncclbpf-*" };
+	int n = 0;
+
 	for (size_t k = 0; k < 2; k++) {
 		glob_t g;
 
-		if (glob(pats[k], 0, NULL, &g))
+		if (glob(pats[k], GLOB_ONLYDIR, NULL, &g))
 			continue;
-		for (size_t i = 0; i < g.gl_pathc; i++) {
-			const char *base = strrchr(g.gl_pathv[i], '/') + 1;
+		for (size_t i = 0; i < g.gl_pathc && n < max; i++) {
 			struct stat sb;
-			char *end;
-			long pid = strtol(base, &end, 10);
+			bool seen = false;
 
-			/* The socket's owner is the job's user; anything else is not ours to trust. */
-			if (pid > 0 && !strcmp(end, ".sock") && !lstat(g.gl_pathv[i], &sb) &&
-			    S_ISSOCK(sb.st_mode))
-				add_socket(s, g.gl_pathv[i], (int)pid, sb.st_uid);
+			if (lstat(g.gl_pathv[i], &sb) || !S_ISDIR(sb.st_mode) || !sb.st_uid)
+				continue;
+			for (int j = 0; j < n && !seen; j++)
+				seen = uids[j] == sb.st_uid;
+			if (!seen)
+				uids[n++] = sb.st_uid;
 		}
 		globfree(&g);
 	}
+	return n;
+}
+
+/*
+ * Every plugin process: ours, and as root every other user's.  The plugin
+ * serves only its own uid and its directories and sockets are private, so
+ * each user's are listed and probed under that user's effective uid, with
+ * XDG_RUNTIME_DIR as that user's session would have it.
+ */
+void obs_discover(struct obs_state *s)
+{
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	char *saved = xdg ? strdup(xdg) : NULL;
+	uid_t uids[64];
+	int n;
+
+	add_listed(s);
+	if (geteuid() != 0 || getenv("NCCLBPF_CTL_DIR")) {
+		free(saved);
+		return;
+	}
+	n = other_uids(uids, 64);
+	for (int i = 0; i < n; i++) {
+		char run[64];
+		struct stat sb;
+
+		snprintf(run, sizeof(run), "/run/user/%u", (unsigned)uids[i]);
+		if (!stat(run, &sb) && S_ISDIR(sb.st_mode) && sb.st_uid == uids[i])
+			setenv("XDG_RUNTIME_DIR", run, 1);
+		else
+			unsetenv("XDG_RUNTIME_DIR");
+		if (seteuid(uids[i]))
+			continue;
+		add_listed(s);
+		if (seteuid(0))
+			break; /* cannot happen for root; never go on as someone else */
+	}
+	if (saved)
+		setenv("XDG_RUNTIME_DIR", saved, 1);
+	else
+		unsetenv("XDG_RUNTIME_DIR");
+	free(saved);
 }
 
 /* Collective P99 and calls of one process over the last interval. */

@@ -4,7 +4,7 @@
  * reload/rollback.  Runs on the control thread only.
  *
  * Record kinds (key=value fields; see ctl_proto.h for the syntax):
- *   proc   pid uid exe policy n_comms image_gen
+ *   proc   pid instance uid exe policy n_comms image_gen
  *   image  gen spec at_call loaded_at load_ns progs objs warnings state
  *   prog   gen slot name obj tag hook insns consistency runs ns
  *   comm   id comm_id rank ranks nodes kind abi calls applied skipped
@@ -24,6 +24,7 @@
 
 #include "host/host.h"
 #include "runtime/maps/map.h"
+#include "runtime/rundir.h"
 #include "telemetry/prom.h"
 
 _Static_assert(NBPF_TELE_REFUSE == NBPF_REFUSE_COUNT, "refusal reasons");
@@ -98,6 +99,29 @@ static void put_maps(struct nbpf_ctl_buf *b, const struct nbpf_image *img)
 			nbpf_ctl_buf_u64(b, "max_entries", ncclbpf_map__max_entries(map));
 			nbpf_ctl_buf_str(b, "path", ncclbpf_map__path(map) ? ncclbpf_map__path(map) : "");
 		}
+	}
+}
+
+/* Every load attempt the host kept, newest first: what loaded, or what was refused and why. */
+static void put_loads(struct nbpf_ctl_buf *b)
+{
+	struct ncclbpf_load_status st; /* ~11 KB: the control thread has a default-sized stack */
+
+	for (unsigned i = 0; !nbpf_host_load_status(i, &st, sizeof(st)); i++) {
+		nbpf_ctl_buf_rec(b, "load");
+		nbpf_ctl_buf_u64(b, "seq", st.seq);
+		nbpf_ctl_buf_str(b, "result", st.err ? "refused" : "loaded");
+		nbpf_ctl_buf_i64(b, "err", st.err);
+		nbpf_ctl_buf_u64(b, "at", st.at);
+		nbpf_ctl_buf_u64(b, "load_ns", st.load_ns);
+		nbpf_ctl_buf_str(b, "spec", st.spec);
+		nbpf_ctl_buf_u64(b, "objs", st.n_objs);
+		nbpf_ctl_buf_u64(b, "progs", st.n_progs);
+		nbpf_ctl_buf_u64(b, "maps", st.n_maps);
+		nbpf_ctl_buf_u64(b, "env", st.n_env);
+		nbpf_ctl_buf_str(b, "obj", st.refused_obj);
+		nbpf_ctl_buf_str(b, "prog", st.refused_prog);
+		nbpf_ctl_buf_str(b, "message", st.message);
 	}
 }
 
@@ -183,6 +207,7 @@ static void put_proc(struct nbpf_ctl_buf *b)
 	nbpf_host_comm_foreach(put_comm, &w);
 	nbpf_ctl_buf_rec(b, "proc");
 	nbpf_ctl_buf_u64(b, "pid", (uint64_t)getpid());
+	nbpf_ctl_buf_str(b, "instance", nbpf_instance_id());
 	nbpf_ctl_buf_u64(b, "uid", (uint64_t)geteuid());
 	nbpf_ctl_buf_str(b, "exe", exe);
 	nbpf_ctl_buf_str(b, "policy", s ? s->policy : "");
@@ -334,6 +359,7 @@ int nbpf_ctl_handle(const struct nbpf_ctl_msg *req, struct nbpf_ctl_buf *b, char
 		nbpf_host_lock();
 		put_images(b, nbpf_host_current(), true);
 		nbpf_host_unlock();
+		put_loads(b);
 		return 0;
 	case NBPF_CTL_PROGS:
 		nbpf_host_lock();

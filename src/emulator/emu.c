@@ -66,6 +66,15 @@ void emu_close(struct emu_plugin *p)
 	memset(p, 0, sizeof(*p));
 }
 
+int emu_load_status(const struct emu_plugin *p, unsigned back, struct ncclbpf_load_status *out)
+{
+	const ncclbpf_status_v1_t *st = p->dl ? dlsym(p->dl, NCCLBPF_STATUS_SYMBOL_V1) : NULL;
+
+	if (!st || !st->loadStatus)
+		return -ENOSYS;
+	return st->loadStatus(back, out, sizeof(*out));
+}
+
 /* ---- tuner ------------------------------------------------------------------ */
 
 int emu_tuner_init(struct emu_tuner *t, const struct emu_plugin *pl, uint64_t comm_id,

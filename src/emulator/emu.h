@@ -14,6 +14,7 @@
 #include "nccl/abi_env.h"
 #include "nccl/abi_profiler.h"
 #include "nccl/abi_tuner.h"
+#include "ncclbpf/status.h"
 
 /* ---- the cost model ----------------------------------------------------- */
 
@@ -65,6 +66,14 @@ struct emu_plugin {
 int emu_open(struct emu_plugin *p, enum emu_kind kind, const char *value, int max_version,
 	     char *err, size_t errlen);
 void emu_close(struct emu_plugin *p);
+
+/*
+ * The plugin's load attempt back (0: the latest) through the status table
+ * it exports (ncclbpf/status.h), so a caller learns whether its policy
+ * loaded without reading log text.  0, -ENOENT (no such attempt: no policy
+ * was set), -ENOSYS (the library has no status table).
+ */
+int emu_load_status(const struct emu_plugin *p, unsigned back, struct ncclbpf_load_status *out);
 
 /* ---- tuner calls -------------------------------------------------------- */
 

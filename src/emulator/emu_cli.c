@@ -13,7 +13,6 @@
 
 static char *g_warn;
 static size_t g_warnlen;
-static int g_policy_failed;
 
 static void cli_logger(int level, unsigned long flags, const char *file, int line,
 		       const char *fmt, ...)
@@ -27,8 +26,6 @@ static void cli_logger(int level, unsigned long flags, const char *file, int lin
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (strstr(msg, "policy not loaded"))
-		g_policy_failed = 1;
 	if (g_warn && strlen(g_warn) + strlen(msg) + 2 < g_warnlen) {
 		strcat(g_warn, msg);
 		strcat(g_warn, "\n");
@@ -53,6 +50,24 @@ int emu_cli_plugin_path(char *out, size_t n)
 	return access(out, R_OK) ? -ENOENT : 0;
 }
 
+/* 0 when policy loaded; else -EINVAL with why in warn. */
+static int policy_loaded(const struct emu_plugin *pl, const char *policy, char *warn,
+			 size_t warnlen)
+{
+	struct ncclbpf_load_status st;
+	int err = emu_load_status(pl, 0, &st);
+
+	if (!err && !st.err)
+		return 0;
+	if (warn && !err)
+		snprintf(warn, warnlen, "%s", st.message);
+	else if (warn && err == -ENOSYS)
+		snprintf(warn, warnlen, "the plugin library reports no load status (an older build?)");
+	else if (warn)
+		snprintf(warn, warnlen, "%s: not loaded", policy);
+	return -EINVAL;
+}
+
 int emu_cli_tuner_open(struct emu_plugin *pl, struct emu_tuner *t, const char *policy,
 		       int max_version, const struct emu_topo *topo, char *warn, size_t warnlen)
 {
@@ -73,7 +88,6 @@ int emu_cli_tuner_open(struct emu_plugin *pl, struct emu_tuner *t, const char *p
 		warn[0] = 0;
 	g_warn = warn;
 	g_warnlen = warnlen;
-	g_policy_failed = 0;
 	if (emu_open(pl, EMU_TUNER, path, max_version, err, sizeof(err))) {
 		if (warn)
 			snprintf(warn, warnlen, "%s", err);
@@ -85,7 +99,7 @@ int emu_cli_tuner_open(struct emu_plugin *pl, struct emu_tuner *t, const char *p
 		emu_close(pl);
 		return -EINVAL;
 	}
-	if (g_policy_failed) {
+	if (policy && policy_loaded(pl, policy, warn, warnlen)) {
 		emu_cli_tuner_close(pl, t);
 		return -EINVAL;
 	}

@@ -17,9 +17,12 @@ int emu_cli_plugin_path(char *out, size_t n);
 
 /*
  * Opens the tuner (newest version up to max_version) with NCCLBPF_POLICY =
- * policy (NULL: none) and creates one context.  The plugin's WARN lines
- * are kept in warn (may be NULL); returns 0, -ENOENT when the library
- * cannot be loaded, -EINVAL when the policy did not load (warn says why).
+ * policy (NULL: none) and creates one context.  Whether the policy loaded
+ * is read from the plugin's load status (ncclbpf/status.h).  The plugin's
+ * WARN lines are kept in warn (may be NULL) for the caller to show.
+ * Returns 0, -ENOENT when the library cannot be loaded, -EINVAL when the
+ * policy was refused (warn then holds only why: the loader's or the
+ * verifier's message).
  */
 int emu_cli_tuner_open(struct emu_plugin *pl, struct emu_tuner *t, const char *policy,
 		       int max_version, const struct emu_topo *topo, char *warn, size_t warnlen);

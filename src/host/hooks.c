@@ -95,6 +95,8 @@ const struct ncclbpf_hook_desc ncclbpf_hooks[NCCLBPF_HOOK_COUNT] = {
 		.ret_max = NCCLBPF_TUNER_SKIP,
 		.ret_doc = "0 (NCCLBPF_TUNER_APPLY): apply the outputs; 1 (NCCLBPF_TUNER_SKIP): leave the call to NCCL",
 		.doc = "Runs on every getCollInfo; picks algorithm, protocol and channel count.",
+		/* typed only: `void *` would hide a program written for the other hook */
+		.ctx_check = NCCLBPF_CTX_CHECK_TYPE,
 	},
 	[NCCLBPF_HOOK_PROFILER] = {
 		.name = "profiler",
@@ -109,6 +111,7 @@ const struct ncclbpf_hook_desc ncclbpf_hooks[NCCLBPF_HOOK_COUNT] = {
 		.ret_max = 0,
 		.ret_doc = "0",
 		.doc = "Runs once per completed collective with its measured latency.",
+		.ctx_check = NCCLBPF_CTX_CHECK_TYPE,
 	},
 };
 

@@ -34,11 +34,13 @@
 #include "hooks.h"
 #include "ncclbpf/policy.h"
 #include "ncclbpf/runtime.h"
+#include "ncclbpf/status.h"
 #include "telemetry/hist.h"
 
 /* ---- limits ---------------------------------------------------------- */
 
 #define NBPF_HOST_MAX_OBJS   16  /* objects in one NCCLBPF_POLICY */
+#define NBPF_HOST_MAX_FILE   (256u << 20) /* bytes of one object file, as the loader allows */
 #define NBPF_HOST_MAX_PROGS  32  /* programs in one image */
 #define NBPF_HOST_MAX_ENV    64  /* env overrides in one image */
 #define NBPF_HOST_ERRLEN     512
@@ -150,9 +152,19 @@ struct nbpf_image {
  * nbpf_host_image_free if it is never published.  Programs of unknown
  * sections and extra tuner programs are skipped with a note in
  * image->warnings (not an error).  May be called from any thread.
+ * Every call, loaded or refused, is recorded for nbpf_host_load_status.
  */
 int nbpf_host_load_image(const char *paths, struct nbpf_image **out, char *errbuf,
 			 size_t errlen);
+
+/*
+ * Load attempt back (0: the latest; NCCLBPF_STATUS_HISTORY are kept) as
+ * ncclbpf/status.h describes it: what was loaded, or what was refused and
+ * why.  Copies at most size bytes into out.  0, -ENOENT when there is no
+ * such attempt, -EINVAL for a NULL out.  Takes the host lock (waits for a
+ * load in progress); not from the hot path.
+ */
+int nbpf_host_load_status(unsigned back, struct ncclbpf_load_status *out, size_t size);
 
 /* Frees an image that was never published (or was unpublished). NULL ok. */
 void nbpf_host_image_free(struct nbpf_image *img);
@@ -222,6 +234,15 @@ struct nbpf_settings {
 
 /* Settings read at the first acquire (valid while the host is acquired). */
 const struct nbpf_settings *nbpf_host_settings(void);
+
+/*
+ * One parser for every NCCLBPF_* value, so each layer's settings accept the
+ * same spellings.  A boolean is 0/1, no/yes, off/on or false/true (any
+ * case); an integer is decimal within [min, max].  Unset or empty gives
+ * def; anything else logs one WARN naming the setting and gives def.
+ */
+bool nbpf_host_setting_bool(const char *name, bool def);
+long long nbpf_host_setting_int(const char *name, long long min, long long max, long long def);
 
 /* ---- communicators --------------------------------------------------------- */
 

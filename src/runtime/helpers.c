@@ -100,55 +100,113 @@ static void append(char *out, size_t cap, size_t *len, const char *s, size_t n)
 }
 
 /*
- * Formats a bpf_printk format with up to three u64 arguments.  Accepted:
- * %% and %[flags 0+- ][width][l|ll](d|i|u|x|X|c), like the kernel; %d/%i/
- * %u/%x without 'l' take the low 32 bits.  Anything else (notably %s and
- * %p, which would read or reveal memory) prints a marker instead and
- * consumes no argument.  Returns the formatted length.
+ * The next piece of a bpf_printk format at fmt[i]: a literal byte, "%%", a
+ * conversion %[flags 0+- ][width][l|ll](d|i|u|x|X|c) (like the kernel;
+ * width at most 64) or an unsupported one (notably %s and %p, which would
+ * read or reveal memory), or the end (len or the first NUL).  Returns the
+ * index after it.  The helper prints with it and the verifier counts
+ * conversions with it, so the two cannot disagree on a format.
+ */
+size_t nbpf_printk_next(const char *fmt, size_t len, size_t i, struct nbpf_printk_tok *t)
+{
+	size_t sl = 0;
+	unsigned width = 0;
+	char conv;
+
+	memset(t, 0, sizeof(*t));
+	t->start = i;
+	if (i >= len || !fmt[i]) {
+		t->kind = NBPF_PRINTK_END;
+		return t->end = i;
+	}
+	if (fmt[i] != '%') {
+		t->kind = NBPF_PRINTK_TEXT;
+		return t->end = i + 1;
+	}
+	i++;
+	if (i < len && fmt[i] == '%') {
+		t->kind = NBPF_PRINTK_PERCENT;
+		return t->end = i + 1;
+	}
+	t->spec[sl++] = '%';
+	while (i < len && fmt[i] && strchr("0+- ", fmt[i]) && sl < 6)
+		t->spec[sl++] = fmt[i++];
+	while (i < len && fmt[i] >= '0' && fmt[i] <= '9' && width < 1000) {
+		width = width * 10 + (unsigned)(fmt[i] - '0');
+		t->spec[sl++] = fmt[i++];
+		if (sl > 9)
+			break;
+	}
+	t->spec[sl] = '\0';
+	while (i < len && fmt[i] == 'l' && t->lng < 2) {
+		t->lng++;
+		i++;
+	}
+	conv = i < len ? fmt[i] : '\0';
+	if (conv)
+		i++;
+	t->conv = conv;
+	t->kind = !conv || !strchr("diuxXc", conv) || width > 64 || (conv == 'c' && t->lng)
+			  ? NBPF_PRINTK_BAD : NBPF_PRINTK_CONV;
+	return t->end = i;
+}
+
+int nbpf_printk_nargs(const char *fmt, size_t len, size_t *bad)
+{
+	struct nbpf_printk_tok t;
+	size_t i = 0;
+	int n = 0;
+
+	for (;;) {
+		i = nbpf_printk_next(fmt, len, i, &t);
+		switch (t.kind) {
+		case NBPF_PRINTK_END:
+			return n;
+		case NBPF_PRINTK_BAD:
+			if (bad)
+				*bad = t.start;
+			return -EINVAL;
+		case NBPF_PRINTK_CONV:
+			n++;
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+/*
+ * Formats a bpf_printk format with up to three u64 arguments (see
+ * nbpf_printk_next); %d/%i/%u/%x without 'l' take the low 32 bits.  An
+ * unsupported conversion prints a marker instead and consumes no
+ * argument, and so does one beyond the third.  Returns the formatted length.
  */
 size_t nbpf_printk_format(const char *fmt, size_t fmt_len, const uint64_t args[3], char *out,
 			  size_t cap)
 {
+	struct nbpf_printk_tok t;
 	size_t len = 0, i = 0, nargs = 0;
 
 	out[0] = '\0';
-	while (i < fmt_len && fmt[i]) {
-		char spec[16], buf[96];
-		size_t start = i, sl = 0;
-		int lng = 0, n;
-		unsigned width = 0;
-		char conv;
+	for (;;) {
+		char spec[24], buf[96];
+		int n;
 		uint64_t a;
 
-		if (fmt[i] != '%') {
-			append(out, cap, &len, &fmt[i++], 1);
+		i = nbpf_printk_next(fmt, fmt_len, i, &t);
+		if (t.kind == NBPF_PRINTK_END)
+			break;
+		if (t.kind == NBPF_PRINTK_TEXT) {
+			append(out, cap, &len, &fmt[t.start], 1);
 			continue;
 		}
-		i++;
-		if (i < fmt_len && fmt[i] == '%') {
+		if (t.kind == NBPF_PRINTK_PERCENT) {
 			append(out, cap, &len, "%", 1);
-			i++;
 			continue;
 		}
-		spec[sl++] = '%';
-		while (i < fmt_len && strchr("0+- ", fmt[i]) && fmt[i] && sl < 6)
-			spec[sl++] = fmt[i++];
-		while (i < fmt_len && fmt[i] >= '0' && fmt[i] <= '9' && width < 1000) {
-			width = width * 10 + (unsigned)(fmt[i] - '0');
-			spec[sl++] = fmt[i++];
-			if (sl > 9)
-				break;
-		}
-		while (i < fmt_len && fmt[i] == 'l' && lng < 2) {
-			lng++;
-			i++;
-		}
-		conv = i < fmt_len ? fmt[i] : '\0';
-		if (conv)
-			i++;
-		if (!conv || !strchr("diuxXc", conv) || width > 64 || (conv == 'c' && lng)) {
+		if (t.kind == NBPF_PRINTK_BAD) {
 			n = snprintf(buf, sizeof(buf), "<unsupported %.*s>",
-				     (int)(i - start < 12 ? i - start : 12), &fmt[start]);
+				     (int)(t.end - t.start < 12 ? t.end - t.start : 12), &fmt[t.start]);
 			append(out, cap, &len, buf, (size_t)n);
 			continue;
 		}
@@ -157,21 +215,17 @@ size_t nbpf_printk_format(const char *fmt, size_t fmt_len, const uint64_t args[3
 			continue;
 		}
 		a = args[nargs++];
-		if (conv == 'c') {
-			spec[sl++] = 'c';
-			spec[sl] = '\0';
+		if (t.conv == 'c') {
+			snprintf(spec, sizeof(spec), "%sc", t.spec);
 			n = snprintf(buf, sizeof(buf), spec, (int)(unsigned char)a);
 		} else {
-			spec[sl++] = 'l';
-			spec[sl++] = 'l';
-			spec[sl++] = conv;
-			spec[sl] = '\0';
-			if (conv == 'd' || conv == 'i')
+			snprintf(spec, sizeof(spec), "%sll%c", t.spec, t.conv);
+			if (t.conv == 'd' || t.conv == 'i')
 				n = snprintf(buf, sizeof(buf), spec,
-					     lng ? (long long)(int64_t)a : (long long)(int32_t)a);
+					     t.lng ? (long long)(int64_t)a : (long long)(int32_t)a);
 			else
 				n = snprintf(buf, sizeof(buf), spec,
-					     lng ? (unsigned long long)a : (unsigned long long)(uint32_t)a);
+					     t.lng ? (unsigned long long)a : (unsigned long long)(uint32_t)a);
 		}
 		if (n > 0)
 			append(out, cap, &len, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);

@@ -9,6 +9,7 @@
 #ifndef NCCLBPF_HELPERS_H
 #define NCCLBPF_HELPERS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef uint64_t (*nbpf_helper_fn)(uint64_t, uint64_t, uint64_t, uint64_t, uint64_t);
@@ -70,6 +71,34 @@ const struct nbpf_helper *nbpf_helper_find(int32_t id);
  * r0 = 0).  Never reachable from a verified program.
  */
 const struct nbpf_helper *nbpf_helper_find_conformance(int32_t id);
+
+/* bpf_trace_printk formats: one scanner for the helper and the verifier. */
+enum nbpf_printk_kind {
+	NBPF_PRINTK_END = 0,  /* end of the format (its length or first NUL) */
+	NBPF_PRINTK_TEXT,     /* one literal byte */
+	NBPF_PRINTK_PERCENT,  /* "%%" */
+	NBPF_PRINTK_CONV,     /* a conversion that consumes one value argument */
+	NBPF_PRINTK_BAD,      /* a conversion the helper does not print (%s, %p, ...) */
+};
+
+struct nbpf_printk_tok {
+	enum nbpf_printk_kind kind;
+	size_t start, end;    /* [start, end) of the format */
+	char spec[16];        /* CONV: '%', flags and width */
+	int lng;              /* CONV: number of 'l' */
+	char conv;            /* CONV: d, i, u, x, X or c */
+};
+
+size_t nbpf_printk_next(const char *fmt, size_t len, size_t i, struct nbpf_printk_tok *t);
+/*
+ * Value arguments the format consumes (conversions up to len or its first
+ * NUL), or -EINVAL with *bad (may be NULL) = offset of the first
+ * unsupported conversion.
+ */
+int nbpf_printk_nargs(const char *fmt, size_t len, size_t *bad);
+/* Formats fmt with up to three arguments into out (cap bytes); returns the length. */
+size_t nbpf_printk_format(const char *fmt, size_t fmt_len, const uint64_t args[3], char *out,
+			  size_t cap);
 
 /* This thread's slot for per-thread ("percpu") maps, 0..NCCLBPF_NR_SLOTS-1. */
 uint32_t nbpf_thread_slot(void);

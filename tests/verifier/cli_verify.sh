@@ -1,9 +1,11 @@
 #!/bin/sh
 # CLI checks of `ncclbpf verify`: exit codes, the first line of a rejection,
-# warnings and --strict-consistency, JSON output, unknown sections.
+# warnings and --strict-consistency, JSON output, unknown sections, the
+# context type check (a mismatch, and the note for an object without BTF).
 # usage: cli_verify.sh NCCLBPF SAFE_OBJ UNSAFE_OBJ WARN_OBJ UNKNOWN_SECTION_OBJ TMPDIR
+#                      NO_BTF_OBJ CTX_MISMATCH_OBJ
 set -u
-BIN=$1 SAFE=$2 UNSAFE=$3 WARN=$4 UNKNOWN=$5 TMP=$6
+BIN=$1 SAFE=$2 UNSAFE=$3 WARN=$4 UNKNOWN=$5 TMP=$6 NOBTF=$7 CTXBAD=$8
 fail=0
 mkdir -p "$TMP"
 
@@ -49,7 +51,18 @@ head -1 "$TMP/strict.out" | grep -Eq '\.c:[0-9]+: insn [0-9]+: decision depends 
 grep -q "unknown section 'xdp' (known hooks: " "$TMP/unknown.out" ||
 	{ echo "FAIL: unknown section message"; cat "$TMP/unknown.out"; fail=1; }
 
-for o in "$SAFE" "$UNSAFE" "$WARN" "$UNKNOWN"; do
+"$BIN" verify "$NOBTF" > "$TMP/nobtf.out" 2>&1; check "object without BTF" 0 $?
+grep -q "^note: no_btf: context type not checked against struct ncclbpf_tuner_ctx \* (no BTF" "$TMP/nobtf.out" ||
+	{ echo "FAIL: no BTF note"; cat "$TMP/nobtf.out"; fail=1; }
+grep -q "^note:" "$TMP/safe.out" && { echo "FAIL: BTF object got a note"; cat "$TMP/safe.out"; fail=1; }
+
+"$BIN" verify "$CTXBAD" > "$TMP/ctxbad.out" 2>&1; check "context type mismatch" 1 $?
+head -1 "$TMP/ctxbad.out" | grep -Eq '\.c:[0-9]+: insn 0: context type does not match hook$' ||
+	{ echo "FAIL: mismatch first line: $(head -1 "$TMP/ctxbad.out")"; fail=1; }
+grep -q "program tuner_in_profiler takes struct ncclbpf_tuner_ctx \*; hook profiler passes struct ncclbpf_coll_record \*" \
+	"$TMP/ctxbad.out" || { echo "FAIL: mismatch detail"; cat "$TMP/ctxbad.out"; fail=1; }
+
+for o in "$SAFE" "$UNSAFE" "$WARN" "$UNKNOWN" "$NOBTF" "$CTXBAD"; do
 	"$BIN" -j verify "$o" > "$TMP/out.json" 2>/dev/null
 	python3 -m json.tool "$TMP/out.json" > /dev/null || { echo "FAIL: invalid JSON for $o"; cat "$TMP/out.json"; fail=1; }
 done
@@ -65,6 +78,14 @@ assert f["reason"] == "access through possibly-null pointer", f["reason"]
 assert f["line"] > 0 and f["file"].endswith(".c"), f
 assert d["programs"][0]["verdict"] == "rejected"
 assert "stats" in d
+assert d["programs"][0]["ctx_type_checked"] is True
 print("ok: json fields")
+PY
+"$BIN" -j verify "$NOBTF" > "$TMP/nobtf.json" 2>/dev/null
+python3 - "$TMP/nobtf.json" <<'PY' || fail=1
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["verdict"] == "accepted" and d["programs"][0]["ctx_type_checked"] is False, d
+print("ok: json ctx_type_checked")
 PY
 exit $fail

@@ -74,7 +74,7 @@ int check_helper_call(struct venv *e, uint32_t pc, const struct nbpf_insn *in)
 		regs[0] = regno;
 		if (t == NBPF_ARG_NONE)
 			continue;
-		/* trace_printk's value arguments are variadic: unused ones may be unset */
+		/* trace_printk's value arguments are variadic: check_printk says which must be set */
 		if (r->type == VT_NOT_INIT && t == NBPF_ARG_ANYTHING &&
 		    in->imm == NBPF_HELPER_TRACE_PRINTK)
 			continue;
@@ -172,6 +172,8 @@ int check_helper_call(struct venv *e, uint32_t pc, const struct nbpf_insn *in)
 			return verr(e, pc, VM_HELPER_ARG, regs, "prototype of %s", h->name);
 		}
 	}
+	if (in->imm == NBPF_HELPER_TRACE_PRINTK && !e->collect && (err = check_printk(e, pc)))
+		return err;
 	if (map && (in->imm == NBPF_HELPER_MAP_UPDATE || in->imm == NBPF_HELPER_MAP_DELETE)) {
 		if (map->readonly_prog)
 			return verr(e, pc, VM_RODATA_WRITE, NULL, "%s on map %s", h->name, map->name);

@@ -25,15 +25,31 @@ static void note_depth(struct venv *e, const struct vframe *f, int64_t lo)
 		s->stack_depth = (uint32_t)-lo;
 }
 
-/* Converts a spilled slot to plain data, keeping its taint. */
-static void slot_to_misc(struct vframe *f, uint32_t k)
+/*
+ * A store is about to overwrite part of slot k's spill (or may, at a
+ * variable offset): the spill's bytes stop being one register.  A spilled
+ * scalar's bytes are data and stay readable, with its taint.  A spilled
+ * pointer's bytes hold an address: were they data, a narrower store
+ * followed by a load of the untouched bytes would hand the program part of
+ * a stack, context or map address as an integer, free to be stored in a
+ * map.  They become unreadable instead (SB_INVALID, marked SB_PTR_REST for
+ * the message) until a store writes them; the caller then marks the bytes
+ * it writes for certain.  The kernel refuses such stores for unprivileged
+ * programs; keeping them but refusing the read also accepts compilers'
+ * reuse of a dead pointer's slot for narrower data.
+ */
+static void slot_scrub_spill(struct vframe *f, uint32_t k)
 {
 	struct vslot *sl = &f->slots[k];
+	bool ptr = sl->spill.type != VT_SCALAR;
 	uint8_t t = sl->spill.taint ? SB_TAINT : 0;
 
-	for (int i = 0; i < 8; i++)
-		if (SB_KIND(sl->stype[i]) == SB_SPILL)
-			sl->stype[i] = SB_MISC | t | (sl->stype[i] & SB_TAINT);
+	for (int i = 0; i < 8; i++) {
+		if (SB_KIND(sl->stype[i]) != SB_SPILL)
+			continue;
+		sl->stype[i] = ptr ? SB_INVALID | SB_PTR_REST
+				   : SB_MISC | t | (sl->stype[i] & SB_TAINT);
+	}
 	memset(&sl->spill, 0, sizeof(sl->spill));
 }
 
@@ -70,7 +86,7 @@ void stack_write_reg(struct vframe *f, int32_t o, uint32_t size, const struct vr
 		struct vslot *sl = &f->slots[stk_slot(o)];
 
 		if (slot_spill_mask(sl))
-			slot_to_misc(f, stk_slot(o));
+			slot_scrub_spill(f, stk_slot(o));
 		sl->spill = *v;
 		sl->spill.id = 0;
 		scalar_zext32(&sl->spill);
@@ -80,7 +96,7 @@ void stack_write_reg(struct vframe *f, int32_t o, uint32_t size, const struct vr
 	}
 	for (int64_t i = o; i < (int64_t)o + size; i++)
 		if (SB_KIND(*stk_type(f, i)) == SB_SPILL)
-			slot_to_misc(f, stk_slot(i));
+			slot_scrub_spill(f, stk_slot(i));
 	for (int64_t i = o; i < (int64_t)o + size; i++)
 		*stk_type(f, i) = SB_MISC | t;
 }
@@ -123,8 +139,10 @@ static int stack_access(struct venv *e, uint32_t pc, uint8_t regno, const struct
 		}
 		/*
 		 * Unknown position: nothing becomes initialised, spills lose their
-		 * type.  Which bytes change depends on the offset, so a rank-local
-		 * offset makes every byte it may reach rank-local too.
+		 * type, and a spilled pointer the range touches becomes unreadable
+		 * in all 8 bytes (any of them may still hold its address on some
+		 * path).  Which bytes change depends on the offset, so a
+		 * rank-local offset makes every byte it may reach rank-local too.
 		 */
 		taint = ((stored && stored->taint) || (base->taint & TAINT_LOCAL)) ? SB_TAINT : 0;
 		grow_slots(f, lo);
@@ -132,7 +150,7 @@ static int stack_access(struct venv *e, uint32_t pc, uint8_t regno, const struct
 			uint8_t *b = stk_type(f, i);
 
 			if (SB_KIND(*b) == SB_SPILL)
-				slot_to_misc(f, stk_slot(i));
+				slot_scrub_spill(f, stk_slot(i));
 			if (SB_KIND(*b) != SB_INVALID)
 				*b |= taint;
 		}
@@ -149,6 +167,8 @@ static int stack_access(struct venv *e, uint32_t pc, uint8_t regno, const struct
 	for (int64_t i = lo; i < hi; i++) {
 		uint8_t b = *stk_type(f, i), k = SB_KIND(b);
 
+		if (k == SB_INVALID && (b & SB_PTR_REST))
+			return verr(e, pc, VM_STACK_PTR_REST, regs, "byte fp%+lld", (long long)i);
 		if (k == SB_INVALID)
 			return verr(e, pc, VM_STACK_UNINIT, regs, "byte fp%+lld", (long long)i);
 		if (k == SB_SPILL) {

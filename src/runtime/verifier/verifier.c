@@ -836,6 +836,8 @@ static int analyze(struct venv *e)
 	e->relevant = calloc(e->n ? e->n : 1, sizeof(*e->relevant));
 	if (!e->flags || !e->live || !e->relevant)
 		return venv_oom(e);
+	if ((err = vcheck_ctx_type(e)))
+		return err;
 	if ((err = vcheck_structure(e)))
 		return err;
 	if ((err = vcompute_ipdom(e)))
@@ -908,6 +910,7 @@ int nbpf_verify_insns(const struct nbpf_verify_input *in, const struct ncclbpf_h
 			if (e.map_writes[i] && in->maps[i])
 				in->maps[i]->writable_by_prog = true;
 	}
+	res->ctx_type_checked = e.ctx_checked;
 	res->ret_min = e.have_ret ? e.ret_min : 0;
 	res->ret_max = e.have_ret ? e.ret_max : 0;
 	res->findings = e.findings;

@@ -52,11 +52,17 @@ struct vreg {
 	uint64_t umin, umax;
 };
 
-/* Stack byte kinds (low 2 bits) and taint (bit 7). */
+/* Stack byte kinds (low 2 bits), the remnant mark and taint (bit 7). */
 #define SB_INVALID 0
 #define SB_MISC    1
 #define SB_SPILL   2
 #define SB_KIND(b) ((b) & 3)
+/*
+ * An SB_INVALID byte that still holds part of a spilled pointer a narrower
+ * store overwrote in part: unreadable like never-written bytes (so pruning
+ * and joins treat it as SB_INVALID), marked only to name the right reason.
+ */
+#define SB_PTR_REST 0x04
 #define SB_TAINT   0x80
 
 #define NSLOTS (NBPF_STACK_SIZE / 8)
@@ -205,6 +211,7 @@ struct venv {
 	uint32_t insns_processed, states, peak_states;
 	bool have_ret;
 	int64_t ret_min, ret_max;
+	bool ctx_checked;        /* the BTF context type was compared (ctx_type.c) */
 
 	/* Findings. */
 	struct ncclbpf_finding *findings;
@@ -273,6 +280,14 @@ void stack_write_reg(struct vframe *f, int32_t slot_off, uint32_t size, const st
 int check_helper_call(struct venv *e, uint32_t pc, const struct nbpf_insn *in);
 int check_subprog_call(struct venv *e, uint32_t pc, const struct nbpf_insn *in);
 int check_exit(struct venv *e, uint32_t pc, bool *path_done);
+
+/* ---- ctx_type.c ---- */
+/* The entry function's BTF context type against the hook's (before exploring). */
+int vcheck_ctx_type(struct venv *e);
+
+/* ---- printk.c ---- */
+/* bpf_trace_printk's format (r1, r2) against r3-r5, before the call clobbers them. */
+int check_printk(struct venv *e, uint32_t pc);
 
 /* ---- writeset.c ---- */
 /*

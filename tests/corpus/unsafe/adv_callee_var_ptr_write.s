@@ -1,4 +1,4 @@
-# EXPECT: memory access through a non-pointer
+# EXPECT: read of partially overwritten spilled pointer
 # adversarial case: callee var ptr write
 mov %r0, 0
 stxdw [%r10-8], %r1

@@ -9,7 +9,7 @@ struct { __uint(type, BPF_MAP_TYPE_RINGBUF); __uint(max_entries, 4096); } rb SEC
 char LICENSE[] SEC("license") = "GPL";
 
 SEC("tuner")
-__attribute__((naked)) int key_ctx_reserved(void *ctx)
+__attribute__((naked)) int key_ctx_reserved(struct ncclbpf_tuner_ctx *ctx)
 {
 	asm volatile(
 "r2 = r1; r2 += 80; r1 = %[h8] ll; call 1;"

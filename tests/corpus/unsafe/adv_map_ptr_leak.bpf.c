@@ -9,7 +9,7 @@ struct { __uint(type, BPF_MAP_TYPE_RINGBUF); __uint(max_entries, 4096); } rb SEC
 char LICENSE[] SEC("license") = "GPL";
 
 SEC("tuner")
-__attribute__((naked)) int map_ptr_leak(void *ctx)
+__attribute__((naked)) int map_ptr_leak(struct ncclbpf_tuner_ctx *ctx)
 {
 	asm volatile(
 "r0 = %[arr] ll; r0 &= 1; exit;"

@@ -9,7 +9,7 @@ struct { __uint(type, BPF_MAP_TYPE_RINGBUF); __uint(max_entries, 4096); } rb SEC
 char LICENSE[] SEC("license") = "GPL";
 
 SEC("tuner")
-__attribute__((naked)) int map_ptr_store_stack_leak(void *ctx)
+__attribute__((naked)) int map_ptr_store_stack_leak(struct ncclbpf_tuner_ctx *ctx)
 {
 	asm volatile(
 "r1 = %[arr] ll; *(u64 *)(r10 - 8) = r1; r0 = *(u32 *)(r10 - 8); r0 &= 1; exit;"

@@ -8,7 +8,7 @@ struct { __uint(type, BPF_MAP_TYPE_RINGBUF); __uint(max_entries, 4096); } rb SEC
 char LICENSE[] SEC("license") = "GPL";
 
 SEC("tuner")
-__attribute__((naked)) int mapval_ptr_spill_to_mapval(void *ctx)
+__attribute__((naked)) int mapval_ptr_spill_to_mapval(struct ncclbpf_tuner_ctx *ctx)
 {
 	asm volatile(
 "r1 = 0; *(u32 *)(r10 - 4) = r1;"

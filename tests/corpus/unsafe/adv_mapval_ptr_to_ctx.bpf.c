@@ -9,7 +9,7 @@ struct { __uint(type, BPF_MAP_TYPE_RINGBUF); __uint(max_entries, 4096); } rb SEC
 char LICENSE[] SEC("license") = "GPL";
 
 SEC("tuner")
-__attribute__((naked)) int mapval_ptr_to_ctx(void *ctx)
+__attribute__((naked)) int mapval_ptr_to_ctx(struct ncclbpf_tuner_ctx *ctx)
 {
 	asm volatile(
 "r6 = r1; r1 = 0; *(u32 *)(r10 - 4) = r1;"

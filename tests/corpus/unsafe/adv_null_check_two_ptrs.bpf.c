@@ -9,7 +9,7 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* two possibly-null results compared with each other: equal proves nothing */
 SEC("tuner")
-__attribute__((naked)) int null_check_two_ptrs(void *ctx)
+__attribute__((naked)) int null_check_two_ptrs(struct ncclbpf_tuner_ctx *ctx)
 {
 	asm volatile(
 	"r1 = 0;"

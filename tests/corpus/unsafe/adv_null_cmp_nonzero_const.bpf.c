@@ -9,7 +9,7 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* comparing the possibly-null result with a nonzero constant */
 SEC("tuner")
-__attribute__((naked)) int null_cmp_nonzero_const(void *ctx)
+__attribute__((naked)) int null_cmp_nonzero_const(struct ncclbpf_tuner_ctx *ctx)
 {
 	asm volatile(
 	"r1 = 0;"

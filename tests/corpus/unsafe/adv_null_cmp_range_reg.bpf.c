@@ -9,7 +9,7 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* r0 != r3 proves nothing when r3 may be nonzero */
 SEC("tuner")
-__attribute__((naked)) int null_cmp_range_reg(void *ctx)
+__attribute__((naked)) int null_cmp_range_reg(struct ncclbpf_tuner_ctx *ctx)
 {
 	asm volatile(
 	"r6 = *(u32 *)(r1 + 28);"

@@ -9,7 +9,7 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* the null check written with the constant register first and a nonzero value */
 SEC("tuner")
-__attribute__((naked)) int null_cmp_reg_swapped(void *ctx)
+__attribute__((naked)) int null_cmp_reg_swapped(struct ncclbpf_tuner_ctx *ctx)
 {
 	asm volatile(
 	"r1 = 0;"

@@ -9,7 +9,7 @@ struct { __uint(type, BPF_MAP_TYPE_RINGBUF); __uint(max_entries, 4096); } rb SEC
 char LICENSE[] SEC("license") = "GPL";
 
 SEC("tuner")
-__attribute__((naked)) int printk_ptr_arg4(void *ctx)
+__attribute__((naked)) int printk_ptr_arg4(struct ncclbpf_tuner_ctx *ctx)
 {
 	asm volatile(
 "r1 = 0x6425; *(u64 *)(r10 - 8) = r1; r4 = r10;"

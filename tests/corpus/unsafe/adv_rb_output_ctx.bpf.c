@@ -9,7 +9,7 @@ struct { __uint(type, BPF_MAP_TYPE_RINGBUF); __uint(max_entries, 4096); } rb SEC
 char LICENSE[] SEC("license") = "GPL";
 
 SEC("tuner")
-__attribute__((naked)) int rb_output_ctx(void *ctx)
+__attribute__((naked)) int rb_output_ctx(struct ncclbpf_tuner_ctx *ctx)
 {
 	asm volatile(
 "r2 = r1; r1 = %[rb] ll; r3 = 8; r4 = 0; call 130;"

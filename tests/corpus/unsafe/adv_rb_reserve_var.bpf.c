@@ -9,7 +9,7 @@ struct { __uint(type, BPF_MAP_TYPE_RINGBUF); __uint(max_entries, 4096); } rb SEC
 char LICENSE[] SEC("license") = "GPL";
 
 SEC("tuner")
-__attribute__((naked)) int rb_reserve_var(void *ctx)
+__attribute__((naked)) int rb_reserve_var(struct ncclbpf_tuner_ctx *ctx)
 {
 	asm volatile(
 "r2 = *(u32 *)(r1 + 28); r2 &= 63; r2 += 8; r1 = %[rb] ll; r3 = 0; call 131;"

@@ -9,7 +9,7 @@ struct { __uint(type, BPF_MAP_TYPE_RINGBUF); __uint(max_entries, 4096); } rb SEC
 char LICENSE[] SEC("license") = "GPL";
 
 SEC("tuner")
-__attribute__((naked)) int rb_submit_stack(void *ctx)
+__attribute__((naked)) int rb_submit_stack(struct ncclbpf_tuner_ctx *ctx)
 {
 	asm volatile(
 "r1 = 0; *(u64 *)(r10 - 8) = r1;"

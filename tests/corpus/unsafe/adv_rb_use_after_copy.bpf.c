@@ -9,7 +9,7 @@ struct { __uint(type, BPF_MAP_TYPE_RINGBUF); __uint(max_entries, 4096); } rb SEC
 char LICENSE[] SEC("license") = "GPL";
 
 SEC("tuner")
-__attribute__((naked)) int rb_use_after_copy(void *ctx)
+__attribute__((naked)) int rb_use_after_copy(struct ncclbpf_tuner_ctx *ctx)
 {
 	asm volatile(
 "r1 = %[rb] ll; r2 = 8; r3 = 0; call 131;"

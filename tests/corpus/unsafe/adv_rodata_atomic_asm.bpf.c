@@ -11,7 +11,7 @@ const volatile __u64 limit = 5;
 
 /* an atomic add on a const global */
 SEC("tuner")
-__attribute__((naked)) int rodata_atomic_asm(void *ctx)
+__attribute__((naked)) int rodata_atomic_asm(struct ncclbpf_tuner_ctx *ctx)
 {
 	asm volatile(
 	"r1 = %[limit] ll;"

@@ -11,7 +11,7 @@ const volatile __u32 table[4] = { 1, 2, 3, 4 };
 
 /* a store into a const global through its address (the compiler drops such C stores) */
 SEC("tuner")
-__attribute__((naked)) int rodata_ptr_write(void *ctx)
+__attribute__((naked)) int rodata_ptr_write(struct ncclbpf_tuner_ctx *ctx)
 {
 	asm volatile(
 	"r1 = %[table] ll;"

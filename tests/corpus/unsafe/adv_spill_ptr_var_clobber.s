@@ -1,4 +1,4 @@
-# EXPECT: memory access through a non-pointer
+# EXPECT: read of partially overwritten spilled pointer
 # adversarial case: spill ptr var clobber
 mov %r0, 0
 ldxb %r6, [%r1+32]

@@ -8,7 +8,7 @@ struct { __uint(type, BPF_MAP_TYPE_RINGBUF); __uint(max_entries, 4096); } rb SEC
 char LICENSE[] SEC("license") = "GPL";
 
 SEC("tuner")
-__attribute__((naked)) int spilled_ptr_printk(void *ctx)
+__attribute__((naked)) int spilled_ptr_printk(struct ncclbpf_tuner_ctx *ctx)
 {
 	asm volatile(
 "*(u64 *)(r10 - 8) = r1; r1 = 0; *(u64 *)(r10 - 16) = r1;"
