@@ -30,16 +30,24 @@
 #include "control/ctl_tele.h"
 #ifdef NCCLBPF_HAVE_OBSERVE
 #include "ncclbpf/runtime.h"
-#include "observe.h"
+#include "observe_cli.h"
 
 /* The kernel-side session, when --observe asked for one. */
 static struct nbpf_obs *g_obs;
+/* With --observe and no pids: the plugin processes, every user's when root. */
+static struct obs_state g_procs;
 
-/* Observe series carry the process's pid and name (the NCCL series carry neither). */
+/*
+ * Observe series carry the process's pid and name, and for plugin
+ * processes its ranks ("rank/ranks@communicator,..."), the join key with
+ * the collective series; the collective series carry no pid.
+ */
 static const char *obs_labels(void *ctx, uint32_t tgid)
 {
-	static char buf[128];
+	static char buf[512];
+	struct proc *p = obs_proc_find(&g_procs, (int)tgid);
 	char path[64], comm[32] = "?";
+	size_t k;
 	FILE *f;
 
 	(void)ctx;
@@ -53,8 +61,22 @@ static const char *obs_labels(void *ctx, uint32_t tgid)
 	for (char *c = comm; *c; c++)
 		if (*c == '"' || *c == '\\')
 			*c = '_';
-	snprintf(buf, sizeof(buf), "pid=\"%u\",process=\"%s\"", tgid, comm);
+	k = (size_t)snprintf(buf, sizeof(buf), "pid=\"%u\",process=\"%s\"", tgid, comm);
+	if (p && p->ranks[0] && k < sizeof(buf))
+		snprintf(buf + k, sizeof(buf) - k, ",ranks=\"%s\"", p->ranks);
 	return buf;
+}
+
+/* Collective telemetry of the discovered processes, each asked under its owner's uid. */
+static void tele_from_procs(struct nbpf_tele_set *s)
+{
+	for (size_t i = 0; i < g_procs.n_procs; i++) {
+		struct nbpf_ctl_msg m;
+
+		if (!obs_proc_call(&g_procs.procs[i], NBPF_CTL_TELEMETRY, &m))
+			cli_tele_merge(s, &m);
+		nbpf_ctl_msg_free(&m);
+	}
 }
 #endif
 
@@ -81,6 +103,11 @@ static char *render(const int *pids, int n_pids, size_t *len)
 
 	if (!f)
 		return NULL;
+#ifdef NCCLBPF_HAVE_OBSERVE
+	if (g_procs.n_procs)
+		tele_from_procs(&s);
+	else
+#endif
 	if (cli_tele_collect(pids, n_pids, &s, NULL) < 0)
 		s.processes = 0;
 	if (nbpf_prom_write(f, &s)) {
@@ -251,30 +278,38 @@ int cmd_export(struct cli *c, int argc, char **argv)
 	if (observe) {
 #ifdef NCCLBPF_HAVE_OBSERVE
 		struct nbpf_obs_opts o = { .mode = OBS_MODE_PIDS, .strict = true };
-		int *live = NULL, n = n_pids;
+		int *targets = NULL, n = n_pids, rc;
 
 		if (nbpf_obs_parse_sets(observe, &o.probes))
 			return cli_usage_error("export: %s", ncclbpf_errmsg());
 		if (!n_pids) {
-			n = nbpf_ctl_list_pids(&live);
-			if (n <= 0) {
+			obs_discover(&g_procs);
+			n = (int)g_procs.n_procs;
+			if (!n) {
 				fprintf(stderr, "ncclbpf: export --observe: no process runs the plugin; name pids\n");
 				return CLI_NO;
 			}
+			targets = calloc((size_t)n, sizeof(*targets));
+			for (int i = 0; targets && i < n; i++)
+				targets[i] = g_procs.procs[i].pid;
 		}
-		o.pids = n_pids ? pids : live;
-		o.n_pids = n;
+		o.pids = n_pids ? pids : targets;
+		o.n_pids = o.pids ? n : 0;
 		nbpf_obs_opts_env(&o);
-		if (nbpf_obs_open(&o, &g_obs)) {
-			free(live);
+		rc = nbpf_obs_open(&o, &g_obs);
+		free(targets);
+		if (rc) {
 			fprintf(stderr, "ncclbpf: export --observe: %s\n", ncclbpf_errmsg());
-			return CLI_NO;
+			rc = CLI_NO;
+		} else {
+			rc = export_run(listen, textfile, interval, count, pids, n_pids);
 		}
-		free(live);
-		int rc = export_run(listen, textfile, interval, count, pids, n_pids);
-
 		nbpf_obs_close(g_obs);
 		g_obs = NULL;
+		for (size_t i = 0; i < g_procs.n_procs; i++)
+			nbpf_tele_free(&g_procs.procs[i].tele_prev);
+		free(g_procs.procs);
+		memset(&g_procs, 0, sizeof(g_procs));
 		return rc;
 #else
 		fprintf(stderr, "ncclbpf: export --observe: this build has no kernel probes\n");

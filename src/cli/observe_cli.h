@@ -43,6 +43,8 @@ struct obs_state {
 struct proc *obs_proc_find(struct obs_state *s, int pid);
 /* The process's entry, added (with its name) if new; NULL on allocation failure. */
 struct proc *obs_proc_add(struct obs_state *s, int pid);
+/* One control-socket exchange with p, under p's owner's uid when we are root. */
+int obs_proc_call(struct proc *p, int type, struct nbpf_ctl_msg *m);
 /* Adds every live process with a control socket (as root, every user's). */
 void obs_discover(struct obs_state *s);
 /* Collective P99 and count of p since the last call, from its telemetry. */

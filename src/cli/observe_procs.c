@@ -65,7 +65,7 @@ struct proc *obs_proc_add(struct obs_state *s, int pid)
  * One exchange with a plugin process.  Root talks to another user's job
  * under that user's uid: the plugin checks SO_PEERCRED, taken at connect.
  */
-static int proc_call(struct proc *p, int type, struct nbpf_ctl_msg *m)
+int obs_proc_call(struct proc *p, int type, struct nbpf_ctl_msg *m)
 {
 	uid_t me = geteuid();
 	const char *em;
@@ -86,7 +86,7 @@ static void proc_labels(struct proc *p)
 	size_t k = 0;
 
 	p->ranks[0] = 0;
-	if (!p->sock[0] || proc_call(p, NBPF_CTL_PS, &m)) {
+	if (!p->sock[0] || obs_proc_call(p, NBPF_CTL_PS, &m)) {
 		nbpf_ctl_msg_free(&m);
 		return;
 	}
@@ -207,7 +207,7 @@ void obs_proc_nccl(struct proc *p)
 	p->nccl_calls = 0;
 	if (!p->sock[0])
 		return;
-	if (proc_call(p, NBPF_CTL_TELEMETRY, &m)) {
+	if (obs_proc_call(p, NBPF_CTL_TELEMETRY, &m)) {
 		nbpf_ctl_msg_free(&m);
 		return;
 	}

@@ -157,6 +157,42 @@ static void check_observe(pid_t job_pid, const char *what)
 	}
 }
 
+/* `ncclbpf export --observe` without pids: the job's collective and kernel series, joined by ranks. */
+static void check_export(pid_t job_pid, const char *what, const char *dir)
+{
+	char cmd[1024], path[400], want[256], buf[1 << 16];
+	size_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/m.prom", dir);
+	snprintf(cmd, sizeof(cmd), "%s export --observe sched --textfile %s --count 2 --interval 0.4",
+		 CTL_CLI, path);
+	if (system(cmd)) {
+		printf("FAIL %s: export --observe failed\n", what);
+		failures++;
+		return;
+	}
+	f = fopen(path, "r");
+	n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+	buf[n] = 0;
+	if (f)
+		fclose(f);
+	unlink(path);
+	snprintf(want, sizeof(want), "ncclbpf_collective_latency_seconds_count{communicator=\"0x%016llx\"",
+		 (unsigned long long)COMM);
+	if (!strstr(buf, want)) {
+		printf("FAIL %s: export lacks the job's collective series\n", what);
+		failures++;
+	}
+	snprintf(want, sizeof(want), "ncclbpf_offcpu_seconds_count{pid=\"%d\",process=\"test_observe_pl\","
+		 "ranks=\"%d/8@0x%016llx\"}", (int)job_pid, RANK, (unsigned long long)COMM);
+	if (!strstr(buf, want)) {
+		printf("FAIL %s: export lacks %s\n", what, want);
+		failures++;
+	}
+	printf("%s: export --observe has its collective and kernel series\n", what);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/ncclbpf-obs-XXXXXX", ctl[300];
@@ -179,6 +215,7 @@ int main(void)
 		return 1;
 	}
 	check_observe(pid, "own job");
+	check_export(pid, "own job", dir);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 
@@ -190,6 +227,7 @@ int main(void)
 		printf("SKIP other user's job: it could not start as uid 65534 (plugin unreadable?)\n");
 	} else {
 		check_observe(pid, "other user's job");
+		check_export(pid, "other user's job", dir);
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
 	}
