@@ -215,7 +215,9 @@ static void set_unload(struct obs_set *s)
 {
 	for (int i = s->n_links - 1; i >= 0; i--)
 		bpf_link__destroy(s->links[i]);
-	s->n_links = 0;
+	free(s->links);
+	s->links = NULL;
+	s->n_links = s->cap_links = 0;
 	if (s->skel)
 		s->destroy(s->skel);
 	s->skel = NULL;
@@ -355,17 +357,29 @@ static int add_link(struct obs_set *s, struct bpf_link *l)
 {
 	if (!l)
 		return -errno ? -errno : -EINVAL;
-	if (s->n_links == OBS_MAX_LINKS) {
-		bpf_link__destroy(l);
-		return -E2BIG;
+	if (s->n_links == s->cap_links) {
+		int cap = s->cap_links ? s->cap_links * 2 : 32;
+		struct bpf_link **v = realloc(s->links, (size_t)cap * sizeof(*v));
+
+		if (!v) {
+			bpf_link__destroy(l);
+			return -ENOMEM;
+		}
+		s->links = v;
+		s->cap_links = cap;
 	}
 	s->links[s->n_links++] = l;
 	return 0;
 }
 
-/* Uprobes on every entry point libcuda has; a missing symbol is not an error. */
+/*
+ * Uprobes on every entry point libcuda has (a missing symbol is not an
+ * error), in process pid only, or in every process with pid -1.  A uprobe
+ * traps in every process it covers, so pid-targeted sessions attach per
+ * process: other CUDA programs on the node pay nothing.
+ */
 static int attach_uprobes(struct nbpf_obs *obs, struct obs_set *s, const char *prog,
-			  const char *const *syms, bool ret)
+			  const char *const *syms, bool ret, int pid)
 {
 	struct bpf_program *p = bpf_object__find_program_by_name(s->obj, prog);
 	int n = 0;
@@ -374,11 +388,25 @@ static int attach_uprobes(struct nbpf_obs *obs, struct obs_set *s, const char *p
 		return 0;
 	for (int i = 0; syms[i]; i++) {
 		LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = syms[i], .retprobe = ret);
-		struct bpf_link *l = bpf_program__attach_uprobe_opts(p, -1, obs->libcuda, 0, &uo);
+		struct bpf_link *l = bpf_program__attach_uprobe_opts(p, pid, obs->libcuda, 0, &uo);
 
 		if (l && !add_link(s, l))
 			n++;
 	}
+	return n;
+}
+
+/* All CUDA uprobes for one process (or all, pid -1): how many attached. */
+static int attach_cuda(struct nbpf_obs *obs, int pid)
+{
+	struct obs_set *s = &obs->sets[NBPF_OBS_GPU];
+	int n = attach_uprobes(obs, s, "gpu_launch", cu_launch, false, pid);
+
+	n += attach_uprobes(obs, s, "gpu_sync_enter", cu_sync, false, pid);
+	n += attach_uprobes(obs, s, "gpu_sync_exit", cu_sync, true, pid);
+	n += attach_uprobes(obs, s, "gpu_copy_enter", cu_copy, false, pid);
+	n += attach_uprobes(obs, s, "gpu_copy_exit", cu_copy, true, pid);
+	obs->st[NBPF_OBS_GPU].n_links = s->n_links;
 	return n;
 }
 
@@ -406,12 +434,12 @@ static int set_attach(struct nbpf_obs *obs, int set)
 					strerror(-err));
 	}
 	if (set == NBPF_OBS_GPU && obs->libcuda[0]) {
-		int n = attach_uprobes(obs, s, "gpu_launch", cu_launch, false);
+		int n = 0;
 
-		n += attach_uprobes(obs, s, "gpu_sync_enter", cu_sync, false);
-		n += attach_uprobes(obs, s, "gpu_sync_exit", cu_sync, true);
-		n += attach_uprobes(obs, s, "gpu_copy_enter", cu_copy, false);
-		n += attach_uprobes(obs, s, "gpu_copy_exit", cu_copy, true);
+		if (obs->cfg.mode != OBS_MODE_PIDS)
+			n = attach_cuda(obs, -1);
+		for (int i = 0; obs->cfg.mode == OBS_MODE_PIDS && i < obs->o.n_pids; i++)
+			n += attach_cuda(obs, obs->o.pids[i]);
 		if (!n)
 			append(st->missing, sizeof(st->missing), "CUDA entry points (none found in %s)",
 			       obs->libcuda);
@@ -608,6 +636,9 @@ int nbpf_obs_add_pid(struct nbpf_obs *obs, int pid)
 		return 0;
 	if (bpf_map_update_elem(obs->targets_fd, &k, &v, BPF_ANY))
 		return nbpf_err(-errno, "pid %d: adding to the target table: %s", pid, strerror(errno));
+	/* A process that joins later gets its own uprobes (those of the start are in open). */
+	if (obs->st[NBPF_OBS_GPU].attached && obs->libcuda[0] && obs->cfg.mode == OBS_MODE_PIDS)
+		attach_cuda(obs, pid);
 	return 0;
 }
 

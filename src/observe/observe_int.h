@@ -12,8 +12,6 @@
 
 #include "observe.h"
 
-#define OBS_MAX_LINKS 64
-
 /*
  * TP_BTF: typed raw tracepoint (BTF args, the call cost of fentry, a stable
  * name); TP: classic tracepoint; FENTRY: fentry/fexit on a kernel function
@@ -37,8 +35,8 @@ struct obs_set {
 	volatile obs_u64 *lost;
 	void (*destroy)(void *skel);
 	const struct prog_spec *specs;
-	struct bpf_link *links[OBS_MAX_LINKS];
-	int n_links;
+	struct bpf_link **links; /* grows: uprobes are attached per target process */
+	int n_links, cap_links;
 };
 
 struct nbpf_obs {

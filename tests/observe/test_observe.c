@@ -441,6 +441,30 @@ static int test_sched(void)
 
 /* ---- gpu --------------------------------------------------------------------- */
 
+static __u32 last_prog_id(void);
+
+/* Runs of the first program named name loaded after id first (stats must be on). */
+static long long prog_runs_since(__u32 first, const char *name)
+{
+	__u32 id = first;
+
+	while (!bpf_prog_get_next_id(id, &id)) {
+		struct bpf_prog_info info = { 0 };
+		__u32 len = sizeof(info);
+		int fd = bpf_prog_get_fd_by_id(id);
+		long long runs = -1;
+
+		if (fd < 0)
+			continue;
+		if (!bpf_obj_get_info_by_fd(fd, &info, &len) && !strcmp(info.name, name))
+			runs = (long long)info.run_cnt;
+		close(fd);
+		if (runs >= 0)
+			return runs;
+	}
+	return -1;
+}
+
 static int test_gpu(const char *libcuda)
 {
 	int (*launch)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
@@ -459,9 +483,41 @@ static int test_gpu(const char *libcuda)
 	sync = (void *)dlsym(h, "cuStreamSynchronize");
 	setenv("NCCLBPF_OBSERVE_LIBCUDA", libcuda, 1);
 	setenv("NCCLBPF_OBSERVE_GPU_MAJORS", "1", 1); /* /dev/null stands in for /dev/nvidiactl */
+	/*
+	 * Another process using the library launches too: with --pid targets
+	 * its calls must not even reach the program (uprobes per process).
+	 */
+	int go[2], stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	__u32 first = last_prog_id();
+	pid_t other;
+
+	pipe(go);
+	other = fork();
+	if (!other) {
+		char c;
+
+		if (read(go[0], &c, 1) != 1)
+			_exit(1);
+		for (int i = 0; i < 500; i++)
+			launch(NULL, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
+		_exit(0);
+	}
 	obs = open_self(1u << NBPF_OBS_GPU);
+	write(go[1], "g", 1);
+	waitpid(other, NULL, 0);
+	close(go[0]);
+	close(go[1]);
 	for (int i = 0; i < n_launch; i++)
 		launch(NULL, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
+	if (stats_fd >= 0) {
+		long long runs = prog_runs_since(first, "gpu_launch");
+
+		printf("gpu: gpu_launch ran %lld times (ours %d, another process's 500)\n", runs, n_launch);
+		CHECK(runs == n_launch, "gpu_launch ran %lld times: uprobes reach other processes", runs);
+		close(stats_fd);
+	} else {
+		printf("SKIP per-process uprobe check: BPF_ENABLE_STATS refused\n");
+	}
 	for (int i = 0; i < n_sync; i++)
 		sync(NULL);
 	fd = open("/dev/null", O_RDONLY);
