@@ -915,7 +915,12 @@ void nbpf_host_comm_remove(struct nbpf_comm *c)
 			break;
 		}
 	pthread_mutex_unlock(&g_lock);
-	free(c);
+	if (!nbpf_epoch_defer(free, c))
+		return;
+	if (!nbpf_epoch_in_section()) { /* nothing queued: wait instead */
+		nbpf_epoch_synchronize();
+		free(c);
+	}
 }
 
 int nbpf_host_comm_foreach(int (*fn)(void *user, const struct nbpf_comm *c), void *user)
@@ -952,18 +957,18 @@ void nbpf_host_prog_totals(uint32_t slot, uint64_t *runs, uint64_t *ns)
 const char *nbpf_host_env_lookup(const char *name, char *buf, size_t n)
 {
 	const char *ret = NULL;
+	struct nbpf_image *cur;
 
 	if (!name || !buf || !n)
 		return NULL;
-	pthread_mutex_lock(&g_lock);
-	struct nbpf_image *cur = atomic_load_explicit(&nbpf_host_published, memory_order_relaxed);
-
+	nbpf_epoch_enter();
+	cur = atomic_load_explicit(&nbpf_host_published, memory_order_acquire);
 	for (uint32_t i = 0; cur && i < cur->n_env; i++)
 		if (!strcmp(cur->env[i].name, name)) {
 			snprintf(buf, n, "%s", cur->env[i].value);
 			ret = buf;
 			break;
 		}
-	pthread_mutex_unlock(&g_lock);
+	nbpf_epoch_exit();
 	return ret;
 }

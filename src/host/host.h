@@ -297,6 +297,8 @@ struct nbpf_comm {
 	/* profiler telemetry, [coll type (last: other)][size class] */
 	_Atomic uint64_t colls_seen;                  /* completed collectives */
 	_Atomic uint64_t events_dropped;              /* pool full: event not tracked */
+	_Atomic uint64_t colls_abandoned;             /* Coll never stopped: dropped by the sweep */
+	_Atomic uint64_t colls_unrun;                 /* left at finalize past the program budget */
 	struct nbpf_telemetry tele[NCCLBPF_NUM_COLLS + 1][NBPF_SIZE_CLASSES];
 
 	struct nbpf_comm *next;  /* registry list, under the host lock */
@@ -310,7 +312,12 @@ struct nbpf_comm {
 struct nbpf_comm *nbpf_host_comm_add(enum nbpf_comm_kind kind, int abi_version,
 				     uint64_t comm_id, int rank, uint32_t n_ranks,
 				     uint32_t n_nodes);
-/* Unregisters and frees c (NULL ok).  Caller guarantees no callback uses it. */
+/*
+ * Unregisters c (NULL ok) and frees it after an epoch grace period, so a
+ * callback of another thread still counting into it is safe.  Not inside
+ * a section unless the caller can afford a leak when the deferral cannot
+ * be queued (out of memory).
+ */
 void nbpf_host_comm_remove(struct nbpf_comm *c);
 
 /*
@@ -442,7 +449,8 @@ int nbpf_coll_from_name(const char *s);
 
 /*
  * Value for an NCCL variable from the current image's env overrides, or
- * NULL.  Copies into buf (size n) under the host lock, so the caller's
+ * NULL.  Copies into buf (size n) inside an epoch section (no lock: a
+ * reload that is loading or verifying never delays it), so the caller's
  * buffer stays valid whatever is published later.  Returns buf or NULL.
  */
 const char *nbpf_host_env_lookup(const char *name, char *buf, size_t n);
