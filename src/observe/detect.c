@@ -272,3 +272,23 @@ int obs_cgroup_target(struct nbpf_obs *obs)
 	return 0;
 }
 
+
+int obs_tp_nargs(const struct nbpf_obs *obs, const char *name)
+{
+	char tn[160];
+	const struct btf_type *t;
+	int id;
+
+	snprintf(tn, sizeof(tn), "btf_trace_%s", name);
+	id = btf__find_by_name_kind(obs->btf, tn, BTF_KIND_TYPEDEF);
+	if (id <= 0)
+		return -1;
+	/* typedef -> pointer -> function prototype (void *ctx, args...) */
+	t = btf__type_by_id(obs->btf, btf__type_by_id(obs->btf, (__u32)id)->type);
+	if (!t || !btf_is_ptr(t))
+		return -1;
+	t = btf__type_by_id(obs->btf, t->type);
+	if (!t || !btf_is_func_proto(t))
+		return -1;
+	return btf_vlen(t) - 1;
+}

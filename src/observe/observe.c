@@ -482,6 +482,8 @@ int nbpf_obs_open(const struct nbpf_obs_opts *o, struct nbpf_obs **out)
 			       "or --btf FILE)", btf_path, strerror(err ? -err : ENOENT));
 		goto fail;
 	}
+	if (obs_tp_nargs(obs, "tcp_retransmit_skb") >= 3)
+		obs->cfg.flags |= OBS_CFG_RETRANS_ERR;
 	if (!obs_tracefs_dir()) {
 		err = nbpf_err(-ENOENT, "tracefs at /sys/kernel/tracing is not mounted or not "
 					"readable (mounting it needs CAP_SYS_ADMIN, reading it as "

@@ -53,7 +53,12 @@ struct obs_cfg {
 	obs_u64 outlier_ns;    /* latencies above this also go to the ring buffer */
 	char comm[OBS_COMM_LEN];
 	obs_u32 gpu_majors[OBS_MAX_DEV_MAJORS]; /* char majors of /dev/nvidia*; 0 ends */
+	obs_u32 flags;       /* OBS_CFG_* */
+	obs_u32 pad;
 };
+
+/* tcp_retransmit_skb passes the retransmit's result (6.9+): count only the ones that went out. */
+#define OBS_CFG_RETRANS_ERR 1u
 
 /* Block requests: per process, device and operation. */
 enum obs_io_op { OBS_OP_READ = 0, OBS_OP_WRITE = 1, OBS_OP_OTHER = 2 };

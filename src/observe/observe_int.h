@@ -62,6 +62,8 @@ const char *obs_tracefs_dir(void);
 const char *obs_tp_name(const struct nbpf_obs *obs, const char *tp, char *buf, size_t n);
 /* A typed raw tracepoint in the kernel's BTF, or a classic one in tracefs. */
 bool obs_tp_present(const struct nbpf_obs *obs, const struct prog_spec *sp, const char *name);
+/* Arguments a typed raw tracepoint passes (its context excluded), or -1. */
+int obs_tp_nargs(const struct nbpf_obs *obs, const char *name);
 /* Whether fentry/fexit attaches on this kernel (tried once, on func). */
 bool obs_fentry_works(struct nbpf_obs *obs, const char *func);
 /* The CUDA driver library into obs->libcuda; false when there is none. */

@@ -424,9 +424,15 @@ static int test_sched(void)
 		       (unsigned long long)v->runq.count, nbpf_obs_hist_quantile(&v->runq, 0.99),
 		       (unsigned long long)v->offcpu.count, (unsigned long long)v->migrations,
 		       (unsigned long long)v->cross_node);
-		/* Each side blocks in read once per round trip and is woken once. */
-		CHECK(v->offcpu.count >= (uint64_t)n_pingpong, "off-CPU %llu", (unsigned long long)v->offcpu.count);
-		CHECK(v->runq.count >= (uint64_t)n_pingpong, "run-queue %llu", (unsigned long long)v->runq.count);
+		/*
+		 * Each side usually blocks in read once per round trip and is woken
+		 * once; the scheduler decides, so a range (a thread that finds its
+		 * data already there does not block).
+		 */
+		CHECK(v->offcpu.count >= (uint64_t)n_pingpong / 2 && v->offcpu.count <= 10u * n_pingpong,
+		      "off-CPU %llu", (unsigned long long)v->offcpu.count);
+		CHECK(v->runq.count >= (uint64_t)n_pingpong / 2, "run-queue %llu",
+		      (unsigned long long)v->runq.count);
 		CHECK(nbpf_obs_hist_quantile(&v->runq, 0.5) < 1e9, "run-queue p50");
 		/* The first move may find us on the target CPU already. */
 		CHECK(v->cross_node >= (uint64_t)n_moves - 1 && v->cross_node <= v->migrations,
@@ -607,7 +613,11 @@ static void targets_case(struct nbpf_obs_opts *o, const char *what, const char *
 	vo = sched_of(&s, out);
 	printf("targets: %s: inside %llu off-CPU periods, outside %s\n", what,
 	       vi ? (unsigned long long)vi->offcpu.count : 0ULL, vo ? "counted" : "not counted");
-	CHECK(vi && vi->offcpu.count >= 50, "%s: inside process not counted", what);
+	/*
+	 * Each usleep blocks once, unless the timer fires while the thread is
+	 * preempted before it sleeps (a loaded machine): most, not all, count.
+	 */
+	CHECK(vi && vi->offcpu.count >= 25, "%s: inside process not counted", what);
 	CHECK(!vo, "%s: outside process counted", what);
 	CHECK(!sched_of(&s, getpid()), "%s: the test itself counted", what);
 	nbpf_obs_snap_free(&s);

@@ -153,12 +153,21 @@ int net_recv_fexit(unsigned long long *ctx)
 }
 
 SEC("tp_btf/tcp_retransmit_skb")
-int BPF_PROG(net_retrans, const struct sock *sk)
+int net_retrans(unsigned long long *ctx)
 {
-	__u64 key = (__u64)sk;
-	struct obs_conn *c = bpf_map_lookup_elem(&conns, &key);
+	__u64 key = ctx[0];
+	struct obs_conn *c;
 	__u32 d4 = 0;
 
+	/*
+	 * A failed attempt (the queue was busy) is tried again and counted then;
+	 * the kernel's tcpi_total_retrans counts only those that went out.  On
+	 * kernels whose tracepoint has no result the branch is dead: the
+	 * verifier never sees the third argument read.
+	 */
+	if ((obs_cfg.flags & OBS_CFG_RETRANS_ERR) && (int)ctx[2] != 0)
+		return 0;
+	c = bpf_map_lookup_elem(&conns, &key);
 	if (!c)
 		return 0;
 	__sync_fetch_and_add(&c->retrans, 1);
