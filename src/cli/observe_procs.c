@@ -71,6 +71,7 @@ int obs_proc_call(struct proc *p, int type, struct nbpf_ctl_msg *m)
 	const char *em;
 	int err;
 
+	memset(m, 0, sizeof(*m)); /* freed by the caller whatever happens */
 	if (me == 0 && p->uid != 0 && seteuid(p->uid))
 		return -errno;
 	err = nbpf_ctl_call_path(p->sock, type, NULL, m, &em);
@@ -79,7 +80,23 @@ int obs_proc_call(struct proc *p, int type, struct nbpf_ctl_msg *m)
 	return err;
 }
 
-/* Ranks and communicators, from the process's PS answer. */
+/* rank/ranks@id of a "comm" record, "?" for a rank the plugin does not know (tuner-only). */
+static bool comm_label(const struct nbpf_ctl_rec *r, char *out, size_t n, const char **id)
+{
+	const char *rank = nbpf_ctl_rec_get(r, "rank"), *ranks = nbpf_ctl_rec_get(r, "ranks");
+
+	*id = nbpf_ctl_rec_get(r, "comm_id");
+	if (strcmp(r->kind, "comm") || !rank || !ranks || !*id)
+		return false;
+	snprintf(out, n, "%s/%s@%s", rank[0] == '-' ? "?" : rank, ranks, *id);
+	return true;
+}
+
+/*
+ * Ranks and communicators, from the process's PS answer.  A communicator
+ * the tuner and the profiler both registered is listed once, with the
+ * rank the profiler knows (the tuner is not told its rank).
+ */
 static void proc_labels(struct proc *p)
 {
 	struct nbpf_ctl_msg m;
@@ -90,15 +107,22 @@ static void proc_labels(struct proc *p)
 		nbpf_ctl_msg_free(&m);
 		return;
 	}
-	for (uint32_t i = 0; i < m.n_recs && k < sizeof(p->ranks) - 64; i++) {
-		const struct nbpf_ctl_rec *r = &m.recs[i];
-		const char *rank = nbpf_ctl_rec_get(r, "rank"), *ranks = nbpf_ctl_rec_get(r, "ranks");
-		const char *id = nbpf_ctl_rec_get(r, "comm_id");
+	for (uint32_t i = 0; i < m.n_recs && k < sizeof(p->ranks) - 96; i++) {
+		char one[96], other[96];
+		const char *id, *oid;
+		bool skip = false;
 
-		if (strcmp(r->kind, "comm") || !rank || !ranks || !id)
+		if (!comm_label(&m.recs[i], one, sizeof(one), &id))
 			continue;
-		k += (size_t)snprintf(p->ranks + k, sizeof(p->ranks) - k, "%s%s/%s@%s", k ? "," : "",
-				      rank, ranks, id);
+		for (uint32_t j = 0; j < m.n_recs && !skip; j++) {
+			if (j == i || !comm_label(&m.recs[j], other, sizeof(other), &oid) || strcmp(id, oid))
+				continue;
+			/* Same communicator: keep the first record with a known rank. */
+			skip = (one[0] == '?' && other[0] != '?') ||
+			       (j < i && (one[0] == '?') == (other[0] == '?'));
+		}
+		if (!skip)
+			k += (size_t)snprintf(p->ranks + k, sizeof(p->ranks) - k, "%s%s", k ? "," : "", one);
 	}
 	nbpf_ctl_msg_free(&m);
 }

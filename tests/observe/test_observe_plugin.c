@@ -7,9 +7,10 @@
  * NCCLBPF_CTL_DIR), and, as root, a job of another user in that user's
  * default runtime directory, which the plugin serves only to its own uid.
  *
- * Each job is a child that loads the real profiler plugin through the NCCL
- * emulator and completes one AllReduce every millisecond with a GPU time of
- * 40 us, so its P99 lies in the [32, 64) us histogram bucket.
+ * Each job is a child that loads the real profiler and tuner plugins through
+ * the NCCL emulator (one communicator, registered by both) and completes one
+ * AllReduce every millisecond with a GPU time of 40 us, so its P99 lies in
+ * the [32, 64) us histogram bucket.
  */
 #include <signal.h>
 #include <stdint.h>
@@ -27,8 +28,10 @@ static int failures;
 
 static void job(int ready_fd)
 {
+	const struct emu_topo topo = { .n_ranks = 8, .n_nodes = 1 };
 	const nbpf_profiler_v5_t *prof;
-	struct emu_plugin pl;
+	struct emu_plugin pl, tpl;
+	struct emu_tuner tuner;
 	char spec[1024], err[512];
 	void *ctx = NULL;
 	int mask = 0;
@@ -42,6 +45,12 @@ static void job(int ready_fd)
 	prof = pl.table;
 	if (prof->init(&ctx, COMM, &mask, "c", 1, 8, RANK, emu_logger)) {
 		fprintf(stderr, "job: profiler init failed\n");
+		_exit(1);
+	}
+	/* The tuner registers the same communicator without knowing the rank: listed once. */
+	if (emu_open(&tpl, EMU_TUNER, EMU_PLUGIN, 5, err, sizeof(err)) ||
+	    emu_tuner_init(&tuner, &tpl, COMM, &topo, emu_logger)) {
+		fprintf(stderr, "job: tuner: %s\n", err);
 		_exit(1);
 	}
 	if (write(ready_fd, "r", 1) != 1)
@@ -116,7 +125,7 @@ static void check_observe(pid_t job_pid, const char *what)
 		return;
 	}
 	snprintf(want_pid, sizeof(want_pid), "{\"pid\":%d,", (int)job_pid);
-	snprintf(want_ranks, sizeof(want_ranks), "\"ranks\":\"%d/8@0x%016llx\"", RANK,
+	snprintf(want_ranks, sizeof(want_ranks), "\"ranks\":\"%d/8@0x%016llx\",", RANK,
 		 (unsigned long long)COMM);
 	while (fgets(line, sizeof(line), p)) {
 		char *row = strstr(line, want_pid), *end;
