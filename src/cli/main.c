@@ -22,7 +22,7 @@ static const struct cmd cmds[] = {
 	{ "rollback", cmd_rollback,  "rollback PID|all [--sync [--margin N] | --at-call N | --now]" },
 	{ "top",      cmd_top,       "top [PID] [INTERVAL] [COUNT]" },
 	{ "observe",  cmd_observe,   "observe [--pid P | --cgroup PATH | --comm NAME] [--probes io,net,sched,gpu] [--duration S] [--interval MS]" },
-	{ "export",   cmd_export,    "export [--listen ADDR:PORT | --textfile PATH] [--interval S] [--count N] [PID...]" },
+	{ "export",   cmd_export,    "export [--listen ADDR:PORT | --textfile PATH] [--interval S] [--count N] [--observe SETS] [PID...]" },
 	{ "prog",   cmd_prog,   "prog run FILE [PROGRAM] [--mem HEX] [--engine interp|jit]" },
 	{ "prog",   cmd_prog,   "prog dump FILE [PROGRAM]" },
 	{ "verify", cmd_verify, "verify OBJ [PROGRAM] [--strict-consistency]" },
