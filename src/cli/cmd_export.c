@@ -10,9 +10,13 @@
  *               default forever, every interval seconds); a failed write
  *               (ENOSPC...) keeps the old file and is retried next interval
  *   --listen    serve GET /metrics over HTTP with libmicrohttpd; each scrape
- *               collects afresh; exits after count scrapes (default never)
- *   --observe   also attach the kernel probe sets named (src/observe) to the
- *               same processes and export their series in the same exposition
+ *               collects afresh; exits after count scrapes (default never);
+ *               other methods get 405
+ *
+ * Besides the plugin's own families, every map a process's policy declares
+ * with NCCLBPF_EXPORT is exported (export_maps.c).  With --observe SETS the
+ * kernel probe sets named (src/observe) are attached to the same processes
+ * and their series join the exposition.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -28,6 +32,7 @@
 #include "cli.h"
 #include "control/ctl_client.h"
 #include "control/ctl_tele.h"
+#include "telemetry/prom_maps.h"
 #ifdef NCCLBPF_HAVE_OBSERVE
 #include "ncclbpf/runtime.h"
 #include "observe_cli.h"
@@ -98,8 +103,10 @@ static void on_signal(int sig)
 static char *render(const int *pids, int n_pids, size_t *len)
 {
 	struct nbpf_tele_set s = { 0 };
+	struct nbpf_export_set ms = { 0 };
 	char *buf = NULL;
 	FILE *f = open_memstream(&buf, len);
+	int err;
 
 	if (!f)
 		return NULL;
@@ -110,24 +117,26 @@ static char *render(const int *pids, int n_pids, size_t *len)
 #endif
 	if (cli_tele_collect(pids, n_pids, &s, NULL) < 0)
 		s.processes = 0;
-	if (nbpf_prom_write(f, &s)) {
-		fclose(f);
-		free(buf);
-		nbpf_tele_free(&s);
-		return NULL;
-	}
+	cli_export_policy_maps(&ms, pids, n_pids);
+	err = nbpf_prom_write(f, &s);
+	if (!err)
+		err = nbpf_export_write(f, &ms);
 #ifdef NCCLBPF_HAVE_OBSERVE
-	if (g_obs) {
+	if (!err && g_obs) {
 		struct nbpf_obs_snap os;
 
 		if (!nbpf_obs_snapshot(g_obs, &os)) {
-			nbpf_obs_prom_write(f, &os, obs_labels, NULL);
+			err = nbpf_obs_prom_write(f, &os, obs_labels, NULL);
 			nbpf_obs_snap_free(&os);
 		}
 	}
 #endif
-	fclose(f);
 	nbpf_tele_free(&s);
+	nbpf_export_free(&ms);
+	if (fclose(f) || err) {
+		free(buf);
+		return NULL;
+	}
 	return buf;
 }
 
@@ -188,8 +197,18 @@ static enum MHD_Result serve(void *cls, struct MHD_Connection *conn, const char 
 	size_t len = 0;
 	char *body;
 
-	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
-		return MHD_NO;
+	if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
+		static const char na[] = "method not allowed: GET or HEAD\n";
+
+		resp = MHD_create_response_from_buffer(sizeof(na) - 1, (void *)na,
+						       MHD_RESPMEM_PERSISTENT);
+		if (!resp)
+			return MHD_NO;
+		MHD_add_response_header(resp, "Allow", "GET, HEAD");
+		ret = MHD_queue_response(conn, MHD_HTTP_METHOD_NOT_ALLOWED, resp);
+		MHD_destroy_response(resp);
+		return ret;
+	}
 	if (strcmp(url, "/metrics") && strcmp(url, "/")) {
 		static const char nf[] = "not found: try /metrics\n";
 
@@ -285,10 +304,8 @@ int cmd_export(struct cli *c, int argc, char **argv)
 		if (!n_pids) {
 			obs_discover(&g_procs);
 			n = (int)g_procs.n_procs;
-			if (!n) {
-				fprintf(stderr, "ncclbpf: export --observe: no process runs the plugin; name pids\n");
-				return CLI_NO;
-			}
+			if (!n)
+				return cli_err(CLI_NO, "export --observe: no process runs the plugin; name pids");
 			targets = calloc((size_t)n, sizeof(*targets));
 			for (int i = 0; targets && i < n; i++)
 				targets[i] = g_procs.procs[i].pid;
@@ -298,12 +315,10 @@ int cmd_export(struct cli *c, int argc, char **argv)
 		nbpf_obs_opts_env(&o);
 		rc = nbpf_obs_open(&o, &g_obs);
 		free(targets);
-		if (rc) {
-			fprintf(stderr, "ncclbpf: export --observe: %s\n", ncclbpf_errmsg());
-			rc = CLI_NO;
-		} else {
+		if (rc)
+			rc = cli_err(CLI_NO, "export --observe: %s", ncclbpf_errmsg());
+		else
 			rc = export_run(listen, textfile, interval, count, pids, n_pids);
-		}
 		nbpf_obs_close(g_obs);
 		g_obs = NULL;
 		for (size_t i = 0; i < g_procs.n_procs; i++)
@@ -312,8 +327,7 @@ int cmd_export(struct cli *c, int argc, char **argv)
 		memset(&g_procs, 0, sizeof(g_procs));
 		return rc;
 #else
-		fprintf(stderr, "ncclbpf: export --observe: this build has no kernel probes\n");
-		return CLI_NO;
+		return cli_err(CLI_NO, "export --observe: this build has no kernel probes");
 #endif
 	}
 	return export_run(listen, textfile, interval, count, pids, n_pids);

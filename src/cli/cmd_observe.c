@@ -20,36 +20,14 @@
 #include "cli.h"
 #include "ncclbpf/runtime.h"
 
-static const char usage_text[] =
-	"usage: ncclbpf observe [--pid PID | --cgroup PATH | --comm NAME]\n"
-	"                       [--probes io,net,sched,gpu] [--duration SECONDS] [--interval MS]\n"
-	"                       [--outlier MS] [--btf FILE] [-j]\n"
-	"\n"
-	"Kernel-side signals of a training job, aggregated in the kernel by eBPF programs,\n"
-	"beside the collective P99 of processes running the ncclbpf plugin.\n"
-	"  --pid PID       one process (all its threads)\n"
-	"  --cgroup PATH   every process in a cgroup v2 directory or below it\n"
-	"  --comm NAME     every process with this name\n"
-	"                  (none of these: every process running the plugin, with its ranks)\n"
-	"  --probes LIST   io, net, sched, gpu (default: all; named sets must attach fully)\n"
-	"  --duration S    stop after S seconds (default: until interrupted)\n"
-	"  --interval MS   table period (default 1000)\n"
-	"  --outlier MS    latencies above this are listed one by one (default 10)\n"
-	"  --btf FILE      BTF for CO-RE instead of /sys/kernel/btf/vmlinux\n"
-	"Needs root, or CAP_BPF and CAP_PERFMON.\n";
-
 #ifndef NCCLBPF_HAVE_OBSERVE
 int cmd_observe(struct cli *c, int argc, char **argv)
 {
 	(void)c;
-	for (int i = 0; i < argc; i++)
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			fputs(usage_text, stdout);
-			return CLI_OK;
-		}
-	fprintf(stderr, "ncclbpf: observe: this build has no kernel probes (bpftool or kernel BTF "
-			"were missing when it was built)\n");
-	return CLI_NO;
+	(void)argc;
+	(void)argv;
+	return cli_err(CLI_NO, "observe: this build has no kernel probes (bpftool or kernel BTF "
+			       "were missing when it was built)");
 }
 #else
 #include "observe_cli.h"
@@ -93,10 +71,7 @@ int cmd_observe(struct cli *c, int argc, char **argv)
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			fputs(usage_text, stdout);
-			return CLI_OK;
-		} else if (!strcmp(a, "--pid") && v) {
+		if (!strcmp(a, "--pid") && v) {
 			pid = cli_parse_pid(v);
 			if (pid <= 0)
 				return cli_usage_error("observe: '%s' is not a process id", v);
@@ -135,7 +110,7 @@ int cmd_observe(struct cli *c, int argc, char **argv)
 			o.btf_path = v;
 			i++;
 		} else {
-			return cli_usage_error("observe: unknown argument '%s' (ncclbpf observe --help)", a);
+			return cli_usage_error("observe: unknown argument '%s' (ncclbpf help observe)", a);
 		}
 	}
 	if (n_modes > 1)
