@@ -117,24 +117,22 @@ int cmd_observe(struct cli *c, int argc, char **argv)
 		return cli_usage_error("observe: --pid, --cgroup and --comm exclude each other");
 	nbpf_obs_opts_env(&o);
 	if (pid) {
-		if (kill(pid, 0) && errno == ESRCH) {
-			fprintf(stderr, "ncclbpf: observe: pid %d: no such process\n", pid);
-			return CLI_NO;
-		}
+		if (kill(pid, 0) && errno == ESRCH)
+			return cli_err(CLI_NO, "observe: pid %d: no such process", pid);
 		obs_proc_add(&s, pid);
 	} else if (!n_modes) {
 		s.auto_mode = true;
 		obs_discover(&s);
-		if (!s.n_procs) {
-			fprintf(stderr, "ncclbpf: observe: no process runs the ncclbpf plugin (see `ncclbpf "
-					"ps`); name one with --pid, --cgroup or --comm\n");
-			return CLI_NO;
-		}
+		if (!s.n_procs)
+			return cli_err(CLI_NO, "observe: no process runs the ncclbpf plugin (see `ncclbpf "
+					       "ps`); name one with --pid, --cgroup or --comm");
 	}
 	if (s.n_procs) {
 		pids = calloc(s.n_procs, sizeof(*pids));
-		if (!pids)
-			return CLI_NO;
+		if (!pids) {
+			rc = cli_err(CLI_NO, "observe: out of memory");
+			goto out;
+		}
 		for (size_t i = 0; i < s.n_procs; i++)
 			pids[i] = s.procs[i].pid;
 		o.pids = pids;
@@ -143,8 +141,7 @@ int cmd_observe(struct cli *c, int argc, char **argv)
 	err = nbpf_obs_open(&o, &obs);
 	free(pids);
 	if (err) {
-		fprintf(stderr, "ncclbpf: observe: %s\n", ncclbpf_errmsg());
-		rc = CLI_NO;
+		rc = cli_err(CLI_NO, "observe: %s", ncclbpf_errmsg());
 		goto out;
 	}
 	obs_print_status(obs, stderr);
@@ -170,8 +167,7 @@ int cmd_observe(struct cli *c, int argc, char **argv)
 		secs = now - t_prev;
 		t_prev = now;
 		if ((err = nbpf_obs_snapshot(obs, &snap))) {
-			fprintf(stderr, "ncclbpf: observe: %s\n", ncclbpf_errmsg());
-			rc = CLI_NO;
+			rc = cli_err(CLI_NO, "observe: %s", ncclbpf_errmsg());
 			break;
 		}
 		if ((err = nbpf_obs_snap_delta(&d, &snap, iter == 1 ? NULL : &prev))) {
