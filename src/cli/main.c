@@ -53,9 +53,15 @@ const struct cli_cmd cli_cmds[] = {
 	  "re-publish the policy the last reload replaced" },
 	{ "top", NULL, cmd_top, "top [PID] [INTERVAL] [COUNT]",
 	  "live collective latency, bandwidth and tuner decisions" },
+	{ "observe", NULL, cmd_observe,
+	  "observe [--pid PID | --cgroup PATH | --comm NAME] [--probes io,net,sched,gpu] "
+	  "[--duration S] [--interval MS] [--outlier MS] [--btf FILE]",
+	  "the kernel's view of the job (block and io_uring I/O, TCP per peer, scheduling, GPU "
+	  "submission) beside its collective P99; needs root or CAP_BPF+CAP_PERFMON" },
 	{ "export", NULL, cmd_export,
-	  "export [--listen ADDR:PORT | --textfile PATH] [--interval S] [--count N] [PID...]",
-	  "Prometheus text exposition of every process's telemetry" },
+	  "export [--listen ADDR:PORT | --textfile PATH] [--interval S] [--count N] "
+	  "[--observe io,net,sched,gpu] [PID...]",
+	  "Prometheus text exposition of every process's telemetry (and, with --observe, the kernel's)" },
 	{ "verify", NULL, cmd_verify, "verify OBJ[:OBJ...] [PROGRAM] [--strict-consistency]",
 	  "verify every program of the objects against its hook; a rejection names the source line" },
 	{ "sim", NULL, cmd_sim,
