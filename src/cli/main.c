@@ -27,6 +27,7 @@ static const struct cmd cmds[] = {
 	{ "verify", cmd_verify, "verify OBJ [PROGRAM] [--strict-consistency]" },
 	{ "sim",    cmd_sim,    "sim OBJ [--coll NAME] [--ranks N] [--nodes N] [--sizes MIN:MAX] [--nvls]" },
 	{ "bench",  cmd_bench,  "bench OBJ [--calls N]" },
+	{ "tune",   cmd_tune,   "tune [--backend emu|nccl] [--coll LIST] [--sizes MIN:MAX] [--channels LIST] [--reps N] [--out DIR] ..." },
 };
 
 int cli_usage_error(const char *fmt, ...)

@@ -1,0 +1,308 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * cmd_tune.c - `ncclbpf tune`: measure every (algorithm, protocol,
+ * channels) cell per collective and size band through the plugin with the
+ * sweep policy, keep NCCL's pick wherever the gain is inside the noise, and
+ * write a policy (NAME.bpf.c, NAME.bpf.o verified strictly) and a report
+ * (NAME.report.txt, NAME.csv, NAME.svg).  src/tune holds the work.
+ */
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "emulator/emu_cli.h"
+#include "tune/tune.h"
+
+#ifndef NCCLBPF_INCLUDE_DIR
+#define NCCLBPF_INCLUDE_DIR "include"
+#endif
+
+#define TUNE_USAGE \
+	"usage: ncclbpf tune [--backend emu|nccl] [--coll LIST] [--sizes MIN:MAX] [--channels LIST]\n" \
+	"                    [--reps N] [--min-gain PCT] [--out DIR] [--name NAME] [--no-compile]\n" \
+	"                    [--sweep-obj OBJ] [--clang PATH] [--include DIR]\n" \
+	"                    emu:  [--ranks N] [--nodes N] [--nvls] [--emu-noise F] [--emu-skew SPEC]... [--seed N]\n" \
+	"                    nccl: [--sweep-bin PATH] [--plugin PATH] [--ngpus N] [--iters N] [--warmup N]"
+
+static int parse_long(const char *s, long min, long max, long *out)
+{
+	char *end;
+
+	if (!s || !*s)
+		return -EINVAL;
+	errno = 0;
+	*out = strtol(s, &end, 10);
+	return errno || *end || *out < min || *out > max ? -EINVAL : 0;
+}
+
+static int parse_double(const char *s, double min, double max, double *out)
+{
+	char *end;
+
+	if (!s || !*s)
+		return -EINVAL;
+	errno = 0;
+	*out = strtod(s, &end);
+	return errno || *end || !(*out >= min && *out <= max) ? -EINVAL : 0;
+}
+
+static int parse_colls(const char *s, bool colls[TUNE_NUM_COLLS])
+{
+	char buf[256], *save = NULL;
+	int n = 0;
+
+	if (!s || strlen(s) >= sizeof(buf))
+		return -EINVAL;
+	strcpy(buf, s);
+	memset(colls, 0, TUNE_NUM_COLLS * sizeof(bool));
+	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		int c = emu_coll_from_name(t);
+
+		if (c < 0)
+			return -EINVAL;
+		colls[c] = true;
+		n++;
+	}
+	return n ? 0 : -EINVAL;
+}
+
+static int parse_channels(const char *s, struct tune_opts *o)
+{
+	char buf[256], *save = NULL;
+
+	if (!s || strlen(s) >= sizeof(buf))
+		return -EINVAL;
+	strcpy(buf, s);
+	o->n_channels = 0;
+	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		long v;
+
+		if (o->n_channels == TUNE_MAX_CHANS || parse_long(t, 0, 64, &v))
+			return -EINVAL;
+		o->channels[o->n_channels++] = (int)v;
+	}
+	return o->n_channels ? 0 : -EINVAL;
+}
+
+static int parse_sizes(const char *s, uint64_t *lo, uint64_t *hi)
+{
+	char buf[64], *colon;
+
+	if (!s || strlen(s) >= sizeof(buf))
+		return -EINVAL;
+	strcpy(buf, s);
+	colon = strchr(buf, ':');
+	if (!colon)
+		return -EINVAL;
+	*colon = 0;
+	if (emu_parse_size(buf, lo) || emu_parse_size(colon + 1, hi) || !*lo || *lo > *hi ||
+	    *hi > (1ull << 40))
+		return -EINVAL;
+	return 0;
+}
+
+/* PATH relative to the running executable's directory, if it exists there. */
+static const char *beside_exe(const char *rel, char *buf, size_t n)
+{
+	char exe[PATH_MAX];
+	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	if (len <= 0)
+		return NULL;
+	exe[len] = 0;
+	snprintf(buf, n, "%s/%s", dirname(exe), rel);
+	return access(buf, R_OK) ? NULL : buf;
+}
+
+static void print_json(const struct tune_result *res)
+{
+	for (int i = 0; i < res->n_pts; i++) {
+		const struct tune_point *p = &res->pts[i];
+		const struct tune_meas *c = p->choice >= 0 ? &p->cells[p->choice] : NULL;
+
+		printf("{\"coll\":");
+		cli_json_str(stdout, emu_coll_name(p->coll));
+		printf(",\"n_bytes\":%llu,\"nccl\":{\"algo\":\"%s\",\"proto\":\"%s\"},"
+		       "\"default\":{\"mean_us\":%.4f,\"lo_us\":%.4f,\"hi_us\":%.4f,\"busbw\":%.4f},",
+		       (unsigned long long)p->n_bytes, emu_algo_name(p->nccl_algo),
+		       emu_proto_name(p->nccl_proto), p->def.mean_us, p->def.lo_us, p->def.hi_us,
+		       p->def.busbw);
+		if (c)
+			printf("\"choice\":{\"algo\":\"%s\",\"proto\":\"%s\",\"n_channels\":%d,"
+			       "\"mean_us\":%.4f,\"lo_us\":%.4f,\"hi_us\":%.4f,\"busbw\":%.4f},",
+			       emu_algo_name(c->algo), emu_proto_name(c->proto), c->n_channels,
+			       c->mean_us, c->lo_us, c->hi_us, c->busbw);
+		else
+			printf("\"choice\":null,");
+		printf("\"gain\":%.4f}\n", p->gain);
+	}
+}
+
+int cmd_tune(struct cli *c, int argc, char **argv)
+{
+	char sweep_obj[PATH_MAX], sweep_bin[PATH_MAX], plugin[PATH_MAX], err[4096] = "";
+	struct tune_opts o = {
+		.backend = TUNE_BACKEND_EMU, .colls = { [2] = true, [3] = true, [4] = true },
+		.min_bytes = 8, .max_bytes = 1ull << 30, .channels = { 0, 8, 32 }, .n_channels = 3,
+		.reps = 10, .min_gain = 0.02, .out_dir = ".", .name = "tuned", .compile = true,
+		.include_dir = NCCLBPF_INCLUDE_DIR, .ngpus = 0, .iters = 20, .warmup = 5,
+		.emu = { .topo = EMU_TOPO_DEFAULT, .noise = 0.01, .seed = 1 },
+	};
+	struct tune_result res;
+	struct stat st;
+	int ret;
+
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		long l;
+		double d;
+
+#define NEEDS_ARG() do { if (!v) return cli_usage_error("tune: %s needs a value", a); i++; } while (0)
+		if (!strcmp(a, "--backend")) {
+			NEEDS_ARG();
+			if (!strcmp(v, "emu"))
+				o.backend = TUNE_BACKEND_EMU;
+			else if (!strcmp(v, "nccl"))
+				o.backend = TUNE_BACKEND_NCCL;
+			else
+				return cli_usage_error("tune: --backend: expected emu or nccl, got '%s'", v);
+		} else if (!strcmp(a, "--coll")) {
+			NEEDS_ARG();
+			if (parse_colls(v, o.colls))
+				return cli_usage_error("tune: --coll: expected a comma-separated list of Broadcast, Reduce, AllGather, ReduceScatter, AllReduce, got '%s'", v);
+		} else if (!strcmp(a, "--sizes")) {
+			NEEDS_ARG();
+			if (parse_sizes(v, &o.min_bytes, &o.max_bytes))
+				return cli_usage_error("tune: --sizes: expected MIN:MAX with suffixes K/M/G, 0 < MIN <= MAX <= 1T, got '%s'", v);
+		} else if (!strcmp(a, "--channels")) {
+			NEEDS_ARG();
+			if (parse_channels(v, &o))
+				return cli_usage_error("tune: --channels: expected up to %d counts 0..64 (0: NCCL's), got '%s'", TUNE_MAX_CHANS, v);
+		} else if (!strcmp(a, "--reps")) {
+			NEEDS_ARG();
+			if (parse_long(v, 2, TUNE_MAX_REPS, &l))
+				return cli_usage_error("tune: --reps: expected 2..%d, got '%s'", TUNE_MAX_REPS, v);
+			o.reps = (int)l;
+		} else if (!strcmp(a, "--min-gain")) {
+			NEEDS_ARG();
+			if (parse_double(v, 0, 100, &d))
+				return cli_usage_error("tune: --min-gain: expected a percentage 0..100, got '%s'", v);
+			o.min_gain = d / 100;
+		} else if (!strcmp(a, "--out")) {
+			NEEDS_ARG();
+			o.out_dir = v;
+		} else if (!strcmp(a, "--name")) {
+			NEEDS_ARG();
+			o.name = v;
+			for (const char *s = v; *s; s++)
+				if (!(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+				      (s > v && *s >= '0' && *s <= '9')))
+					return cli_usage_error("tune: --name: '%s' is not a C identifier", v);
+		} else if (!strcmp(a, "--no-compile")) {
+			o.compile = false;
+		} else if (!strcmp(a, "--sweep-obj")) {
+			NEEDS_ARG();
+			o.sweep_obj = v;
+		} else if (!strcmp(a, "--clang")) {
+			NEEDS_ARG();
+			o.clang = v;
+		} else if (!strcmp(a, "--include")) {
+			NEEDS_ARG();
+			o.include_dir = v;
+		} else if (!strcmp(a, "--ranks")) {
+			NEEDS_ARG();
+			if (parse_long(v, 2, 65536, &l))
+				return cli_usage_error("tune: --ranks: expected 2..65536, got '%s'", v);
+			o.emu.topo.n_ranks = (int)l;
+		} else if (!strcmp(a, "--nodes")) {
+			NEEDS_ARG();
+			if (parse_long(v, 1, 65536, &l))
+				return cli_usage_error("tune: --nodes: expected 1..65536, got '%s'", v);
+			o.emu.topo.n_nodes = (int)l;
+		} else if (!strcmp(a, "--nvls")) {
+			o.emu.topo.nvls = true;
+		} else if (!strcmp(a, "--emu-noise")) {
+			NEEDS_ARG();
+			if (parse_double(v, 0, 0.5, &o.emu.noise))
+				return cli_usage_error("tune: --emu-noise: expected a relative deviation 0..0.5, got '%s'", v);
+		} else if (!strcmp(a, "--emu-skew")) {
+			NEEDS_ARG();
+			if (o.emu.n_skews == TUNE_MAX_SKEWS || tune_parse_skew(v, &o.emu.skews[o.emu.n_skews]))
+				return cli_usage_error("tune: --emu-skew: expected COLL:MIN:MAX:ALGO/PROTO*F (F x its modelled time) or ~F (F x NCCL's pick), at most %d, got '%s'", TUNE_MAX_SKEWS, v);
+			o.emu.n_skews++;
+		} else if (!strcmp(a, "--seed")) {
+			NEEDS_ARG();
+			if (parse_long(v, 1, LONG_MAX, &l))
+				return cli_usage_error("tune: --seed: expected a positive integer, got '%s'", v);
+			o.emu.seed = (uint64_t)l;
+		} else if (!strcmp(a, "--sweep-bin")) {
+			NEEDS_ARG();
+			o.sweep_bin = v;
+		} else if (!strcmp(a, "--plugin")) {
+			NEEDS_ARG();
+			o.plugin = v;
+		} else if (!strcmp(a, "--ngpus")) {
+			NEEDS_ARG();
+			if (parse_long(v, 0, 16, &l))
+				return cli_usage_error("tune: --ngpus: expected 0..16 (0: all), got '%s'", v);
+			o.ngpus = (int)l;
+		} else if (!strcmp(a, "--iters")) {
+			NEEDS_ARG();
+			if (parse_long(v, 1, 100000, &l))
+				return cli_usage_error("tune: --iters: expected 1..100000, got '%s'", v);
+			o.iters = (int)l;
+		} else if (!strcmp(a, "--warmup")) {
+			NEEDS_ARG();
+			if (parse_long(v, 0, 100000, &l))
+				return cli_usage_error("tune: --warmup: expected 0..100000, got '%s'", v);
+			o.warmup = (int)l;
+		} else {
+			return cli_usage_error("tune: unknown argument '%s'\n%s", a, TUNE_USAGE);
+		}
+#undef NEEDS_ARG
+	}
+	if (o.emu.topo.n_nodes > o.emu.topo.n_ranks)
+		return cli_usage_error("tune: --nodes (%d) exceeds --ranks (%d)", o.emu.topo.n_nodes, o.emu.topo.n_ranks);
+	if (!o.sweep_obj && !(o.sweep_obj = beside_exe("policies/sweep.bpf.o", sweep_obj, sizeof(sweep_obj))))
+		return cli_usage_error("tune: no policies/sweep.bpf.o beside the ncclbpf binary: give --sweep-obj");
+	if (stat(o.sweep_obj, &st) || !S_ISREG(st.st_mode))
+		return cli_usage_error("tune: %s: not a readable file", o.sweep_obj);
+	if (stat(o.out_dir, &st) || !S_ISDIR(st.st_mode))
+		return cli_usage_error("tune: --out %s: not a directory", o.out_dir);
+	if (o.backend == TUNE_BACKEND_NCCL) {
+		if (!o.sweep_bin)
+			o.sweep_bin = beside_exe("bench/gpu/nccl_sweep", sweep_bin, sizeof(sweep_bin));
+		if (!o.sweep_bin)
+			o.sweep_bin = beside_exe("nccl_sweep", sweep_bin, sizeof(sweep_bin));
+		if (!o.plugin && !emu_cli_plugin_path(plugin, sizeof(plugin)))
+			o.plugin = plugin;
+	}
+	o.log = c->json ? NULL : stderr;
+	ret = tune_run(&o, &res, err, sizeof(err));
+	if (ret) {
+		tune_result_free(&res);
+		fprintf(stderr, "ncclbpf: tune: %s\n", err);
+		return ret == -ENOENT || ret == -EINVAL ? CLI_USAGE : CLI_NO;
+	}
+	if (c->json)
+		print_json(&res);
+	else
+		tune_print_table(stdout, &res);
+	ret = tune_emit_report(&o, &res, err, sizeof(err));
+	if (!ret)
+		ret = tune_emit_policy(&o, &res, err, sizeof(err));
+	tune_result_free(&res);
+	if (ret) {
+		fprintf(stderr, "ncclbpf: tune: %s\n", err);
+		return CLI_NO;
+	}
+	if (!c->json)
+		fprintf(stderr, "tune: wrote %s/%s.{bpf.c%s,report.txt,csv,svg}\n", o.out_dir, o.name,
+			o.compile ? ",bpf.o (verified, strict consistency)" : "");
+	return CLI_OK;
+}
