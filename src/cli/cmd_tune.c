@@ -22,13 +22,6 @@
 #define NCCLBPF_INCLUDE_DIR "include"
 #endif
 
-#define TUNE_USAGE \
-	"usage: ncclbpf tune [--backend emu|nccl] [--coll LIST] [--sizes MIN:MAX] [--channels LIST]\n" \
-	"                    [--reps N] [--min-gain PCT] [--out DIR] [--name NAME] [--no-compile]\n" \
-	"                    [--sweep-obj OBJ] [--clang PATH] [--include DIR]\n" \
-	"                    emu:  [--ranks N] [--nodes N] [--nvls] [--emu-noise F] [--emu-skew SPEC]... [--seed N]\n" \
-	"                    nccl: [--sweep-bin PATH] [--plugin PATH] [--ngpus N] [--iters N] [--warmup N]"
-
 static int parse_long(const char *s, long min, long max, long *out)
 {
 	char *end;
@@ -262,7 +255,7 @@ int cmd_tune(struct cli *c, int argc, char **argv)
 				return cli_usage_error("tune: --warmup: expected 0..100000, got '%s'", v);
 			o.warmup = (int)l;
 		} else {
-			return cli_usage_error("tune: unknown argument '%s'\n%s", a, TUNE_USAGE);
+			return cli_usage_error("tune: unknown argument '%s' (ncclbpf -h lists the options)", a);
 		}
 #undef NEEDS_ARG
 	}

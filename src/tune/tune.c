@@ -197,7 +197,31 @@ static int measure_point(const struct tune_opts *o, struct tune_be *be, struct t
 				x[(size_t)i * o->reps + cnt[i]++] = us;
 		}
 	}
-	meas_finish(&pt->def, x, cnt[0], coll, bytes, n_ranks);
+	/*
+	 * NCCL's own cell forced with its own count runs exactly what the
+	 * default runs: pool both into the reference, so one unlucky series
+	 * of default runs cannot make a near-tie look like a win.
+	 */
+	for (int i = 0; i < ncells; i++) {
+		const struct tune_meas *c = &pt->cells[i];
+
+		if (c->algo == pt->nccl_algo && c->proto == pt->nccl_proto && !c->n_channels) {
+			double *ref = malloc(sizeof(*ref) * (size_t)(cnt[0] + cnt[i + 1]));
+
+			if (!ref) {
+				ret = -ENOMEM;
+				snprintf(err, errlen, "out of memory");
+				goto out;
+			}
+			memcpy(ref, x, sizeof(*ref) * (size_t)cnt[0]);
+			memcpy(ref + cnt[0], x + (size_t)(i + 1) * o->reps, sizeof(*ref) * (size_t)cnt[i + 1]);
+			meas_finish(&pt->def, ref, cnt[0] + cnt[i + 1], coll, bytes, n_ranks);
+			free(ref);
+			break;
+		}
+	}
+	if (!pt->def.n)
+		meas_finish(&pt->def, x, cnt[0], coll, bytes, n_ranks);
 	for (int i = 0; i < ncells; i++)
 		meas_finish(&pt->cells[i], x + (size_t)(i + 1) * o->reps, cnt[i + 1], coll, bytes, n_ranks);
 	for (int i = 0; i < ncells; i++)
@@ -309,9 +333,12 @@ int tune_parse_skew(const char *s, struct tune_skew *sk)
 	if (!s || strlen(s) >= sizeof(buf))
 		return -EINVAL;
 	strcpy(buf, s);
-	for (char *t = strtok_r(buf, ":", &save); t && n < 4; t = strtok_r(NULL, ":", &save))
+	for (char *t = strtok_r(buf, ":", &save); t; t = strtok_r(NULL, ":", &save)) {
+		if (n == 4)
+			return -EINVAL;
 		f[n++] = t;
-	if (n != 4 || strtok_r(NULL, ":", &save))
+	}
+	if (n != 4)
 		return -EINVAL;
 	op = strpbrk(f[3], "*~");
 	slash = strchr(f[3], '/');

@@ -99,7 +99,7 @@ struct tune_point {
 	uint64_t n_bytes;
 	int nccl_algo, nccl_proto;
 	uint32_t avail_mask;
-	struct tune_meas def;        /* NCCL's default */
+	struct tune_meas def;        /* NCCL's default, pooled with its own cell forced */
 	struct tune_meas *cells;
 	int n_cells;
 	int best;                    /* index into cells of the fastest mean, -1 none */
@@ -119,9 +119,11 @@ struct tune_result {
 void tune_mean_ci(const double *x, int n, double *mean, double *half);
 /*
  * The decision rule: index of the cell to deploy, or -1 to keep NCCL's
- * pick.  A cell wins only when its whole interval lies below the default's
- * and its mean beats the default's by more than min_gain; among those the
- * lowest mean.
+ * pick.  A cell wins only when even the upper end of its interval beats
+ * the lower end of the default's by more than min_gain (so the gain is
+ * outside the noise); among the winners the lowest mean, and a forced
+ * channel count only when it also wins that way against the same cell
+ * with NCCL's count.
  */
 int tune_choose(const struct tune_meas *def, const struct tune_meas *cells, int n,
 		double min_gain);

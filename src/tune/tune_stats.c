@@ -53,10 +53,12 @@ int tune_choose(const struct tune_meas *def, const struct tune_meas *cells, int 
 
 		if (c->n < 2 || c->algo < 0)
 			continue;
-		/* Overlapping intervals: inside the noise, NCCL keeps its pick. */
-		if (!(c->hi_us < def->lo_us))
-			continue;
-		if (def->mean_us <= c->mean_us * (1.0 + min_gain))
+		/*
+		 * The slowest the cell may be against the fastest the default may
+		 * be: overlapping intervals, or a gain that only the noise could
+		 * carry past min_gain, keep NCCL's pick.
+		 */
+		if (!(c->hi_us * (1.0 + min_gain) < def->lo_us))
 			continue;
 		if (pick < 0 || c->mean_us < cells[pick].mean_us)
 			pick = i;
@@ -71,9 +73,9 @@ int tune_choose(const struct tune_meas *def, const struct tune_meas *cells, int 
 
 		if (c->n_channels || c->algo != p->algo || c->proto != p->proto || c->n < 2)
 			continue;
-		if (p->hi_us < c->lo_us && c->mean_us > p->mean_us * (1.0 + min_gain))
+		if (p->hi_us * (1.0 + min_gain) < c->lo_us)
 			break;
-		if (c->hi_us < def->lo_us && def->mean_us > c->mean_us * (1.0 + min_gain))
+		if (c->hi_us * (1.0 + min_gain) < def->lo_us)
 			pick = i;
 		break;
 	}
