@@ -144,6 +144,7 @@ int cmd_tune(struct cli *c, int argc, char **argv)
 		.min_bytes = 8, .max_bytes = 1ull << 30, .channels = { 0, 8, 32 }, .n_channels = 3,
 		.reps = 10, .min_gain = 0.02, .out_dir = ".", .name = "tuned", .compile = true,
 		.include_dir = NCCLBPF_INCLUDE_DIR, .ngpus = 0, .iters = 20, .warmup = 5,
+		.run_timeout_s = 300,
 		.emu = { .topo = EMU_TOPO_DEFAULT, .noise = 0.01, .seed = 1 },
 	};
 	struct tune_result res;
@@ -249,6 +250,11 @@ int cmd_tune(struct cli *c, int argc, char **argv)
 			if (parse_long(v, 1, 100000, &l))
 				return cli_usage_error("tune: --iters: expected 1..100000, got '%s'", v);
 			o.iters = (int)l;
+		} else if (!strcmp(a, "--run-timeout")) {
+			NEEDS_ARG();
+			if (parse_long(v, 1, 86400, &l))
+				return cli_usage_error("tune: --run-timeout: expected seconds 1..86400, got '%s'", v);
+			o.run_timeout_s = (int)l;
 		} else if (!strcmp(a, "--warmup")) {
 			NEEDS_ARG();
 			if (parse_long(v, 0, 100000, &l))

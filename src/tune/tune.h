@@ -83,6 +83,7 @@ struct tune_opts {
 	/* NCCL back-end: nccl_sweep binary, plugin library, GPUs, iterations per run. */
 	const char *sweep_bin, *plugin;
 	int ngpus, iters, warmup;
+	int run_timeout_s;            /* longest wait for one answer; then the child is killed */
 	FILE *log;                    /* progress lines; NULL: quiet */
 };
 

@@ -9,21 +9,83 @@
  * "ok BYTES TIME_US WRONG", "skip" (too small for N ranks) or "err TEXT".
  * The child is idle between requests, which is when tune writes the
  * forced cell: no collective is ever in flight while the map changes.
+ * A child that answers nothing in time is taken for hung and killed, so
+ * tune ends with a message instead of waiting forever.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tune_backend.h"
 
+/* After end of input, the child's time to destroy its communicators. */
+#define NCCL_EXIT_TIMEOUT_MS (30 * 1000)
+
 struct be_nccl {
 	struct tune_be be;
-	FILE *to, *from;
+	int to, from;         /* the child's stdin and stdout */
+	char buf[4096];       /* bytes read past the last line returned */
+	size_t len;
 	int iters, warmup;
+	int timeout_ms;       /* longest wait for one answer (a run, or the start) */
+	bool hung;            /* it let a deadline pass: killed at close, not waited for */
 };
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * The next line of the child's output into line (without its newline):
+ * 0, -ETIMEDOUT, -EPIPE (end of output) or -EPROTO (a line too long).
+ */
+static int read_line(struct be_nccl *b, char *line, size_t n, int timeout_ms)
+{
+	int64_t deadline = now_ms() + timeout_ms;
+
+	for (;;) {
+		char *nl = memchr(b->buf, '\n', b->len);
+		struct pollfd pfd = { .fd = b->from, .events = POLLIN };
+		int64_t left = deadline - now_ms();
+		ssize_t r;
+
+		if (nl) {
+			size_t l = (size_t)(nl - b->buf);
+
+			snprintf(line, n, "%.*s", (int)l, b->buf);
+			memmove(b->buf, nl + 1, b->len - l - 1);
+			b->len -= l + 1;
+			return 0;
+		}
+		if (b->len == sizeof(b->buf))
+			return -EPROTO;
+		if (left <= 0)
+			return -ETIMEDOUT;
+		r = poll(&pfd, 1, (int)left);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -ETIMEDOUT;
+		r = read(b->from, b->buf + b->len, sizeof(b->buf) - b->len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -EPIPE;
+		b->len += (size_t)r;
+	}
+}
 
 static const char *const op_names[] = { "broadcast", "reduce", "allgather", "reducescatter",
 					"allreduce" };
@@ -35,21 +97,25 @@ static int nccl_run(struct tune_be *be, int coll, uint64_t n_bytes, double *us, 
 	char line[512];
 	unsigned long long got;
 	long wrong;
+	int n, ret;
 
-	if (fprintf(b->to, "%s %llu %d %d\n", op_names[coll], (unsigned long long)n_bytes,
-		    b->iters, b->warmup) < 0 || fflush(b->to)) {
+	n = snprintf(line, sizeof(line), "%s %llu %d %d\n", op_names[coll],
+		     (unsigned long long)n_bytes, b->iters, b->warmup);
+	if (write(b->to, line, (size_t)n) != n) {
 		snprintf(err, errlen, "nccl_sweep: cannot write its input (exited?)");
 		return -EPIPE;
 	}
-	if (!fgets(line, sizeof(line), b->from)) {
-		snprintf(err, errlen, "nccl_sweep exited during %s %llu B", op_names[coll],
-			 (unsigned long long)n_bytes);
-		return -EPIPE;
+	ret = read_line(b, line, sizeof(line), b->timeout_ms);
+	b->hung = ret == -ETIMEDOUT;
+	if (ret) {
+		snprintf(err, errlen, "nccl_sweep %s during %s %llu B",
+			 ret == -ETIMEDOUT ? "answered nothing in time (hung? --run-timeout)" : "exited",
+			 op_names[coll], (unsigned long long)n_bytes);
+		return ret;
 	}
-	if (!strncmp(line, "skip", 4))
+	if (!strcmp(line, "skip"))
 		return -ERANGE;
 	if (sscanf(line, "ok %llu %lf %ld", &got, us, &wrong) != 3) {
-		line[strcspn(line, "\n")] = 0;
 		snprintf(err, errlen, "nccl_sweep: %s", line);
 		return -EPROTO;
 	}
@@ -66,76 +132,85 @@ static int nccl_run(struct tune_be *be, int coll, uint64_t n_bytes, double *us, 
 static void nccl_close(struct tune_be *be)
 {
 	struct be_nccl *b = (struct be_nccl *)be;
+	int64_t deadline = now_ms() + NCCL_EXIT_TIMEOUT_MS;
 	int st;
 
-	if (b->to)
-		fclose(b->to); /* EOF: the child leaves its loop and destroys its comms */
-	if (b->from)
-		fclose(b->from);
-	if (b->be.pid > 0)
-		waitpid(b->be.pid, &st, 0);
+	if (b->hung && b->be.pid > 0)
+		kill(b->be.pid, SIGKILL); /* a collective that never ends: nothing to wait for */
+	if (b->to >= 0)
+		close(b->to); /* end of input: the child leaves its loop and destroys its comms */
+	if (b->from >= 0)
+		close(b->from);
+	while (b->be.pid > 0 && waitpid(b->be.pid, &st, WNOHANG) == 0) {
+		if (now_ms() > deadline) {
+			kill(b->be.pid, SIGKILL);
+			waitpid(b->be.pid, &st, 0);
+			break;
+		}
+		usleep(20 * 1000);
+	}
 	free(b);
 }
 
 int tune_be_nccl_open(const struct tune_opts *o, struct tune_be **out, char *err, size_t errlen)
 {
 	struct be_nccl *b = calloc(1, sizeof(*b));
-	int in[2] = { -1, -1 }, outp[2] = { -1, -1 }, n = 0;
-	char line[512], gpus[16];
+	int in[2] = { -1, -1 }, outp[2] = { -1, -1 }, n = 0, ret;
+	char line[512] = "", gpus[16];
 	pid_t pid;
 
 	if (!b) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
+	b->to = b->from = -1;
+	b->timeout_ms = (o->run_timeout_s > 0 ? o->run_timeout_s : 300) * 1000;
 	if (!o->sweep_bin || access(o->sweep_bin, X_OK)) {
 		snprintf(err, errlen, "no nccl_sweep binary at %s (--sweep-bin)", o->sweep_bin ? o->sweep_bin : "?");
 		goto fail;
 	}
 	if (!o->plugin || access(o->plugin, R_OK)) {
-		snprintf(err, errlen, "no plugin library at %s", o->plugin ? o->plugin : "?");
+		snprintf(err, errlen, "no plugin library at %s (--plugin)", o->plugin ? o->plugin : "?");
 		goto fail;
 	}
-	if (pipe(in) || pipe(outp)) {
+	if (pipe2(in, O_CLOEXEC) || pipe2(outp, O_CLOEXEC)) {
 		snprintf(err, errlen, "pipe: %s", strerror(errno));
 		goto fail;
 	}
 	snprintf(gpus, sizeof(gpus), "%d", o->ngpus);
+	/* A child that exits makes our writes fail with EPIPE instead of killing us. */
+	signal(SIGPIPE, SIG_IGN);
 	pid = fork();
 	if (pid < 0) {
 		snprintf(err, errlen, "fork: %s", strerror(errno));
 		goto fail;
 	}
 	if (pid == 0) {
-		dup2(in[0], 0);
-		dup2(outp[1], 1);
-		close(in[0]); close(in[1]); close(outp[0]); close(outp[1]);
+		if (dup2(in[0], 0) < 0 || dup2(outp[1], 1) < 0)
+			_exit(127);
 		setenv("NCCL_TUNER_PLUGIN", o->plugin, 1);
 		setenv("NCCLBPF_POLICY", o->sweep_obj, 1);
 		unsetenv("NCCL_ALGO");
 		unsetenv("NCCL_PROTO");
-		execl(o->sweep_bin, o->sweep_bin, "--serve", "--ngpus", gpus,
-		      "--max-bytes", "1G", (char *)NULL);
+		execl(o->sweep_bin, o->sweep_bin, "--serve", "--ngpus", gpus, "--max-bytes", "1G",
+		      (char *)NULL);
 		_exit(127);
 	}
 	close(in[0]);
 	close(outp[1]);
 	b->be.pid = pid;
-	b->to = fdopen(in[1], "w");
-	b->from = fdopen(outp[0], "r");
-	in[1] = outp[0] = -1;
-	if (!b->to || !b->from) {
-		snprintf(err, errlen, "fdopen: %s", strerror(errno));
-		nccl_close(&b->be);
-		return -ENOMEM;
-	}
+	b->to = in[1];
+	b->from = outp[0];
 	/* Its own "# ..." lines come first; "ready N" once the communicators exist. */
-	while (fgets(line, sizeof(line), b->from) && line[0] == '#')
+	while (!(ret = read_line(b, line, sizeof(line), b->timeout_ms)) && line[0] == '#')
 		;
-	if (sscanf(line, "ready %d", &n) != 1 || n < 2) {
-		line[strcspn(line, "\n")] = 0;
-		snprintf(err, errlen, n == 1 ? "nccl_sweep: one GPU: NCCL does not tune one-rank communicators"
-				     : "nccl_sweep --serve did not start (%s)", line);
+	b->hung = ret == -ETIMEDOUT;
+	if (ret || sscanf(line, "ready %d", &n) != 1 || n < 2) {
+		if (!ret && n == 1)
+			snprintf(err, errlen, "nccl_sweep: one GPU: NCCL does not tune one-rank communicators");
+		else
+			snprintf(err, errlen, "nccl_sweep --serve did not start (%s)",
+				 ret == -ETIMEDOUT ? "no answer in time" : ret ? "exited" : line);
 		nccl_close(&b->be);
 		return -ENODEV;
 	}
@@ -143,8 +218,9 @@ int tune_be_nccl_open(const struct tune_opts *o, struct tune_be **out, char *err
 	b->warmup = o->warmup;
 	b->be.n_ranks = n;
 	b->be.n_nodes = 1;
-	snprintf(b->be.desc, sizeof(b->be.desc), "NCCL: %d GPUs in one process (nccl_sweep pid %d), %d+%d iterations per run",
-		 n, (int)pid, o->warmup, o->iters);
+	snprintf(b->be.desc, sizeof(b->be.desc),
+		 "NCCL: %d GPUs in one process (nccl_sweep --serve), %d+%d operations per run", n,
+		 o->warmup, o->iters);
 	b->be.run = nccl_run;
 	b->be.close = nccl_close;
 	*out = &b->be;

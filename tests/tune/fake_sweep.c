@@ -8,10 +8,13 @@
  * Each request is one getCollInfo; the answer is the emulator's true time
  * of the cell NCCL then runs ($FAKE_SWEEP_SKEW: skews as --emu-skew,
  * separated by ','; no noise).  "--serve --ngpus N" as nccl_sweep takes.
+ * $FAKE_SWEEP_FAIL=hang:K or exit:K makes request K (from 1) hang or the
+ * process exit, as a collective that never completes or a crash would.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "emulator/emu.h"
 #include "tune/tune.h"
@@ -49,11 +52,19 @@ int main(int argc, char **argv)
 	}
 	printf("ready %d\n", e.topo.n_ranks);
 	fflush(stdout);
+	const char *fail = getenv("FAKE_SWEEP_FAIL");
+	int fail_at = fail && strchr(fail, ':') ? atoi(strchr(fail, ':') + 1) : 0, req = 0;
+
 	while (fgets(line, sizeof(line), stdin)) {
 		unsigned long long bytes;
 		int it, wu, coll = -1;
 		struct emu_decision d;
 
+		if (++req == fail_at && !strncmp(fail, "hang", 4))
+			for (;;)
+				pause();
+		if (req == fail_at)
+			_exit(3);
 		if (sscanf(line, "%31s %llu %d %d", op, &bytes, &it, &wu) != 4) {
 			printf("err bad request\n");
 		} else {

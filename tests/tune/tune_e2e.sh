@@ -107,5 +107,23 @@ got=$(changes "$TMP/d/out.json")
 [ $rc = 0 ] && [ "$got" = "$EXPECT" ] && ok "nccl back-end (child process): the same places" ||
 	{ bad "nccl back-end: exit $rc, changes:"; echo "$got"; cat "$TMP/d/err"; }
 
+# ---- 6. a child that hangs or dies mid-sweep: tune ends with a message, the child is gone
+for mode in hang:5 exit:5; do
+	start=$(date +%s)
+	FAKE_SWEEP_FAIL=$mode "$BIN" tune --backend nccl --sweep-bin "$FAKE" --plugin "$PLUGIN" \
+		--sweep-obj "$SWEEP" --coll allreduce --sizes 1K:4K --channels 0 --reps 2 --ngpus 4 \
+		--run-timeout 2 --out "$TMP/d" --name fail > /dev/null 2> "$TMP/d/err.$mode"
+	rc=$?
+	took=$(( $(date +%s) - start ))
+	want="answered nothing in time"
+	[ "${mode%%:*}" = exit ] && want="exited during"
+	if [ $rc = 1 ] && grep -q "$want" "$TMP/d/err.$mode" && [ $took -lt 20 ] &&
+		! pgrep -f "^$FAKE --serve" > /dev/null; then
+		ok "child $mode: tune exits 1 in ${took}s ($want), no child left"
+	else
+		bad "child $mode: exit $rc after ${took}s"; cat "$TMP/d/err.$mode"
+	fi
+done
+
 [ $fail = 0 ] && echo "tune_e2e: all passed"
 exit $fail
