@@ -163,9 +163,16 @@ static int verify_strict(const char *path, char *err, size_t errlen)
 			break;
 		}
 		ret = ncclbpf_program__verify(p, h, &vo, &vr);
-		if (ret)
+		if (ret && vr.n_findings) {
+			const struct ncclbpf_finding *fd = &vr.findings[0];
+
+			snprintf(err, errlen, "%s: %s: rejected in strict consistency mode: %s:%u: insn %u: %s",
+				 path, ncclbpf_program__name(p), fd->file ? fd->file : "?", fd->line,
+				 fd->insn, fd->reason);
+		} else if (ret) {
 			snprintf(err, errlen, "%s: %s: rejected in strict consistency mode: %s", path,
 				 ncclbpf_program__name(p), ncclbpf_errmsg());
+		}
 	}
 	ncclbpf_object__close(obj);
 	return ret;

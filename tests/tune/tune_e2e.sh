@@ -13,9 +13,9 @@
 # fails clearly after writing the source, and the NCCL back-end (a child
 # process speaking nccl_sweep --serve's protocol, maps reached over its
 # control socket) finds the same places.
-# usage: tune_e2e.sh NCCLBPF SWEEP_OBJ FAKE_SWEEP PLUGIN TMPDIR
+# usage: tune_e2e.sh NCCLBPF SWEEP_OBJ FAKE_SWEEP PLUGIN TMPDIR RANK_LOCAL_OBJ
 set -u
-BIN=$1 SWEEP=$2 FAKE=$3 PLUGIN=$4 TMP=$5
+BIN=$1 SWEEP=$2 FAKE=$3 PLUGIN=$4 TMP=$5 RANKLOCAL=$6
 fail=0
 rm -rf "$TMP"
 mkdir -p "$TMP/a" "$TMP/b" "$TMP/c" "$TMP/d"
@@ -93,6 +93,17 @@ rc=$?
 [ $rc = 1 ] && grep -q "cannot run $TMP/no-such-clang" "$TMP/c/err" && [ -s "$TMP/c/tuned.bpf.c" ] &&
 	[ ! -e "$TMP/c/tuned.bpf.o" ] && ok "missing clang: exit 1, says so, source written" ||
 	{ bad "missing clang: exit $rc"; cat "$TMP/c/err"; }
+# a compiler whose object decides on rank-local data: strict verification refuses it
+cat > "$TMP/c/badclang" <<EOS
+#!/bin/sh
+while [ \$# -gt 0 ]; do [ "\$1" = -o ] && cp "$RANKLOCAL" "\$2"; shift; done
+EOS
+chmod +x "$TMP/c/badclang"
+# shellcheck disable=SC2086
+"$BIN" tune $COMMON --coll allreduce --sizes 64K:128K --clang "$TMP/c/badclang" --out "$TMP/c" --name rl > /dev/null 2> "$TMP/c/err.rl"
+rc=$?
+[ $rc = 1 ] && grep -q "rejected in strict consistency mode: .*decision depends on rank-local value" "$TMP/c/err.rl" &&
+	ok "an object failing strict consistency: exit 1, says why" || { bad "strict check: exit $rc"; cat "$TMP/c/err.rl"; }
 # --no-compile: the source only, exit 0
 # shellcheck disable=SC2086
 "$BIN" tune $COMMON --coll allreduce --sizes 64K:128K --no-compile --clang "$TMP/no-such-clang" --out "$TMP/c" --name nc > /dev/null 2>&1 &&
