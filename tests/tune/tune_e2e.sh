@@ -13,9 +13,9 @@
 # fails clearly after writing the source, and the NCCL back-end (a child
 # process speaking nccl_sweep --serve's protocol, maps reached over its
 # control socket) finds the same places.
-# usage: tune_e2e.sh NCCLBPF SWEEP_OBJ FAKE_SWEEP PLUGIN TMPDIR RANK_LOCAL_OBJ
+# usage: tune_e2e.sh NCCLBPF SWEEP_OBJ FAKE_SWEEP PLUGIN TMPDIR RANK_LOCAL_OBJ CHECK_TUNED
 set -u
-BIN=$1 SWEEP=$2 FAKE=$3 PLUGIN=$4 TMP=$5 RANKLOCAL=$6
+BIN=$1 SWEEP=$2 FAKE=$3 PLUGIN=$4 TMP=$5 RANKLOCAL=$6 CHECKTUNED=$7
 fail=0
 rm -rf "$TMP"
 mkdir -p "$TMP/a" "$TMP/b" "$TMP/c" "$TMP/d"
@@ -78,6 +78,9 @@ done
 "$BIN" -j sim "$TMP/a/planted.bpf.o" --coll allreduce --ranks 16 --nodes 2 --sizes 8:1G > "$TMP/a/sim3.json" 2>&1
 [ -s "$TMP/a/sim3.json" ] && [ -z "$(sim_changes "$TMP/a/sim3.json")" ] &&
 	ok "sim on another shape (16 ranks, 2 nodes): NCCL's picks" || bad "policy applied to another shape"
+
+"$CHECKTUNED" "$TMP/a/planted.bpf.o" > "$TMP/a/check" 2>&1 &&
+	ok "the policy: whole buckets, only offered cells, only its shape" || { bad "check_tuned"; cat "$TMP/a/check"; }
 
 # ---- 3. no skew: noise only, nothing changes, the table is empty
 # shellcheck disable=SC2086
