@@ -78,6 +78,7 @@ configs=(
 	"bad_channels|NCCL_TUNER_PLUGIN=@P NCCLBPF_POLICY=@D/bad_channels.bpf.o"
 	"latency_hist|NCCL_PROFILER_PLUGIN=@P NCCLBPF_POLICY=@D/latency_hist.bpf.o"
 	"sweep|NCCL_TUNER_PLUGIN=@P NCCLBPF_POLICY=@D/sweep.bpf.o"
+	"net_peer_qos|NCCL_NET_PLUGIN=@P NCCLBPF_POLICY=@D/net_peer_qos.bpf.o"
 	"env_overrides|NCCL_ENV_PLUGIN=@P NCCLBPF_POLICY=@D/env_overrides.bpf.o"
 )
 if [ -n "$tuned" ]; then
@@ -100,7 +101,8 @@ for op in $ops; do
 		tag=$op.$label
 		echo "== $tag: ${envs:-(no plugin, NCCL defaults)}"
 		# shellcheck disable=SC2086
-		env -u NCCL_TUNER_PLUGIN -u NCCL_PROFILER_PLUGIN -u NCCL_ENV_PLUGIN -u NCCLBPF_POLICY \
+		env -u NCCL_TUNER_PLUGIN -u NCCL_PROFILER_PLUGIN -u NCCL_ENV_PLUGIN -u NCCL_NET_PLUGIN \
+			-u NCCLBPF_POLICY \
 			-u NCCL_ALGO -u NCCL_PROTO \
 			NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING \
 			NCCL_DEBUG_FILE="$out/$tag.nccl.log" $envs \

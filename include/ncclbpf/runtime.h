@@ -154,6 +154,12 @@ struct ncclbpf_verify_opts {
 	/* Budgets (0: defaults). */
 	uint32_t max_insns_processed;
 	uint32_t max_states;
+	/*
+	 * Wall-clock budget in milliseconds (0: the default, 1000): a program
+	 * whose verification takes longer is refused ("verification took too
+	 * long"), so a reload never stalls its control thread for seconds.
+	 */
+	uint32_t max_time_ms;
 };
 
 enum ncclbpf_finding_kind {

@@ -20,6 +20,9 @@
 #include "cli.h"
 #include "control/ctl_client.h"
 #include "control/ctl_tele.h"
+
+/* top_net.c: the per-peer pane. */
+void cli_top_print_peers(const struct nbpf_tele_set *d, double secs, int iter);
 #include "ncclbpf/runtime.h"
 
 static void fmt_ns(char *out, size_t n, double ns)
@@ -117,6 +120,7 @@ static void print_table(const struct nbpf_tele_set *d, double secs, int iter)
 		printf("  applied %" PRIu64 "  skipped %" PRIu64 "  refused %" PRIu64 "\n", t->applied,
 		       t->skipped, refused);
 	}
+	cli_top_print_peers(d, secs, iter);
 	fflush(stdout);
 }
 

@@ -12,6 +12,7 @@
  *          colls_abandoned colls_unrun coll_calls(csv)
  *   map    name type key_size value_size max_entries path
  *   tele   comm coll size count bytes sum_ns gpu_timed hist(csv) mix(csv)
+ *   npeer  (from the registered telemetry source: src/nccl/net_ctl.c)
  */
 #include "ctl_handlers.h"
 
@@ -30,9 +31,17 @@
 
 _Static_assert(NBPF_TELE_REFUSE == NBPF_REFUSE_COUNT, "refusal reasons");
 
+static _Atomic(nbpf_ctl_tele_source_t) tele_source;
+
+void nbpf_ctl_set_tele_source(nbpf_ctl_tele_source_t fn)
+{
+	atomic_store(&tele_source, fn);
+}
+
 static const char *kind_name(enum nbpf_comm_kind k)
 {
-	return k == NBPF_COMM_TUNER ? "tuner" : k == NBPF_COMM_PROFILER ? "profiler" : "?";
+	return k == NBPF_COMM_TUNER ? "tuner" : k == NBPF_COMM_PROFILER ? "profiler"
+	       : k == NBPF_COMM_NET ? "net" : "?";
 }
 
 static uint64_t ld(const _Atomic uint64_t *p)
@@ -384,6 +393,8 @@ int nbpf_ctl_handle(const struct nbpf_ctl_msg *req, struct nbpf_ctl_buf *b, char
 		nbpf_host_unlock();
 		put_prog_stats(b);
 		nbpf_host_comm_foreach(put_comm, &w);
+		if (atomic_load(&tele_source))
+			atomic_load(&tele_source)(b);
 		return 0;
 	case NBPF_CTL_CALLS:
 		nbpf_host_comm_foreach(put_comm, &w);

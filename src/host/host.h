@@ -249,6 +249,7 @@ long long nbpf_host_setting_int(const char *name, long long min, long long max, 
 enum nbpf_comm_kind {
 	NBPF_COMM_TUNER = 1,
 	NBPF_COMM_PROFILER = 2,
+	NBPF_COMM_NET = 3,       /* a net plugin context (src/nccl/net_core.c) */
 };
 
 /* Why an output was not applied (counted per communicator). */

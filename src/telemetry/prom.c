@@ -125,6 +125,7 @@ void nbpf_tele_free(struct nbpf_tele_set *s)
 	free(s->cells);
 	free(s->tuners);
 	free(s->progs);
+	free(s->peers);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -300,5 +301,6 @@ int nbpf_prom_write(FILE *f, const struct nbpf_tele_set *s)
 		prog_labels(f, &s->progs[i]);
 		fprintf(f, "} %.9f\n", (double)s->progs[i].ns * 1e-9);
 	}
+	nbpf_prom_write_net(f, s);
 	return ferror(f) ? -EIO : 0;
 }
