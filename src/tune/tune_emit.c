@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "host/hooks.h"
 #include "ncclbpf/runtime.h"
@@ -184,9 +185,10 @@ int tune_emit_policy(const struct tune_opts *o, const struct tune_result *res, c
 	char src[4096], obj[4096];
 	const char *clang = o->clang ? o->clang : getenv("CLANG");
 	FILE *f = open_out(o, ".bpf.c", src, sizeof(src), err, errlen);
+	int ret;
 
 	if (!f)
-		return -errno;
+		return -EIO;
 	write_source(f, o, res);
 	if (fclose(f)) {
 		snprintf(err, errlen, "%s: %s", src, strerror(errno));
@@ -195,8 +197,9 @@ int tune_emit_policy(const struct tune_opts *o, const struct tune_result *res, c
 	if (!o->compile)
 		return 0;
 	snprintf(obj, sizeof(obj), "%s/%s.bpf.o", o->out_dir, o->name);
-	int ret = run_clang(clang && *clang ? clang : "clang", o->include_dir, src, obj, err, errlen);
-
+	/* A stale object from an earlier run must not pass for this one. */
+	unlink(obj);
+	ret = run_clang(clang && *clang ? clang : "clang", o->include_dir, src, obj, err, errlen);
 	return ret ? ret : verify_strict(obj, err, errlen);
 }
 

@@ -96,12 +96,15 @@ done
 	{ bad "no skew changed:"; changes "$TMP/b/out.json"; }
 grep -q '^	\[[0-9] \* NCCLBPF_SIZE_BUCKETS' "$TMP/b/none.bpf.c" && bad "no-skew table has entries" || ok "no-skew table is empty"
 
-# ---- 4. no clang: a clear error, the source is still there
+# ---- 4. no clang: a clear error, the source is still there, no object from an earlier run
+# shellcheck disable=SC2086
+"$BIN" tune $COMMON --coll allreduce --sizes 64K:128K $SKEWS --out "$TMP/c" > /dev/null 2>&1 &&
+	[ -s "$TMP/c/tuned.bpf.o" ] || bad "first run in $TMP/c wrote no object"
 # shellcheck disable=SC2086
 "$BIN" tune $COMMON --coll allreduce --sizes 64K:128K $SKEWS --clang "$TMP/no-such-clang" --out "$TMP/c" > /dev/null 2> "$TMP/c/err"
 rc=$?
 [ $rc = 1 ] && grep -q "cannot run $TMP/no-such-clang" "$TMP/c/err" && [ -s "$TMP/c/tuned.bpf.c" ] &&
-	[ ! -e "$TMP/c/tuned.bpf.o" ] && ok "missing clang: exit 1, says so, source written" ||
+	[ ! -e "$TMP/c/tuned.bpf.o" ] && ok "missing clang: exit 1, says so, source written, old object gone" ||
 	{ bad "missing clang: exit $rc"; cat "$TMP/c/err"; }
 # a compiler whose object decides on rank-local data: strict verification refuses it
 cat > "$TMP/c/badclang" <<EOS
