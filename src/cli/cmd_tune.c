@@ -7,6 +7,7 @@
  * (NAME.report.txt, NAME.csv, NAME.svg).  src/tune holds the work.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -112,13 +113,15 @@ static const char *beside_exe(const char *rel, char *buf, size_t n)
 	return access(buf, R_OK) ? NULL : buf;
 }
 
+/* One JSON document: an array with one object per (collective, size). */
 static void print_json(const struct tune_result *res)
 {
+	putchar('[');
 	for (int i = 0; i < res->n_pts; i++) {
 		const struct tune_point *p = &res->pts[i];
 		const struct tune_meas *c = p->choice >= 0 ? &p->cells[p->choice] : NULL;
 
-		printf("{\"coll\":");
+		printf("%s{\"coll\":", i ? "," : "");
 		cli_json_str(stdout, emu_coll_name(p->coll));
 		printf(",\"n_bytes\":%llu,\"nccl\":{\"algo\":\"%s\",\"proto\":\"%s\"},"
 		       "\"default\":{\"mean_us\":%.4f,\"lo_us\":%.4f,\"hi_us\":%.4f,\"busbw\":%.4f},",
@@ -132,12 +135,45 @@ static void print_json(const struct tune_result *res)
 			       c->mean_us, c->lo_us, c->hi_us, c->busbw);
 		else
 			printf("\"choice\":null,");
-		printf("\"gain\":%.4f}\n", p->gain);
+		printf("\"gain\":%.4f}", p->gain);
 	}
+	puts("]");
 }
 
 int cmd_tune(struct cli *c, int argc, char **argv)
 {
+	enum {
+		O_BACKEND = 256, O_COLL, O_SIZES, O_CHANNELS, O_REPS, O_MIN_GAIN, O_OUT, O_NAME,
+		O_NO_COMPILE, O_SWEEP_OBJ, O_CLANG, O_INCLUDE, O_RANKS, O_NODES, O_NVLS, O_NOISE,
+		O_SKEW, O_SEED, O_SWEEP_BIN, O_PLUGIN, O_NGPUS, O_ITERS, O_WARMUP, O_RUN_TIMEOUT,
+	};
+	static const struct option opts[] = {
+		{ "backend", required_argument, NULL, O_BACKEND },
+		{ "coll", required_argument, NULL, O_COLL },
+		{ "sizes", required_argument, NULL, O_SIZES },
+		{ "channels", required_argument, NULL, O_CHANNELS },
+		{ "reps", required_argument, NULL, O_REPS },
+		{ "min-gain", required_argument, NULL, O_MIN_GAIN },
+		{ "out", required_argument, NULL, O_OUT },
+		{ "name", required_argument, NULL, O_NAME },
+		{ "no-compile", no_argument, NULL, O_NO_COMPILE },
+		{ "sweep-obj", required_argument, NULL, O_SWEEP_OBJ },
+		{ "clang", required_argument, NULL, O_CLANG },
+		{ "include", required_argument, NULL, O_INCLUDE },
+		{ "ranks", required_argument, NULL, O_RANKS },
+		{ "nodes", required_argument, NULL, O_NODES },
+		{ "nvls", no_argument, NULL, O_NVLS },
+		{ "emu-noise", required_argument, NULL, O_NOISE },
+		{ "emu-skew", required_argument, NULL, O_SKEW },
+		{ "seed", required_argument, NULL, O_SEED },
+		{ "sweep-bin", required_argument, NULL, O_SWEEP_BIN },
+		{ "plugin", required_argument, NULL, O_PLUGIN },
+		{ "ngpus", required_argument, NULL, O_NGPUS },
+		{ "iters", required_argument, NULL, O_ITERS },
+		{ "warmup", required_argument, NULL, O_WARMUP },
+		{ "run-timeout", required_argument, NULL, O_RUN_TIMEOUT },
+		{ 0 },
+	};
 	char sweep_obj[PATH_MAX], sweep_bin[PATH_MAX], plugin[PATH_MAX], err[4096] = "";
 	struct tune_opts o = {
 		.backend = TUNE_BACKEND_EMU, .colls = { [2] = true, [3] = true, [4] = true },
@@ -149,122 +185,128 @@ int cmd_tune(struct cli *c, int argc, char **argv)
 	};
 	struct tune_result res;
 	struct stat st;
-	int ret;
+	int ret, opt;
 
-	for (int i = 0; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+	/* argv[-1] is the object name "tune": getopt's argv[0]. */
+	while ((opt = cli_getopt(argc + 1, argv - 1, "", opts, "tune")) != -1) {
+		const char *v = optarg;
 		long l;
 		double d;
 
-#define NEEDS_ARG() do { if (!v) return cli_usage_error("tune: %s needs a value", a); i++; } while (0)
-		if (!strcmp(a, "--backend")) {
-			NEEDS_ARG();
+		switch (opt) {
+		case O_BACKEND:
 			if (!strcmp(v, "emu"))
 				o.backend = TUNE_BACKEND_EMU;
 			else if (!strcmp(v, "nccl"))
 				o.backend = TUNE_BACKEND_NCCL;
 			else
 				return cli_usage_error("tune: --backend: expected emu or nccl, got '%s'", v);
-		} else if (!strcmp(a, "--coll")) {
-			NEEDS_ARG();
+			break;
+		case O_COLL:
 			if (parse_colls(v, o.colls))
 				return cli_usage_error("tune: --coll: expected a comma-separated list of Broadcast, Reduce, AllGather, ReduceScatter, AllReduce, got '%s'", v);
-		} else if (!strcmp(a, "--sizes")) {
-			NEEDS_ARG();
+			break;
+		case O_SIZES:
 			if (parse_sizes(v, &o.min_bytes, &o.max_bytes))
 				return cli_usage_error("tune: --sizes: expected MIN:MAX with suffixes K/M/G, 0 < MIN <= MAX <= 1T, got '%s'", v);
-		} else if (!strcmp(a, "--channels")) {
-			NEEDS_ARG();
+			break;
+		case O_CHANNELS:
 			if (parse_channels(v, &o))
 				return cli_usage_error("tune: --channels: expected up to %d counts 0..64 (0: NCCL's), got '%s'", TUNE_MAX_CHANS, v);
-		} else if (!strcmp(a, "--reps")) {
-			NEEDS_ARG();
+			break;
+		case O_REPS:
 			if (parse_long(v, 2, TUNE_MAX_REPS, &l))
 				return cli_usage_error("tune: --reps: expected 2..%d, got '%s'", TUNE_MAX_REPS, v);
 			o.reps = (int)l;
-		} else if (!strcmp(a, "--min-gain")) {
-			NEEDS_ARG();
+			break;
+		case O_MIN_GAIN:
 			if (parse_double(v, 0, 100, &d))
 				return cli_usage_error("tune: --min-gain: expected a percentage 0..100, got '%s'", v);
 			o.min_gain = d / 100;
-		} else if (!strcmp(a, "--out")) {
-			NEEDS_ARG();
+			break;
+		case O_OUT:
 			o.out_dir = v;
-		} else if (!strcmp(a, "--name")) {
-			NEEDS_ARG();
-			o.name = v;
+			break;
+		case O_NAME:
 			for (const char *s = v; *s; s++)
 				if (!(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
 				      (s > v && *s >= '0' && *s <= '9')))
 					return cli_usage_error("tune: --name: '%s' is not a C identifier", v);
-		} else if (!strcmp(a, "--no-compile")) {
+			if (!*v)
+				return cli_usage_error("tune: --name: empty");
+			o.name = v;
+			break;
+		case O_NO_COMPILE:
 			o.compile = false;
-		} else if (!strcmp(a, "--sweep-obj")) {
-			NEEDS_ARG();
+			break;
+		case O_SWEEP_OBJ:
 			o.sweep_obj = v;
-		} else if (!strcmp(a, "--clang")) {
-			NEEDS_ARG();
+			break;
+		case O_CLANG:
 			o.clang = v;
-		} else if (!strcmp(a, "--include")) {
-			NEEDS_ARG();
+			break;
+		case O_INCLUDE:
 			o.include_dir = v;
-		} else if (!strcmp(a, "--ranks")) {
-			NEEDS_ARG();
+			break;
+		case O_RANKS:
 			if (parse_long(v, 2, 65536, &l))
 				return cli_usage_error("tune: --ranks: expected 2..65536, got '%s'", v);
 			o.emu.topo.n_ranks = (int)l;
-		} else if (!strcmp(a, "--nodes")) {
-			NEEDS_ARG();
+			break;
+		case O_NODES:
 			if (parse_long(v, 1, 65536, &l))
 				return cli_usage_error("tune: --nodes: expected 1..65536, got '%s'", v);
 			o.emu.topo.n_nodes = (int)l;
-		} else if (!strcmp(a, "--nvls")) {
+			break;
+		case O_NVLS:
 			o.emu.topo.nvls = true;
-		} else if (!strcmp(a, "--emu-noise")) {
-			NEEDS_ARG();
+			break;
+		case O_NOISE:
 			if (parse_double(v, 0, 0.5, &o.emu.noise))
 				return cli_usage_error("tune: --emu-noise: expected a relative deviation 0..0.5, got '%s'", v);
-		} else if (!strcmp(a, "--emu-skew")) {
-			NEEDS_ARG();
+			break;
+		case O_SKEW:
 			if (o.emu.n_skews == TUNE_MAX_SKEWS || tune_parse_skew(v, &o.emu.skews[o.emu.n_skews]))
 				return cli_usage_error("tune: --emu-skew: expected COLL:MIN:MAX:ALGO/PROTO*F (F x its modelled time) or ~F (F x NCCL's pick), at most %d, got '%s'", TUNE_MAX_SKEWS, v);
 			o.emu.n_skews++;
-		} else if (!strcmp(a, "--seed")) {
-			NEEDS_ARG();
+			break;
+		case O_SEED:
 			if (parse_long(v, 1, LONG_MAX, &l))
 				return cli_usage_error("tune: --seed: expected a positive integer, got '%s'", v);
 			o.emu.seed = (uint64_t)l;
-		} else if (!strcmp(a, "--sweep-bin")) {
-			NEEDS_ARG();
+			break;
+		case O_SWEEP_BIN:
 			o.sweep_bin = v;
-		} else if (!strcmp(a, "--plugin")) {
-			NEEDS_ARG();
+			break;
+		case O_PLUGIN:
 			o.plugin = v;
-		} else if (!strcmp(a, "--ngpus")) {
-			NEEDS_ARG();
+			break;
+		case O_NGPUS:
 			if (parse_long(v, 0, 16, &l))
 				return cli_usage_error("tune: --ngpus: expected 0..16 (0: all), got '%s'", v);
 			o.ngpus = (int)l;
-		} else if (!strcmp(a, "--iters")) {
-			NEEDS_ARG();
+			break;
+		case O_ITERS:
 			if (parse_long(v, 1, 100000, &l))
 				return cli_usage_error("tune: --iters: expected 1..100000, got '%s'", v);
 			o.iters = (int)l;
-		} else if (!strcmp(a, "--run-timeout")) {
-			NEEDS_ARG();
-			if (parse_long(v, 1, 86400, &l))
-				return cli_usage_error("tune: --run-timeout: expected seconds 1..86400, got '%s'", v);
-			o.run_timeout_s = (int)l;
-		} else if (!strcmp(a, "--warmup")) {
-			NEEDS_ARG();
+			break;
+		case O_WARMUP:
 			if (parse_long(v, 0, 100000, &l))
 				return cli_usage_error("tune: --warmup: expected 0..100000, got '%s'", v);
 			o.warmup = (int)l;
-		} else {
-			return cli_usage_error("tune: unknown argument '%s' (ncclbpf -h lists the options)", a);
+			break;
+		case O_RUN_TIMEOUT:
+			if (parse_long(v, 1, 86400, &l))
+				return cli_usage_error("tune: --run-timeout: expected seconds 1..86400, got '%s'", v);
+			o.run_timeout_s = (int)l;
+			break;
+		default:
+			return CLI_USAGE;
 		}
-#undef NEEDS_ARG
 	}
+	if (cli_optind - 1 < argc)
+		return cli_usage_error("tune: unexpected argument '%s' (ncclbpf help tune)", argv[cli_optind - 1]);
 	if (o.emu.topo.n_nodes > o.emu.topo.n_ranks)
 		return cli_usage_error("tune: --nodes (%d) exceeds --ranks (%d)", o.emu.topo.n_nodes, o.emu.topo.n_ranks);
 	if (!o.sweep_obj && !(o.sweep_obj = beside_exe("policies/sweep.bpf.o", sweep_obj, sizeof(sweep_obj))))
@@ -285,23 +327,23 @@ int cmd_tune(struct cli *c, int argc, char **argv)
 	ret = tune_run(&o, &res, err, sizeof(err));
 	if (ret) {
 		tune_result_free(&res);
-		fprintf(stderr, "ncclbpf: tune: %s\n", err);
-		return ret == -ENOENT || ret == -EINVAL ? CLI_USAGE : CLI_NO;
+		return cli_err(ret == -ENOENT || ret == -EINVAL ? CLI_USAGE : CLI_NO, "tune: %s", err);
 	}
-	if (c->json)
-		print_json(&res);
-	else
-		tune_print_table(stdout, &res);
+	/* The files first, so that a JSON document on stdout is the last word. */
 	ret = tune_emit_report(&o, &res, err, sizeof(err));
 	if (!ret)
 		ret = tune_emit_policy(&o, &res, err, sizeof(err));
-	tune_result_free(&res);
 	if (ret) {
-		fprintf(stderr, "ncclbpf: tune: %s\n", err);
-		return CLI_NO;
+		tune_result_free(&res);
+		return cli_err(CLI_NO, "tune: %s", err);
 	}
-	if (!c->json)
+	if (c->json) {
+		print_json(&res);
+	} else {
+		tune_print_table(stdout, &res);
 		fprintf(stderr, "tune: wrote %s/%s.{bpf.c%s,report.txt,csv,svg}\n", o.out_dir, o.name,
 			o.compile ? ",bpf.o (verified, strict consistency)" : "");
+	}
+	tune_result_free(&res);
 	return CLI_OK;
 }

@@ -30,15 +30,17 @@ serving() {
 }
 bad() { echo "FAIL: $1"; fail=1; }
 
-# changes FILE: "Coll bytes ALGO/PROTO" per JSON line whose choice is not null
+# lines FILE: a -j document (one JSON array) as one object per line
+lines() { sed 's/},{"coll"/}\n{"coll"/g' "$1"; }
+# changes FILE: "Coll bytes ALGO/PROTO" per point of tune -j whose choice is not null
 changes() {
-	grep -v '"choice":null' "$1" |
+	lines "$1" | grep -v '"choice":null' |
 		sed -n 's/.*"coll":"\([A-Za-z]*\)","n_bytes":\([0-9]*\).*"choice":{"algo":"\([A-Z_]*\)","proto":"\([A-Z0-9]*\)".*/\1 \2 \3\/\4/p'
 }
-# sim_changes JSONFILE: "Coll bytes ALGO/PROTO" where the policy differs from NCCL
+# sim_changes FILE: "Coll bytes ALGO/PROTO" where sim -j says the policy changed NCCL's cell
 sim_changes() {
-	sed -n 's/.*"coll":"\([A-Za-z]*\)","n_bytes":\([0-9]*\),"nccl":{"algo":"\([A-Z_]*\)","proto":"\([A-Z0-9]*\)"},"policy":{"algo":"\([A-Z_]*\)","proto":"\([A-Z0-9]*\)".*/\1 \2 \3\/\4 \5\/\6/p' "$1" |
-		awk '$3 != $4 { print $1, $2, $4 }'
+	lines "$1" | grep '"algo_proto":true' |
+		sed -n 's/.*"coll":"\([A-Za-z]*\)","n_bytes":\([0-9]*\),.*"policy":{"algo":"\([A-Z_]*\)","proto":"\([A-Z0-9]*\)".*/\1 \2 \3\/\4/p'
 }
 
 EXPECT="AllReduce 65536 TREE/LL
@@ -59,9 +61,9 @@ fi
 got=$(changes "$TMP/a/out.json")
 [ "$got" = "$EXPECT" ] && ok "tune found exactly AllReduce 64K..1M -> TREE/LL" ||
 	{ bad "tune's changes:"; echo "$got"; }
-[ "$(grep -c '"coll"' "$TMP/a/out.json")" = 51 ] && ok "51 points (3 collectives x 17 sizes)" ||
-	bad "$(grep -c '"coll"' "$TMP/a/out.json") points, expected 51"
-grep -q '"coll":"AllReduce","n_bytes":8388608,"nccl":{"algo":"RING","proto":"LL128"}.*"choice":null' "$TMP/a/out.json" &&
+[ "$(lines "$TMP/a/out.json" | grep -c '"coll"')" = 51 ] && ok "51 points (3 collectives x 17 sizes)" ||
+	bad "$(lines "$TMP/a/out.json" | grep -c '"coll"') points, expected 51"
+lines "$TMP/a/out.json" | grep -q '"coll":"AllReduce","n_bytes":8388608,"nccl":{"algo":"RING","proto":"LL128"}.*"choice":null' &&
 	ok "near-tie AllReduce 8M kept NCCL's RING/LL128" || bad "AllReduce 8M near-tie not kept"
 for f in planted.bpf.c planted.bpf.o planted.report.txt planted.csv planted.svg; do
 	[ -s "$TMP/a/$f" ] || bad "no $f written"
@@ -73,17 +75,18 @@ grep -q 'static const struct tuned_cell tuned_table' "$TMP/a/planted.bpf.c" && o
 # ---- 2. the object verifies strictly and makes exactly those decisions
 "$BIN" verify --strict-consistency "$TMP/a/planted.bpf.o" > "$TMP/a/verify" 2>&1 &&
 	ok "verify --strict-consistency accepts the policy" || { bad "strict verify"; cat "$TMP/a/verify"; }
-"$BIN" -j sim "$TMP/a/planted.bpf.o" --coll allreduce --sizes 8:1G > "$TMP/a/sim.json" 2>&1
+"$BIN" -j sim "$TMP/a/planted.bpf.o" --coll allreduce --sizes 8:1G > "$TMP/a/sim.json" 2> "$TMP/a/sim.err"
 got=$(sim_changes "$TMP/a/sim.json")
 [ "$got" = "$EXPECT" ] && ok "sim: the policy changes exactly AllReduce 64K..1M to TREE/LL" ||
 	{ bad "sim changes:"; echo "$got"; }
 for coll in allgather reducescatter broadcast; do
-	"$BIN" -j sim "$TMP/a/planted.bpf.o" --coll $coll --sizes 8:1G > "$TMP/a/sim2.json" 2>&1
-	[ -s "$TMP/a/sim2.json" ] && [ -z "$(sim_changes "$TMP/a/sim2.json")" ] && ok "sim $coll: NCCL's picks" ||
+	"$BIN" -j sim "$TMP/a/planted.bpf.o" --coll $coll --sizes 8:1G > "$TMP/a/sim2.json" 2> "$TMP/a/sim.err"
+	[ "$(lines "$TMP/a/sim2.json" | grep -c '"coll"')" = 28 ] && [ -z "$(sim_changes "$TMP/a/sim2.json")" ] &&
+		ok "sim $coll: NCCL's picks" ||
 		bad "sim $coll changed something"
 done
-"$BIN" -j sim "$TMP/a/planted.bpf.o" --coll allreduce --ranks 16 --nodes 2 --sizes 8:1G > "$TMP/a/sim3.json" 2>&1
-[ -s "$TMP/a/sim3.json" ] && [ -z "$(sim_changes "$TMP/a/sim3.json")" ] &&
+"$BIN" -j sim "$TMP/a/planted.bpf.o" --coll allreduce --ranks 16 --nodes 2 --sizes 8:1G > "$TMP/a/sim3.json" 2> "$TMP/a/sim.err"
+[ "$(lines "$TMP/a/sim3.json" | grep -c '"coll"')" = 28 ] && [ -z "$(sim_changes "$TMP/a/sim3.json")" ] &&
 	ok "sim on another shape (16 ranks, 2 nodes): NCCL's picks" || bad "policy applied to another shape"
 
 "$CHECKTUNED" "$TMP/a/planted.bpf.o" > "$TMP/a/check" 2>&1 &&
@@ -92,7 +95,7 @@ done
 # ---- 3. no skew: noise only, nothing changes, the table is empty
 # shellcheck disable=SC2086
 "$BIN" -j tune $COMMON --out "$TMP/b" --name none > "$TMP/b/out.json" 2> "$TMP/b/err" || bad "tune (no skew) exited $?"
-[ -s "$TMP/b/out.json" ] && [ -z "$(changes "$TMP/b/out.json")" ] && ok "no skew: every point keeps NCCL's pick" ||
+[ "$(lines "$TMP/b/out.json" | grep -c '"coll"')" = 51 ] && [ -z "$(changes "$TMP/b/out.json")" ] && ok "no skew: every point keeps NCCL's pick" ||
 	{ bad "no skew changed:"; changes "$TMP/b/out.json"; }
 grep -q '^	\[[0-9] \* NCCLBPF_SIZE_BUCKETS' "$TMP/b/none.bpf.c" && bad "no-skew table has entries" || ok "no-skew table is empty"
 
