@@ -40,6 +40,7 @@ int cmd_prog(struct cli *c, int argc, char **argv);   /* cmd_prog.c */
 int cmd_verify(struct cli *c, int argc, char **argv); /* cmd_verify.c */
 int cmd_sim(struct cli *c, int argc, char **argv);    /* cmd_sim.c */
 int cmd_bench(struct cli *c, int argc, char **argv);  /* cmd_bench.c */
+int cmd_tune(struct cli *c, int argc, char **argv);   /* cmd_tune.c */
 /* Live processes, over their control sockets. */
 int cmd_ps(struct cli *c, int argc, char **argv);        /* cmd_ps.c */
 int cmd_prog_live(struct cli *c, int argc, char **argv); /* cmd_ps.c: prog list|show, else cmd_prog */

@@ -17,7 +17,8 @@ allowed() { # layer -> the layers it may include
 	control)   echo "control host runtime telemetry" ;;
 	nccl)      echo "nccl control host runtime telemetry" ;;
 	emulator)  echo "emulator nccl" ;;
-	cli)       echo "cli emulator control host runtime telemetry nccl" ;;
+	tune)      echo "tune emulator control host runtime telemetry nccl" ;;
+	cli)       echo "cli tune emulator control host runtime telemetry nccl" ;;
 	*)         echo "-" ;;
 	esac
 }

@@ -286,6 +286,35 @@ out:
 	ncclbpf_object__close(o);
 }
 
+/* sweep: forces sweep_cell's cell only when enabled and offered; records what it saw. */
+static void test_sweep(void)
+{
+	struct ncclbpf_object *o = load("sweep");
+	struct ncclbpf_map *cell = o ? ncclbpf_object__find_map(o, "sweep_cell") : NULL;
+	struct ncclbpf_map *seen = o ? ncclbpf_object__find_map(o, "sweep_seen") : NULL;
+	struct { uint32_t enabled; int32_t algo, proto, n_channels; } c = { 0, TREE, LL, 8 };
+	struct { int32_t na, np; uint32_t mask, res; uint64_t calls, applied; } v = { 0 };
+	uint32_t zero = 0, key = KEY(AR, 1 * MiB);
+
+	CHECK(cell && seen);
+	if (!cell || !seen)
+		goto out;
+	EXPECT(o, "sweep", AR, 1 * MiB, 1, ALL_TREE_RING, K, K, K);       /* not enabled */
+	c.enabled = 1;
+	CHECK(ncclbpf_map__update(cell, &zero, &c, NCCLBPF_ANY) == 0);
+	EXPECT(o, "sweep", AR, 1 * MiB, 1, ALL_TREE_RING, TREE, LL, 8);
+	EXPECT(o, "sweep", AR, 1 * MiB, 1, NCCLBPF_CELL(1, 2), K, K, K); /* Tree/LL not offered */
+	c.n_channels = 0;
+	c.algo = 7; /* out of range: nothing forced */
+	CHECK(ncclbpf_map__update(cell, &zero, &c, NCCLBPF_ANY) == 0);
+	EXPECT(o, "sweep", AR, 1 * MiB, 1, ALL_TREE_RING, K, K, K);
+	CHECK(ncclbpf_map__lookup(seen, &key, &v) == 0);
+	CHECK(v.calls == 4 && v.applied == 1 && v.mask == (uint32_t)ALL_TREE_RING &&
+	      v.na == RING && v.np == SIMPLE);
+out:
+	ncclbpf_object__close(o);
+}
+
 /* net_peer_qos: leaves connections alone until an operator writes its maps. */
 static void test_net_peer_qos(void)
 {
@@ -323,6 +352,7 @@ out:
 int main(void)
 {
 	test_noop_and_bad_channels();
+	test_sweep();
 	test_size_aware();
 	test_nvlink_ring_mid();
 	test_adaptive_channels();
