@@ -21,7 +21,8 @@ static const struct cmd cmds[] = {
 	{ "reload",   cmd_reload,    "reload PID|all OBJ[:OBJ...] [--sync [--margin N] | --at-call N | --now]" },
 	{ "rollback", cmd_rollback,  "rollback PID|all [--sync [--margin N] | --at-call N | --now]" },
 	{ "top",      cmd_top,       "top [PID] [INTERVAL] [COUNT]" },
-	{ "export",   cmd_export,    "export [--listen ADDR:PORT | --textfile PATH] [--interval S] [--count N] [PID...]" },
+	{ "observe",  cmd_observe,   "observe [--pid P | --cgroup PATH | --comm NAME] [--probes io,net,sched,gpu] [--duration S] [--interval MS]" },
+	{ "export",   cmd_export,    "export [--listen ADDR:PORT | --textfile PATH] [--interval S] [--count N] [--observe SETS] [PID...]" },
 	{ "prog",   cmd_prog,   "prog run FILE [PROGRAM] [--mem HEX] [--engine interp|jit]" },
 	{ "prog",   cmd_prog,   "prog dump FILE [PROGRAM]" },
 	{ "verify", cmd_verify, "verify OBJ [PROGRAM] [--strict-consistency]" },
@@ -77,7 +78,8 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-j") || !strcmp(argv[i], "--json"))
 			c.json = true;
-		else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+		else if ((!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) &&
+			 !(out > 1 && !strcmp(argv[1], "observe"))) { /* observe has its own help */
 			usage(stdout);
 			return CLI_OK;
 		} else
