@@ -33,6 +33,7 @@ int cmd_reload(struct cli *c, int argc, char **argv);    /* cmd_reload.c */
 int cmd_rollback(struct cli *c, int argc, char **argv);  /* cmd_reload.c */
 int cmd_top(struct cli *c, int argc, char **argv);       /* cmd_top.c */
 int cmd_export(struct cli *c, int argc, char **argv);    /* cmd_export.c */
+int cmd_loop(struct cli *c, int argc, char **argv);      /* cmd_loop.c: closed loop 1 */
 int cmd_observe(struct cli *c, int argc, char **argv);   /* cmd_observe.c: kernel-side probes */
 
 /* Prints "ncclbpf: <msg>" to stderr and returns CLI_USAGE. */
