@@ -23,7 +23,7 @@ static const struct cmd cmds[] = {
 	{ "top",      cmd_top,       "top [PID] [INTERVAL] [COUNT]" },
 	{ "observe",  cmd_observe,   "observe [--pid P | --cgroup PATH | --comm NAME] [--probes io,net,sched,gpu] [--duration S] [--interval MS]" },
 	{ "loop",     cmd_loop,      "loop [--channels LIST] [--window N] [--margin N] [--ranks N] [--pids P,...] [--share-dir DIR --node NAME --nodes K]" },
-	{ "export",   cmd_export,    "export [--listen ADDR:PORT | --textfile PATH] [--interval S] [--count N] [--observe SETS] [PID...]" },
+	{ "export",   cmd_export,    "export [--listen ADDR:PORT | --textfile PATH] [--interval S] [--count N] [--observe SETS] [--alert-webhook URL [--alert-p99 SIZE=S,...] [--alert-refused]] [PID...]" },
 	{ "prog",   cmd_prog,   "prog run FILE [PROGRAM] [--mem HEX] [--engine interp|jit]" },
 	{ "prog",   cmd_prog,   "prog dump FILE [PROGRAM]" },
 	{ "verify", cmd_verify, "verify OBJ [PROGRAM] [--strict-consistency]" },
