@@ -36,7 +36,13 @@
 #define NCCL_CH   2   /* what the emulated NCCL runs for this size without a plan */
 #define PACE      256 /* a rank runs at most this many calls ahead of the slowest */
 
+struct agg_out {
+	int err, best, n_procs;
+	uint64_t final_call, late;
+};
+
 struct shared {
+	struct agg_out agg[2];
 	_Atomic uint64_t done[N_RANKS];
 	_Atomic int stop;
 	_Atomic int ready;
@@ -148,7 +154,7 @@ out:
 
 static int start_ranks(pid_t *pids, bool profiler)
 {
-	memset(sh, 0, sizeof(*sh));
+	memset(sh, 0, sizeof(*sh)); /* also clears the aggregators' results */
 	for (int r = 0; r < N_RANKS; r++) {
 		pids[r] = fork();
 		if (pids[r] < 0)
@@ -253,6 +259,66 @@ static void test_converges(void)
 	CHECK_EQ_U64(sh->ch[0][n - 1], 12);
 }
 
+/*
+ * Two aggregators ("nodes"), each driving two of the ranks, agree through
+ * a shared directory: both must pick the same plan at the same call.
+ */
+static void test_shared_dir(void)
+{
+	char share[] = "/tmp/ncclbpf-loops-share.XXXXXX";
+	pid_t pids[N_RANKS], agg[2];
+	uint64_t n;
+
+	CHECK(mkdtemp(share) != NULL);
+	CHECK(!start_ranks(pids, true));
+	wait_calls(2000);
+	for (int a = 0; a < 2; a++) {
+		agg[a] = fork();
+		if (!agg[a]) {
+			int mine[2] = { pids[2 * a], pids[2 * a + 1] };
+			struct nbpf_loop_opts o = {
+				.cand = { 4, 12, 16 }, .n_cand = 3, .window = 1000, .margin_s = 0.5,
+				.ranks = 2, .pids = mine, .n_pids = 2, .timeout_ms = 10000,
+				.share_dir = share, .node = a ? "node-b" : "node-a", .nodes = 2,
+			};
+			struct nbpf_loop_result res;
+			struct agg_out *out = &sh->agg[a];
+
+			out->err = nbpf_loop_run(&o, &res);
+			if (out->err)
+				fprintf(stderr, "aggregator %d: %s\n", a, ncclbpf_errmsg());
+			out->best = res.n_keys ? res.keys[0].best : 0;
+			out->n_procs = res.n_procs;
+			out->final_call = res.final_call;
+			out->late = res.late;
+			_exit(0);
+		}
+	}
+	for (int a = 0; a < 2; a++)
+		waitpid(agg[a], NULL, 0);
+	for (int a = 0; a < 2; a++) {
+		CHECK_EQ_U64(sh->agg[a].err, 0);
+		CHECK_EQ_U64(sh->agg[a].n_procs, 2);
+		CHECK_EQ_U64(sh->agg[a].best, 12);
+		CHECK_EQ_U64(sh->agg[a].late, 0);
+	}
+	CHECK_EQ_U64(sh->agg[0].final_call, sh->agg[1].final_call);
+	wait_calls(sh->agg[0].final_call + 1000);
+	n = stop_ranks(pids);
+	CHECK(n > sh->agg[0].final_call);
+	CHECK_EQ_U64(disagreements(n), 0);
+	if (n > sh->agg[0].final_call)
+		CHECK_EQ_U64(sh->ch[3][sh->agg[0].final_call], 12);
+	for (int step = 0; step <= 3; step++)
+		for (int a = 0; a < 2; a++) {
+			char path[128];
+
+			snprintf(path, sizeof(path), "%s/step%d.node-%c", share, step, 'a' + a);
+			unlink(path);
+		}
+	CHECK_EQ_U64(rmdir(share), 0);
+}
+
 static void test_no_profiler(void)
 {
 	struct nbpf_loop_opts o = {
@@ -294,6 +360,7 @@ int main(void)
 	if (sh == MAP_FAILED)
 		return 1;
 	test_converges();
+	test_shared_dir();
 	test_no_profiler();
 	rmdir(dir);
 	return check_summary("loops_channels");
