@@ -214,6 +214,26 @@ struct ncclbpf_net_ctx {
  */
 #define NCCLBPF_SIZE_BUCKETS 32
 
+/*
+ * Exporting a map as Prometheus metrics (`ncclbpf export`, modelled on
+ * ebpf_exporter): one string per map in the object's ".ncclbpf.export"
+ * section, `key=value` fields separated by ';':
+ *
+ *   NCCLBPF_EXPORT(coll_calls, "type=counter;name=ncclbpf_policy_calls_total;"
+ *                  "help=Collectives seen;key=collective:coll,size:u32");
+ *
+ * type: counter or gauge (value: one __u32 or __u64) or histogram (value:
+ * __u64 sum, then __u64 bucket counts, bucket i = [2^i, 2^(i+1)) ns,
+ * exported in seconds).  key: the key struct's fields in order, each
+ * label:kind with kind u8, u16, u32, u64 (decimal), hex (a __u64 as
+ * 0x%016x, e.g. a communicator id), coll, algo or proto (NCCL's names).
+ * docs/policy-guide.md, "Exporting maps", has the rules.
+ */
+#define NCCLBPF_EXPORT(map, spec)                                                   \
+	static const char ___ncclbpf_export_##map[]                                 \
+		__attribute__((section(".ncclbpf.export"), used, aligned(1))) =     \
+			"map=" #map ";" spec
+
 #if defined(__bpf__)
 #define NCCLBPF_INLINE static __always_inline
 #else

@@ -10,9 +10,13 @@
  *               default forever, every interval seconds); a failed write
  *               (ENOSPC...) keeps the old file and is retried next interval
  *   --listen    serve GET /metrics over HTTP with libmicrohttpd; each scrape
- *               collects afresh; exits after count scrapes (default never)
+ *               collects afresh; exits after count scrapes (default never);
+ *               other methods get 405
  *   --observe   also attach the kernel probe sets named (src/observe) to the
  *               same processes and export their series in the same exposition
+ *
+ * Besides the plugin's own families, every map a process's policy declares
+ * with NCCLBPF_EXPORT is exported (export_maps.c).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -28,6 +32,7 @@
 #include "cli.h"
 #include "control/ctl_client.h"
 #include "control/ctl_tele.h"
+#include "telemetry/prom_maps.h"
 #include "export_alert.h"
 
 /* --alert-webhook: thresholds checked on every collection (export_alert.c). */
@@ -111,8 +116,10 @@ static void on_signal(int sig)
 static char *render(const int *pids, int n_pids, size_t *len)
 {
 	struct nbpf_tele_set s = { 0 };
+	struct nbpf_export_set ms = { 0 };
 	char *buf = NULL;
 	FILE *f = open_memstream(&buf, len);
+	int err;
 
 	if (!f)
 		return NULL;
@@ -123,14 +130,12 @@ static char *render(const int *pids, int n_pids, size_t *len)
 #endif
 	if (cli_tele_collect(pids, n_pids, &s, NULL) < 0)
 		s.processes = 0;
-	if (nbpf_prom_write(f, &s)) {
-		fclose(f);
-		free(buf);
-		nbpf_tele_free(&s);
-		return NULL;
-	}
+	cli_export_policy_maps(&ms, pids, n_pids);
+	err = nbpf_prom_write(f, &s);
+	if (!err)
+		err = nbpf_export_write(f, &ms);
 #ifdef NCCLBPF_HAVE_OBSERVE
-	if (g_obs) {
+	if (!err && g_obs) {
 		struct nbpf_obs_snap os;
 
 		if (!nbpf_obs_snapshot(g_obs, &os)) {
@@ -139,8 +144,12 @@ static char *render(const int *pids, int n_pids, size_t *len)
 		}
 	}
 #endif
-	fclose(f);
 	nbpf_tele_free(&s);
+	nbpf_export_free(&ms);
+	if (fclose(f) || err) {
+		free(buf);
+		return NULL;
+	}
 	return buf;
 }
 
@@ -201,8 +210,18 @@ static enum MHD_Result serve(void *cls, struct MHD_Connection *conn, const char 
 	size_t len = 0;
 	char *body;
 
-	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
-		return MHD_NO;
+	if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
+		static const char na[] = "method not allowed: GET or HEAD\n";
+
+		resp = MHD_create_response_from_buffer(sizeof(na) - 1, (void *)na,
+						       MHD_RESPMEM_PERSISTENT);
+		if (!resp)
+			return MHD_NO;
+		MHD_add_response_header(resp, "Allow", "GET, HEAD");
+		ret = MHD_queue_response(conn, MHD_HTTP_METHOD_NOT_ALLOWED, resp);
+		MHD_destroy_response(resp);
+		return ret;
+	}
 	if (strcmp(url, "/metrics") && strcmp(url, "/")) {
 		static const char nf[] = "not found: try /metrics\n";
 

@@ -239,7 +239,7 @@ int cmd_top(struct cli *c, int argc, char **argv)
 		t_now = mono_s();
 		secs = iter == 1 ? interval : t_now - t_prev;
 		if (got < 0) {
-			fprintf(stderr, "ncclbpf: %s\n", ncclbpf_errmsg());
+			cli_err(0, "%s", ncclbpf_errmsg());
 			rc = CLI_NO;
 			nbpf_tele_free(&now);
 			break;
@@ -261,7 +261,7 @@ int cmd_top(struct cli *c, int argc, char **argv)
 		prev = now;
 		t_prev = t_now;
 		if (n_pids && got == 0) {
-			fprintf(stderr, "ncclbpf: no process answered\n");
+			cli_err(0, "no process answered");
 			rc = CLI_NO;
 			break;
 		}

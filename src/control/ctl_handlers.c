@@ -6,7 +6,7 @@
  * Record kinds (key=value fields; see ctl_proto.h for the syntax):
  *   proc   pid instance uid exe policy n_comms image_gen
  *   image  gen spec at_call loaded_at load_ns progs objs warnings state
- *   prog   gen slot name obj tag hook insns consistency runs ns
+ *   prog   gen slot name obj tag obj_tag hook insns consistency runs ns
  *   comm   id comm_id rank ranks nodes kind abi calls applied skipped
  *          refused(csv by reason) image_gen colls_seen events_dropped
  *          colls_abandoned colls_unrun coll_calls(csv)
@@ -73,7 +73,8 @@ static void put_images(struct nbpf_ctl_buf *b, const struct nbpf_image *img, boo
 			nbpf_ctl_buf_u64(b, "slot", p->slot);
 			nbpf_ctl_buf_str(b, "name", p->name);
 			nbpf_ctl_buf_str(b, "obj", p->obj_name);
-			nbpf_ctl_buf_str(b, "tag", p->obj_tag);
+			nbpf_ctl_buf_str(b, "tag", p->tag);
+			nbpf_ctl_buf_str(b, "obj_tag", p->obj_tag);
 			nbpf_ctl_buf_str(b, "hook", (unsigned)p->hook < NCCLBPF_HOOK_COUNT
 							    ? ncclbpf_hooks[p->hook].name
 							    : "?");
@@ -81,6 +82,21 @@ static void put_images(struct nbpf_ctl_buf *b, const struct nbpf_image *img, boo
 			nbpf_ctl_buf_str(b, "engine", p->func ? "jit" : "interp");
 			nbpf_ctl_buf_u64(b, "consistency", p->consistency_warning);
 		}
+	}
+}
+
+/* The o-th object path of a ':'-separated spec (objects load in spec order, empties skipped). */
+static void spec_entry(const char *spec, uint32_t o, char *out, size_t n)
+{
+	out[0] = 0;
+	for (const char *p = spec; p && *p;) {
+		size_t len = strcspn(p, ":");
+
+		if (len && !o--) {
+			snprintf(out, n, "%.*s", (int)len, p);
+			return;
+		}
+		p += len + (p[len] == ':');
 	}
 }
 
@@ -103,6 +119,13 @@ static void put_maps(struct nbpf_ctl_buf *b, const struct nbpf_image *img)
 			nbpf_ctl_buf_rec(b, "map");
 			nbpf_ctl_buf_str(b, "name", ncclbpf_map__name(map));
 			nbpf_ctl_buf_str(b, "obj", ncclbpf_object__name(img->objs[o]));
+			{
+				char path[4096];
+
+				/* Where the CLI finds the map's BTF to format its values. */
+				spec_entry(img->spec, o, path, sizeof(path));
+				nbpf_ctl_buf_str(b, "obj_path", path);
+			}
 			nbpf_ctl_buf_u64(b, "type", ncclbpf_map__type(map));
 			nbpf_ctl_buf_u64(b, "key_size", ncclbpf_map__key_size(map));
 			nbpf_ctl_buf_u64(b, "value_size", ncclbpf_map__value_size(map));
