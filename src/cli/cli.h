@@ -48,10 +48,10 @@ int cmd_reload(struct cli *c, int argc, char **argv);    /* cmd_reload.c */
 int cmd_rollback(struct cli *c, int argc, char **argv);  /* cmd_reload.c */
 int cmd_top(struct cli *c, int argc, char **argv);       /* cmd_top.c */
 int cmd_export(struct cli *c, int argc, char **argv);    /* cmd_export.c */
-int cmd_loop(struct cli *c, int argc, char **argv);      /* cmd_loop.c: closed loop 1 */
-int cmd_observe(struct cli *c, int argc, char **argv);   /* cmd_observe.c: kernel-side probes */
 int cmd_version(struct cli *c, int argc, char **argv);   /* main.c */
 int cmd_help(struct cli *c, int argc, char **argv);      /* main.c */
+int cmd_observe(struct cli *c, int argc, char **argv);   /* cmd_observe.c: kernel-side probes */
+int cmd_loop(struct cli *c, int argc, char **argv);      /* cmd_loop.c: closed loop 1 */
 
 /* Prints the rows of OBJECT [VERB] (all rows without OBJECT) to stdout. */
 int cli_help(const char *object, const char *verb);

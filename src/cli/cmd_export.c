@@ -12,11 +12,12 @@
  *   --listen    serve GET /metrics over HTTP with libmicrohttpd; each scrape
  *               collects afresh; exits after count scrapes (default never);
  *               other methods get 405
- *   --observe   also attach the kernel probe sets named (src/observe) to the
- *               same processes and export their series in the same exposition
+ *   --alert-webhook  POST threshold alerts to URL (export_alert.c)
  *
  * Besides the plugin's own families, every map a process's policy declares
- * with NCCLBPF_EXPORT is exported (export_maps.c).
+ * with NCCLBPF_EXPORT is exported (export_maps.c).  With --observe SETS the
+ * kernel probe sets named (src/observe) are attached to the same processes
+ * and their series join the exposition.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -139,7 +140,7 @@ static char *render(const int *pids, int n_pids, size_t *len)
 		struct nbpf_obs_snap os;
 
 		if (!nbpf_obs_snapshot(g_obs, &os)) {
-			nbpf_obs_prom_write(f, &os, obs_labels, NULL);
+			err = nbpf_obs_prom_write(f, &os, obs_labels, NULL);
 			nbpf_obs_snap_free(&os);
 		}
 	}
@@ -328,10 +329,8 @@ int cmd_export(struct cli *c, int argc, char **argv)
 		if (!n_pids) {
 			obs_discover(&g_procs);
 			n = (int)g_procs.n_procs;
-			if (!n) {
-				fprintf(stderr, "ncclbpf: export --observe: no process runs the plugin; name pids\n");
-				return CLI_NO;
-			}
+			if (!n)
+				return cli_err(CLI_NO, "export --observe: no process runs the plugin; name pids");
 			targets = calloc((size_t)n, sizeof(*targets));
 			for (int i = 0; targets && i < n; i++)
 				targets[i] = g_procs.procs[i].pid;
@@ -341,12 +340,10 @@ int cmd_export(struct cli *c, int argc, char **argv)
 		nbpf_obs_opts_env(&o);
 		rc = nbpf_obs_open(&o, &g_obs);
 		free(targets);
-		if (rc) {
-			fprintf(stderr, "ncclbpf: export --observe: %s\n", ncclbpf_errmsg());
-			rc = CLI_NO;
-		} else {
+		if (rc)
+			rc = cli_err(CLI_NO, "export --observe: %s", ncclbpf_errmsg());
+		else
 			rc = export_run(listen, textfile, interval, count, pids, n_pids);
-		}
 		nbpf_obs_close(g_obs);
 		g_obs = NULL;
 		for (size_t i = 0; i < g_procs.n_procs; i++)
@@ -355,8 +352,7 @@ int cmd_export(struct cli *c, int argc, char **argv)
 		memset(&g_procs, 0, sizeof(g_procs));
 		return rc;
 #else
-		fprintf(stderr, "ncclbpf: export --observe: this build has no kernel probes\n");
-		return CLI_NO;
+		return cli_err(CLI_NO, "export --observe: this build has no kernel probes");
 #endif
 	}
 	return export_run(listen, textfile, interval, count, pids, n_pids);

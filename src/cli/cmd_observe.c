@@ -20,36 +20,14 @@
 #include "cli.h"
 #include "ncclbpf/runtime.h"
 
-static const char usage_text[] =
-	"usage: ncclbpf observe [--pid PID | --cgroup PATH | --comm NAME]\n"
-	"                       [--probes io,net,sched,gpu] [--duration SECONDS] [--interval MS]\n"
-	"                       [--outlier MS] [--btf FILE] [-j]\n"
-	"\n"
-	"Kernel-side signals of a training job, aggregated in the kernel by eBPF programs,\n"
-	"beside the collective P99 of processes running the ncclbpf plugin.\n"
-	"  --pid PID       one process (all its threads)\n"
-	"  --cgroup PATH   every process in a cgroup v2 directory or below it\n"
-	"  --comm NAME     every process with this name\n"
-	"                  (none of these: every process running the plugin, with its ranks)\n"
-	"  --probes LIST   io, net, sched, gpu (default: all; named sets must attach fully)\n"
-	"  --duration S    stop after S seconds (default: until interrupted)\n"
-	"  --interval MS   table period (default 1000)\n"
-	"  --outlier MS    latencies above this are listed one by one (default 10)\n"
-	"  --btf FILE      BTF for CO-RE instead of /sys/kernel/btf/vmlinux\n"
-	"Needs root, or CAP_BPF and CAP_PERFMON.\n";
-
 #ifndef NCCLBPF_HAVE_OBSERVE
 int cmd_observe(struct cli *c, int argc, char **argv)
 {
 	(void)c;
-	for (int i = 0; i < argc; i++)
-		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			fputs(usage_text, stdout);
-			return CLI_OK;
-		}
-	fprintf(stderr, "ncclbpf: observe: this build has no kernel probes (bpftool or kernel BTF "
-			"were missing when it was built)\n");
-	return CLI_NO;
+	(void)argc;
+	(void)argv;
+	return cli_err(CLI_NO, "observe: this build has no kernel probes (bpftool or kernel BTF "
+			       "were missing when it was built)");
 }
 #else
 #include "observe_cli.h"
@@ -93,10 +71,7 @@ int cmd_observe(struct cli *c, int argc, char **argv)
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			fputs(usage_text, stdout);
-			return CLI_OK;
-		} else if (!strcmp(a, "--pid") && v) {
+		if (!strcmp(a, "--pid") && v) {
 			pid = cli_parse_pid(v);
 			if (pid <= 0)
 				return cli_usage_error("observe: '%s' is not a process id", v);
@@ -135,31 +110,29 @@ int cmd_observe(struct cli *c, int argc, char **argv)
 			o.btf_path = v;
 			i++;
 		} else {
-			return cli_usage_error("observe: unknown argument '%s' (ncclbpf observe --help)", a);
+			return cli_usage_error("observe: unknown argument '%s' (ncclbpf help observe)", a);
 		}
 	}
 	if (n_modes > 1)
 		return cli_usage_error("observe: --pid, --cgroup and --comm exclude each other");
 	nbpf_obs_opts_env(&o);
 	if (pid) {
-		if (kill(pid, 0) && errno == ESRCH) {
-			fprintf(stderr, "ncclbpf: observe: pid %d: no such process\n", pid);
-			return CLI_NO;
-		}
+		if (kill(pid, 0) && errno == ESRCH)
+			return cli_err(CLI_NO, "observe: pid %d: no such process", pid);
 		obs_proc_add(&s, pid);
 	} else if (!n_modes) {
 		s.auto_mode = true;
 		obs_discover(&s);
-		if (!s.n_procs) {
-			fprintf(stderr, "ncclbpf: observe: no process runs the ncclbpf plugin (see `ncclbpf "
-					"ps`); name one with --pid, --cgroup or --comm\n");
-			return CLI_NO;
-		}
+		if (!s.n_procs)
+			return cli_err(CLI_NO, "observe: no process runs the ncclbpf plugin (see `ncclbpf "
+					       "ps`); name one with --pid, --cgroup or --comm");
 	}
 	if (s.n_procs) {
 		pids = calloc(s.n_procs, sizeof(*pids));
-		if (!pids)
-			return CLI_NO;
+		if (!pids) {
+			rc = cli_err(CLI_NO, "observe: out of memory");
+			goto out;
+		}
 		for (size_t i = 0; i < s.n_procs; i++)
 			pids[i] = s.procs[i].pid;
 		o.pids = pids;
@@ -168,8 +141,7 @@ int cmd_observe(struct cli *c, int argc, char **argv)
 	err = nbpf_obs_open(&o, &obs);
 	free(pids);
 	if (err) {
-		fprintf(stderr, "ncclbpf: observe: %s\n", ncclbpf_errmsg());
-		rc = CLI_NO;
+		rc = cli_err(CLI_NO, "observe: %s", ncclbpf_errmsg());
 		goto out;
 	}
 	obs_print_status(obs, stderr);
@@ -195,8 +167,7 @@ int cmd_observe(struct cli *c, int argc, char **argv)
 		secs = now - t_prev;
 		t_prev = now;
 		if ((err = nbpf_obs_snapshot(obs, &snap))) {
-			fprintf(stderr, "ncclbpf: observe: %s\n", ncclbpf_errmsg());
-			rc = CLI_NO;
+			rc = cli_err(CLI_NO, "observe: %s", ncclbpf_errmsg());
 			break;
 		}
 		if ((err = nbpf_obs_snap_delta(&d, &snap, iter == 1 ? NULL : &prev))) {
