@@ -116,10 +116,8 @@ int cmd_loop(struct cli *c, int argc, char **argv)
 	if (o.window < 1 || o.timeout_ms < 1)
 		return cli_usage_error("--window and --timeout must be positive");
 	err = nbpf_loop_run(&o, &r);
-	if (err) {
-		fprintf(stderr, "ncclbpf: loop: %s\n", ncclbpf_errmsg());
-		return CLI_NO;
-	}
+	if (err)
+		return cli_err(CLI_NO, "loop: %s", ncclbpf_errmsg());
 	print_result(c, &o, &r);
 	return r.late ? CLI_NO : CLI_OK;
 }

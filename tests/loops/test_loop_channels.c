@@ -333,6 +333,8 @@ static void test_no_profiler(void)
 	wait_calls(2000);
 	CHECK_EQ_U64(nbpf_loop_run(&o, &res), -ETIMEDOUT);
 	CHECK_STR_CONTAINS(ncclbpf_errmsg(), "no telemetry");
+	/* The command says the same and exits 1 (a negative verdict), writing nothing. */
+	CHECK_EQ_U64(WEXITSTATUS(system(NCCLBPF_CLI " loop --ranks 4 --timeout 1 --channels 2,12 2>/dev/null")), 1);
 	n = stop_ranks(pids);
 	CHECK(n >= 2000);
 	for (int r = 0; r < N_RANKS; r++)
