@@ -52,6 +52,7 @@ int cmd_export(struct cli *c, int argc, char **argv);    /* cmd_export.c */
 int cmd_version(struct cli *c, int argc, char **argv);   /* main.c */
 int cmd_help(struct cli *c, int argc, char **argv);      /* main.c */
 int cmd_observe(struct cli *c, int argc, char **argv);   /* cmd_observe.c: kernel-side probes */
+int cmd_loop(struct cli *c, int argc, char **argv);      /* cmd_loop.c: closed loop 1 */
 
 /* Prints the rows of OBJECT [VERB] (all rows without OBJECT) to stdout. */
 int cli_help(const char *object, const char *verb);

@@ -12,6 +12,7 @@
  *   --listen    serve GET /metrics over HTTP with libmicrohttpd; each scrape
  *               collects afresh; exits after count scrapes (default never);
  *               other methods get 405
+ *   --alert-webhook  POST threshold alerts to URL (export_alert.c)
  *
  * Besides the plugin's own families, every map a process's policy declares
  * with NCCLBPF_EXPORT is exported (export_maps.c).  With --observe SETS the
@@ -33,6 +34,19 @@
 #include "control/ctl_client.h"
 #include "control/ctl_tele.h"
 #include "telemetry/prom_maps.h"
+#include "export_alert.h"
+
+/* --alert-webhook: thresholds checked on every collection (export_alert.c). */
+static struct export_alerts *g_alerts;
+
+static void alert_poll(const int *pids, int n_pids)
+{
+	struct nbpf_tele_set s = { 0 };
+
+	if (g_alerts && cli_tele_collect(pids, n_pids, &s, NULL) >= 0)
+		export_alert_tick(g_alerts, &s);
+	nbpf_tele_free(&s);
+}
 #ifdef NCCLBPF_HAVE_OBSERVE
 #include "ncclbpf/runtime.h"
 #include "observe_cli.h"
@@ -265,6 +279,7 @@ static int export_run(const char *listen, const char *textfile, double interval,
 int cmd_export(struct cli *c, int argc, char **argv)
 {
 	const char *listen = NULL, *textfile = NULL, *observe = NULL;
+	static struct export_alerts alerts;
 	double interval = 15;
 	int count = -1, pids[64], n_pids = 0;
 	char *end;
@@ -273,6 +288,14 @@ int cmd_export(struct cli *c, int argc, char **argv)
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--listen") && i + 1 < argc) {
 			listen = argv[++i];
+		} else if (!strcmp(argv[i], "--alert-webhook") && i + 1 < argc) {
+			alerts.url = argv[++i];
+			g_alerts = &alerts;
+		} else if (!strcmp(argv[i], "--alert-p99") && i + 1 < argc) {
+			if (export_alert_parse_p99(&alerts, argv[++i]))
+				return cli_usage_error("--alert-p99 wants SIZE=SECONDS,... with sizes 1K 16K 256K 4M 64M 1G inf");
+		} else if (!strcmp(argv[i], "--alert-refused")) {
+			alerts.refused = true;
 		} else if (!strcmp(argv[i], "--observe") && i + 1 < argc) {
 			observe = argv[++i];
 		} else if (!strcmp(argv[i], "--textfile") && i + 1 < argc) {
@@ -294,6 +317,8 @@ int cmd_export(struct cli *c, int argc, char **argv)
 	}
 	if (listen && textfile)
 		return cli_usage_error("--listen and --textfile exclude each other");
+	if (g_alerts && strncmp(alerts.url, "http://", 7))
+		return cli_usage_error("--alert-webhook wants an http:// URL");
 	if (observe) {
 #ifdef NCCLBPF_HAVE_OBSERVE
 		struct nbpf_obs_opts o = { .mode = OBS_MODE_PIDS, .strict = true };
@@ -357,8 +382,11 @@ static int export_run(const char *listen, const char *textfile, double interval,
 			return CLI_NO;
 		}
 		fprintf(stderr, "ncclbpf: serving Prometheus metrics on http://%s/metrics\n", listen);
-		while (!stop_flag && (count < 0 || atomic_load(&ctx.scrapes) < count))
+		for (unsigned long t = 0; !stop_flag && (count < 0 || atomic_load(&ctx.scrapes) < count); t++) {
+			if (g_alerts && !(t % (unsigned long)(interval * 20 > 1 ? interval * 20 : 1)))
+				alert_poll(pids, n_pids);
 			usleep(50 * 1000);
+		}
 		MHD_stop_daemon(d);
 		return CLI_OK;
 	}
@@ -394,6 +422,7 @@ static int export_run(const char *listen, const char *textfile, double interval,
 			fflush(stdout);
 			free(buf);
 		}
+		alert_poll(pids, n_pids);
 	}
 	return failing ? CLI_NO : CLI_OK;
 }

@@ -58,9 +58,12 @@ const struct cli_cmd cli_cmds[] = {
 	  "[--duration S] [--interval MS] [--outlier MS] [--btf FILE]",
 	  "the kernel's view of the job (block and io_uring I/O, TCP per peer, scheduling, GPU "
 	  "submission) beside its collective P99; needs root or CAP_BPF+CAP_PERFMON" },
+	{ "loop", NULL, cmd_loop,
+	  "loop [--channels LIST] [--window N] [--margin N] [--ranks N] [--pids P,...] [--share-dir DIR --node NAME --nodes K]",
+	  "closed loop: every rank's latency telemetry -> one channel plan -> every rank, from an agreed call" },
 	{ "export", NULL, cmd_export,
 	  "export [--listen ADDR:PORT | --textfile PATH] [--interval S] [--count N] "
-	  "[--observe io,net,sched,gpu] [PID...]",
+	  "[--observe io,net,sched,gpu] [--alert-webhook URL [--alert-p99 SIZE=S,...] [--alert-refused]] [PID...]",
 	  "Prometheus text exposition of every process's telemetry (and, with --observe, the kernel's)" },
 	{ "verify", NULL, cmd_verify, "verify OBJ[:OBJ...] [PROGRAM] [--strict-consistency]",
 	  "verify every program of the objects against its hook; a rejection names the source line" },
