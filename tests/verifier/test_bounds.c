@@ -131,6 +131,73 @@ static bool cmp(uint8_t op, bool is32, uint64_t a, uint64_t b)
 	}
 }
 
+/*
+ * The interval bounds of AND, OR, XOR are exact: over every pair of
+ * ranges within [0, 15], each also under fixed high bits (the upper bits
+ * of both operands in play), the computed [lo, hi] is the true min and max.
+ */
+static long bitwise_exact(void)
+{
+	static const uint8_t bops[] = { NBPF_AND, NBPF_OR, NBPF_XOR };
+	static const uint64_t hx[] = { 0, 0x8000000000000000ull, ~0xfull };
+	static const uint64_t hy[] = { 0, 0xa5a5a5a500000030ull, 0x8000000000000000ull };
+	long bad = 0;
+
+	for (unsigned o = 0; o < 3; o++)
+		for (unsigned z = 0; z < 3; z++)
+			for (uint64_t a = 0; a < 16; a++)
+				for (uint64_t b = a; b < 16; b++)
+					for (uint64_t c = 0; c < 16; c++)
+						for (uint64_t d = c; d < 16; d++) {
+							uint64_t lo = UINT64_MAX, hi = 0, glo, ghi;
+
+							for (uint64_t x = a; x <= b; x++)
+								for (uint64_t y = c; y <= d; y++) {
+									uint64_t v = concrete(bops[o], false, x | hx[z], y | hy[z]);
+
+									lo = v < lo ? v : lo;
+									hi = v > hi ? v : hi;
+								}
+							scalar_bitwise_range(bops[o], a | hx[z], b | hx[z], c | hy[z],
+									     d | hy[z], &glo, &ghi);
+							if ((glo != lo || ghi != hi) && bad++ < 5)
+								fprintf(stderr, "op %#x [%llx,%llx] [%llx,%llx]: [%llx,%llx], true [%llx,%llx]\n",
+									bops[o], (unsigned long long)a, (unsigned long long)b,
+									(unsigned long long)c, (unsigned long long)d,
+									(unsigned long long)glo, (unsigned long long)ghi,
+									(unsigned long long)lo, (unsigned long long)hi);
+						}
+	return bad;
+}
+
+/* key = coll << 5 | bucket, coll in [0, 4], bucket in [0, 31]: [0, 159], not the tnum's 255. */
+static void or_key_precision(bool alu32)
+{
+	struct vreg coll, bucket, k;
+
+	reg_mark_unknown(&coll);
+	coll.umax = 4;
+	reg_bounds_sync(&coll);
+	reg_mark_unknown(&bucket);
+	bucket.umax = 31;
+	reg_bounds_sync(&bucket);
+	reg_mark_const(&k, 5);
+	scalar_alu(&coll, &k, NBPF_LSH, alu32, 0);
+	CHECK_EQ_U64(coll.umax, 128);
+	scalar_alu(&coll, &bucket, NBPF_OR, alu32, 0);
+	CHECK_EQ_U64(coll.umax, 159);
+	CHECK_EQ_U64((uint64_t)coll.smax, 159);
+	CHECK_EQ_U64(coll.var_off.mask, 0xff);
+	/* bucket in [16, 31] forces bit 4 on: at least 16 */
+	bucket.umin = 16;
+	reg_bounds_sync(&bucket);
+	k = bucket;
+	scalar_alu(&k, &coll, NBPF_AND, alu32, 0);
+	CHECK_EQ_U64(k.umax, 31);
+	scalar_alu(&bucket, &coll, NBPF_OR, alu32, 0);
+	CHECK_EQ_U64(bucket.umin, 16);
+}
+
 int main(void)
 {
 	static const uint8_t ops[] = { NBPF_ADD, NBPF_SUB, NBPF_MUL, NBPF_DIV, NBPF_OR, NBPF_AND,
@@ -145,6 +212,9 @@ int main(void)
 	CHECK(!tnum_in(tnum_range(0, 7), tnum_const(8)));
 	CHECK_EQ_U64(tnum_add(tnum_const(3), tnum_const(4)).value, 7);
 	CHECK(tnum_is_unknown(tnum_range(0, UINT64_MAX)));
+	CHECK_MSG(bitwise_exact() == 0, "inexact AND/OR/XOR interval bounds");
+	or_key_precision(false);
+	or_key_precision(true);
 
 	for (long i = 0; i < iters; i++) {
 		struct vreg a, b, r;

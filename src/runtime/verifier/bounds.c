@@ -209,6 +209,168 @@ static bool sub_overflows_s(int64_t a, int64_t b)
 	return __builtin_sub_overflow(a, b, &res);
 }
 
+/*
+ * Unsigned bounds of x OP y for x in [a, b], y in [c, d] (Hacker's
+ * Delight, 4-3; exact).  The tnum alone loses what the ranges know:
+ * (x << 5) | y with x in [0, 4], y in [0, 31] is (0; 0xff) as a tnum,
+ * umax 255, but at most 128 | 31 = 159 by the ranges.  Each loop finds
+ * the highest bit where one bound may be moved to trade a bit between
+ * the operands.
+ */
+static uint64_t min_or(uint64_t a, uint64_t b, uint64_t c, uint64_t d)
+{
+	for (uint64_t m = 1ull << 63, t; m; m >>= 1) {
+		if (~a & c & m) {
+			t = (a | m) & -m;
+			if (t <= b) {
+				a = t;
+				break;
+			}
+		} else if (a & ~c & m) {
+			t = (c | m) & -m;
+			if (t <= d) {
+				c = t;
+				break;
+			}
+		}
+	}
+	return a | c;
+}
+
+static uint64_t max_or(uint64_t a, uint64_t b, uint64_t c, uint64_t d)
+{
+	for (uint64_t m = 1ull << 63, t; m; m >>= 1) {
+		if (b & d & m) {
+			t = (b - m) | (m - 1);
+			if (t >= a) {
+				b = t;
+				break;
+			}
+			t = (d - m) | (m - 1);
+			if (t >= c) {
+				d = t;
+				break;
+			}
+		}
+	}
+	return b | d;
+}
+
+static uint64_t min_and(uint64_t a, uint64_t b, uint64_t c, uint64_t d)
+{
+	for (uint64_t m = 1ull << 63, t; m; m >>= 1) {
+		if (~a & ~c & m) {
+			t = (a | m) & -m;
+			if (t <= b) {
+				a = t;
+				break;
+			}
+			t = (c | m) & -m;
+			if (t <= d) {
+				c = t;
+				break;
+			}
+		}
+	}
+	return a & c;
+}
+
+static uint64_t max_and(uint64_t a, uint64_t b, uint64_t c, uint64_t d)
+{
+	for (uint64_t m = 1ull << 63, t; m; m >>= 1) {
+		if (b & ~d & m) {
+			t = (b & ~m) | (m - 1);
+			if (t >= a) {
+				b = t;
+				break;
+			}
+		} else if (~b & d & m) {
+			t = (d & ~m) | (m - 1);
+			if (t >= c) {
+				d = t;
+				break;
+			}
+		}
+	}
+	return b & d;
+}
+
+static uint64_t min_xor(uint64_t a, uint64_t b, uint64_t c, uint64_t d)
+{
+	for (uint64_t m = 1ull << 63, t; m; m >>= 1) {
+		if (~a & c & m) {
+			t = (a | m) & -m;
+			if (t <= b)
+				a = t;
+		} else if (a & ~c & m) {
+			t = (c | m) & -m;
+			if (t <= d)
+				c = t;
+		}
+	}
+	return a ^ c;
+}
+
+static uint64_t max_xor(uint64_t a, uint64_t b, uint64_t c, uint64_t d)
+{
+	for (uint64_t m = 1ull << 63, t; m; m >>= 1) {
+		if (b & d & m) {
+			t = (b - m) | (m - 1);
+			if (t >= a) {
+				b = t;
+			} else {
+				t = (d - m) | (m - 1);
+				if (t >= c)
+					d = t;
+			}
+		}
+	}
+	return b ^ d;
+}
+
+void scalar_bitwise_range(uint8_t op, uint64_t a, uint64_t b, uint64_t c, uint64_t d,
+			  uint64_t *lo, uint64_t *hi)
+{
+	switch (op) {
+	case NBPF_AND:
+		*lo = min_and(a, b, c, d);
+		*hi = max_and(a, b, c, d);
+		break;
+	case NBPF_OR:
+		*lo = min_or(a, b, c, d);
+		*hi = max_or(a, b, c, d);
+		break;
+	default:
+		*lo = min_xor(a, b, c, d);
+		*hi = max_xor(a, b, c, d);
+		break;
+	}
+}
+
+/*
+ * dst = dst OP src for AND, OR, XOR: the tnum from the operands' tnums,
+ * the unsigned range from their ranges; reg_bounds_sync then meets the
+ * two (each bounds the other) and derives the signed range, which is the
+ * unsigned one when both operands are non-negative.
+ */
+static void bitwise64(struct vreg *d, const struct vreg *s, uint8_t op)
+{
+	bool nonneg = d->smin >= 0 && s->smin >= 0;
+	uint64_t lo, hi;
+
+	if (op == NBPF_AND)
+		d->var_off = tnum_and(d->var_off, s->var_off);
+	else if (op == NBPF_OR)
+		d->var_off = tnum_or(d->var_off, s->var_off);
+	else
+		d->var_off = tnum_xor(d->var_off, s->var_off);
+	scalar_bitwise_range(op, d->umin, d->umax, s->umin, s->umax, &lo, &hi);
+	d->umin = lo;
+	d->umax = hi;
+	d->smin = nonneg ? (int64_t)lo : S64_MIN;
+	d->smax = nonneg ? (int64_t)hi : S64_MAX;
+}
+
 static void alu64(struct vreg *d, const struct vreg *s, uint8_t op, int16_t off)
 {
 	bool sconst = tnum_is_const(s->var_off);
@@ -293,40 +455,9 @@ static void alu64(struct vreg *d, const struct vreg *s, uint8_t op, int16_t off)
 		d->var_off = tnum_range(d->umin, d->umax);
 		break;
 	case NBPF_AND:
-		d->var_off = tnum_and(d->var_off, s->var_off);
-		d->umin = d->var_off.value;
-		d->umax = umin64(d->umax, s->umax);
-		if (d->smin < 0 || s->smin < 0) {
-			d->smin = S64_MIN;
-			d->smax = S64_MAX;
-		} else {
-			d->smin = (int64_t)d->umin;
-			d->smax = (int64_t)d->umax;
-		}
-		break;
 	case NBPF_OR:
-		d->var_off = tnum_or(d->var_off, s->var_off);
-		d->umin = umax64(d->umin, s->umin);
-		d->umax = d->var_off.value | d->var_off.mask;
-		if (d->smin < 0 || s->smin < 0) {
-			d->smin = S64_MIN;
-			d->smax = S64_MAX;
-		} else {
-			d->smin = (int64_t)d->umin;
-			d->smax = (int64_t)d->umax;
-		}
-		break;
 	case NBPF_XOR:
-		d->var_off = tnum_xor(d->var_off, s->var_off);
-		d->umin = d->var_off.value;
-		d->umax = d->var_off.value | d->var_off.mask;
-		if (d->smin < 0 || s->smin < 0) {
-			d->smin = S64_MIN;
-			d->smax = S64_MAX;
-		} else {
-			d->smin = (int64_t)d->umin;
-			d->smax = (int64_t)d->umax;
-		}
+		bitwise64(d, s, op);
 		break;
 	case NBPF_LSH:
 		if (!sconst) {
@@ -342,8 +473,14 @@ static void alu64(struct vreg *d, const struct vreg *s, uint8_t op, int16_t off)
 			d->umin <<= k;
 			d->umax <<= k;
 		}
-		d->smin = S64_MIN;
-		d->smax = S64_MAX;
+		/* a signed range that does not overflow keeps its sign: [-4, 3] << 2 is [-16, 12] */
+		if (d->smin >= (S64_MIN >> k) && d->smax <= (S64_MAX >> k)) {
+			d->smin = (int64_t)((uint64_t)d->smin << k);
+			d->smax = (int64_t)((uint64_t)d->smax << k);
+		} else {
+			d->smin = S64_MIN;
+			d->smax = S64_MAX;
+		}
 		d->var_off = tnum_lshift(d->var_off, (uint8_t)k);
 		break;
 	case NBPF_RSH:

@@ -322,6 +322,9 @@ void reg_mark_const(struct vreg *r, uint64_t v);
 void reg_bounds_sync(struct vreg *r);
 bool reg_is_const(const struct vreg *r);
 /* Scalar ALU (op = NBPF_ADD..; alu32 as the ISA defines).  k = shift/const operand. */
+/* Exact unsigned bounds [lo, hi] of x OP y (AND, OR, XOR), x in [a, b], y in [c, d]. */
+void scalar_bitwise_range(uint8_t op, uint64_t a, uint64_t b, uint64_t c, uint64_t d,
+			  uint64_t *lo, uint64_t *hi);
 void scalar_alu(struct vreg *dst, const struct vreg *src, uint8_t op, bool alu32, int16_t off);
 /* Truncates/extends a scalar for a load or MOVSX of size bytes. */
 void scalar_from_load(struct vreg *r, uint32_t size, bool sign);
