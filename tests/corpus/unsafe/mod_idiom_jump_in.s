@@ -1,4 +1,4 @@
-# EXPECT: unbounded
+# EXPECT: stack access out of bounds
 # the x % 3 sequence with a jump landing after the mov: t need not be x / 3 * 3
 stw [%r10-4], 0
 stw [%r10-8], 0
