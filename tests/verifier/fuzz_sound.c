@@ -225,7 +225,7 @@ static void stack_index(struct gen *g, uint8_t r)
 /* One plausible fragment; pending forward jumps are patched to land here or later. */
 static void fragment(struct gen *g, int depth)
 {
-	uint32_t k = take(g, 25);
+	uint32_t k = take(g, 26);
 	uint8_t r = reg(g), s = reg(g);
 	int small = (int)take(g, 70) - 3;
 
@@ -497,6 +497,44 @@ static void fragment(struct gen *g, int depth)
 		emit(g, (take(g, 2) ? NBPF_JMP : NBPF_JMP32) | jmp_ops[take(g, sizeof(jmp_ops))] | NBPF_K,
 		     a, 0, 4, (int32_t)take(g, 24) - 4);
 		stack_index(g, b);
+		break;
+	}
+	case 25: { /* an index built from two bounded values by shifts and AND/OR/XOR, as tables are keyed */
+		static const uint8_t bops[] = { NBPF_OR, NBPF_AND, NBPF_XOR };
+		static const uint8_t sops[] = { NBPF_LSH, NBPF_RSH, NBPF_ARSH };
+		static const uint8_t cops[] = { NBPF_JGT, NBPF_JGE, NBPF_JSGT, NBPF_JSGE, NBPF_JEQ };
+		uint32_t skip[4], n_skip = 0;
+		uint8_t v[2] = { 3, 4 };
+
+		for (int i = 0; i < 2; i++) {
+			emit(g, NBPF_LDX | NBPF_MEM | sizes[take(g, 4)], v[i], 6, fz_fields[take(g, 4)].off, 0);
+			switch (take(g, 4)) {
+			case 0: /* a mask */
+				emit(g, (take(g, 2) ? NBPF_ALU64 : NBPF_ALU) | NBPF_AND | NBPF_K, v[i], 0, 0,
+				     (int32_t)take(g, 0x200) - (take(g, 8) ? 0 : 0x100));
+				break;
+			case 1: /* none: the value is unbounded */
+				break;
+			default: /* a check that leaves the index out when it fails */
+				skip[n_skip++] = g->len;
+				emit(g, (take(g, 3) ? NBPF_JMP : NBPF_JMP32) | cops[take(g, sizeof(cops))] | NBPF_K,
+				     v[i], 0, 0, (int32_t)take(g, 0x100) - (take(g, 8) ? 0 : 0x80));
+				break;
+			}
+			if (take(g, 2)) {
+				uint8_t cls = take(g, 2) ? NBPF_ALU64 : NBPF_ALU;
+
+				emit(g, cls | sops[take(g, sizeof(sops))] | NBPF_K, v[i], 0, 0,
+				     (int32_t)take(g, cls == NBPF_ALU ? 32 : 64));
+			}
+		}
+		emit(g, (take(g, 3) ? NBPF_ALU64 : NBPF_ALU) | bops[take(g, sizeof(bops))] | NBPF_X, v[0], v[1], 0, 0);
+		if (take(g, 3) == 0) /* scaled, as a table of wider entries */
+			emit(g, (take(g, 2) ? NBPF_ALU64 : NBPF_ALU) | NBPF_LSH | NBPF_K, v[0], 0, 0, (int32_t)take(g, 4));
+		stack_index(g, v[0]);
+		for (uint32_t i = 0; i < n_skip; i++)
+			if (skip[i] < g->len)
+				g->p[skip[i]].off = (int16_t)(g->len - skip[i] - 1);
 		break;
 	}
 	default: /* copy between registers / pointers */
