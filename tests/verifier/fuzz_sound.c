@@ -5,7 +5,8 @@
  * odd) or, mostly, a plausible program built from the bytes by a small
  * generator (context loads and stores, stack traffic, map lookups with and
  * without null checks, indices, branches, short loops, helper calls, ring
- * buffer records).  Every program the verifier accepts runs in the
+ * buffer records, table keys built from two bounded values by shifts and
+ * AND/OR/XOR).  Every program the verifier accepts runs in the
  * interpreter on several random contexts with a checker that traps any
  * access outside the context's fields (with their rights), the live stack
  * frames, map values handed out by lookups or lddw, and live ring buffer
