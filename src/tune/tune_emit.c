@@ -101,8 +101,6 @@ static void write_source(FILE *f, const struct tune_opts *o, const struct tune_r
 "\t    ctx->coll_type >= NCCLBPF_NUM_COLLS)\n"
 "\t\treturn NCCLBPF_TUNER_APPLY;\n"
 "\tkey = ctx->coll_type * NCCLBPF_SIZE_BUCKETS + ncclbpf_size_bucket(ctx->n_bytes);\n"
-"\t/* Keeps the check below, which clang would prove and drop, on the register that indexes. */\n"
-"\tasm volatile(\"\" : \"+r\"(key));\n"
 "\tif (key >= TUNED_KEYS)\n"
 "\t\treturn NCCLBPF_TUNER_APPLY;\n"
 "\tt = &tuned_table[key];\n"
