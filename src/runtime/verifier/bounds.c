@@ -215,11 +215,17 @@ static bool sub_overflows_s(int64_t a, int64_t b)
  * (x << 5) | y with x in [0, 4], y in [0, 31] is (0; 0xff) as a tnum,
  * umax 255, but at most 128 | 31 = 159 by the ranges.  Each loop finds
  * the highest bit where one bound may be moved to trade a bit between
- * the operands.
+ * the operands.  No bound has a bit above b | d's highest, so no bit above
+ * it can be traded: the loops start there (a few rounds for small values).
  */
+static uint64_t top_bit(uint64_t x)
+{
+	return x ? 1ull << (63 - __builtin_clzll(x)) : 0;
+}
+
 static uint64_t min_or(uint64_t a, uint64_t b, uint64_t c, uint64_t d)
 {
-	for (uint64_t m = 1ull << 63, t; m; m >>= 1) {
+	for (uint64_t m = top_bit(b | d), t; m; m >>= 1) {
 		if (~a & c & m) {
 			t = (a | m) & -m;
 			if (t <= b) {
@@ -239,7 +245,7 @@ static uint64_t min_or(uint64_t a, uint64_t b, uint64_t c, uint64_t d)
 
 static uint64_t max_or(uint64_t a, uint64_t b, uint64_t c, uint64_t d)
 {
-	for (uint64_t m = 1ull << 63, t; m; m >>= 1) {
+	for (uint64_t m = top_bit(b | d), t; m; m >>= 1) {
 		if (b & d & m) {
 			t = (b - m) | (m - 1);
 			if (t >= a) {
@@ -258,7 +264,7 @@ static uint64_t max_or(uint64_t a, uint64_t b, uint64_t c, uint64_t d)
 
 static uint64_t min_and(uint64_t a, uint64_t b, uint64_t c, uint64_t d)
 {
-	for (uint64_t m = 1ull << 63, t; m; m >>= 1) {
+	for (uint64_t m = top_bit(b | d), t; m; m >>= 1) {
 		if (~a & ~c & m) {
 			t = (a | m) & -m;
 			if (t <= b) {
@@ -277,7 +283,7 @@ static uint64_t min_and(uint64_t a, uint64_t b, uint64_t c, uint64_t d)
 
 static uint64_t max_and(uint64_t a, uint64_t b, uint64_t c, uint64_t d)
 {
-	for (uint64_t m = 1ull << 63, t; m; m >>= 1) {
+	for (uint64_t m = top_bit(b | d), t; m; m >>= 1) {
 		if (b & ~d & m) {
 			t = (b & ~m) | (m - 1);
 			if (t >= a) {
@@ -297,7 +303,7 @@ static uint64_t max_and(uint64_t a, uint64_t b, uint64_t c, uint64_t d)
 
 static uint64_t min_xor(uint64_t a, uint64_t b, uint64_t c, uint64_t d)
 {
-	for (uint64_t m = 1ull << 63, t; m; m >>= 1) {
+	for (uint64_t m = top_bit(b | d), t; m; m >>= 1) {
 		if (~a & c & m) {
 			t = (a | m) & -m;
 			if (t <= b)
@@ -313,7 +319,7 @@ static uint64_t min_xor(uint64_t a, uint64_t b, uint64_t c, uint64_t d)
 
 static uint64_t max_xor(uint64_t a, uint64_t b, uint64_t c, uint64_t d)
 {
-	for (uint64_t m = 1ull << 63, t; m; m >>= 1) {
+	for (uint64_t m = top_bit(b | d), t; m; m >>= 1) {
 		if (b & d & m) {
 			t = (b - m) | (m - 1);
 			if (t >= a) {
