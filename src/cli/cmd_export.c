@@ -7,7 +7,8 @@
  *   --textfile  node_exporter's textfile collector: written to a temporary
  *               file in the same directory, then renamed over PATH, so a
  *               scrape never reads a half-written file (count times,
- *               default forever, every interval seconds)
+ *               default forever, every interval seconds); a failed write
+ *               (ENOSPC...) keeps the old file and is retried next interval
  *   --listen    serve GET /metrics over HTTP with libmicrohttpd; each scrape
  *               collects afresh; exits after count scrapes (default never)
  */
@@ -229,16 +230,26 @@ int cmd_export(struct cli *c, int argc, char **argv)
 	}
 	if (count < 0)
 		count = textfile ? 0 : 1; /* 0: forever */
+	/* The error of the last textfile write, 0 once it worked. */
+	int failing = 0;
+
 	for (int i = 0; !stop_flag && (!count || i < count); i++) {
 		if (i)
 			usleep((useconds_t)(interval * 1e6));
 		if (textfile) {
 			int err = write_textfile(textfile, pids, n_pids);
 
-			if (err) {
-				fprintf(stderr, "ncclbpf: %s: %s\n", textfile, strerror(-err));
-				return CLI_NO;
-			}
+			/*
+			 * A full or read-only disk is usually temporary: keep the last
+			 * complete file in place, say so once per episode, and try
+			 * again at the next interval.  A one-shot write reports it.
+			 */
+			if (err && err != failing)
+				fprintf(stderr, "ncclbpf: %s: %s%s\n", textfile, strerror(-err),
+					count == 1 ? "" : "; the previous file is kept, retrying every interval");
+			else if (!err && failing)
+				fprintf(stderr, "ncclbpf: %s: written again\n", textfile);
+			failing = err;
 		} else {
 			size_t len = 0;
 			char *buf = render(pids, n_pids, &len);
@@ -250,5 +261,5 @@ int cmd_export(struct cli *c, int argc, char **argv)
 			free(buf);
 		}
 	}
-	return CLI_OK;
+	return failing ? CLI_NO : CLI_OK;
 }

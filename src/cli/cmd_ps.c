@@ -61,6 +61,25 @@ static void fmt_time(char *out, size_t n, uint64_t realtime_ns)
 }
 
 /*
+ * The proc record as JSON, with "pid" the pid this command sees (the
+ * record's own pid is the one inside the process's pid namespace: ns_pid).
+ */
+static void json_proc(FILE *f, int pid, const struct nbpf_ctl_rec *p)
+{
+	struct nbpf_ctl_kv kv[NBPF_CTL_MAX_TOKENS];
+	struct nbpf_ctl_rec r = { .kind = p->kind, .kv = kv, .n_kv = 0 };
+
+	for (uint32_t i = 0; i < p->n_kv && i < NBPF_CTL_MAX_TOKENS; i++) {
+		kv[r.n_kv] = p->kv[i];
+		if (!strcmp(kv[r.n_kv].key, "pid"))
+			kv[r.n_kv].key = "ns_pid";
+		r.n_kv++;
+	}
+	fprintf(f, "\"pid\":%d%s", pid, r.n_kv ? "," : "");
+	cli_rec_json_fields(f, &r);
+}
+
+/*
  * The latest load attempt when it was refused (the image above is then
  * what still runs, or nothing): which object and program, and why.
  */
@@ -75,7 +94,7 @@ static void print_last_load(const struct nbpf_ctl_msg *m)
 	printf("  last load refused (%s): %s\n", when, get(l, "message"));
 }
 
-static void print_ps(const struct nbpf_ctl_msg *m)
+static void print_ps(int pid, const struct nbpf_ctl_msg *m)
 {
 	const struct nbpf_ctl_rec *p = find_rec(m, "proc"), *cur = NULL;
 	uint64_t at = 0;
@@ -83,8 +102,12 @@ static void print_ps(const struct nbpf_ctl_msg *m)
 	for (uint32_t i = 0; i < m->n_recs; i++)
 		if (!strcmp(m->recs[i].kind, "image") && !strcmp(get(&m->recs[i], "state"), "current"))
 			cur = &m->recs[i];
-	if (p)
-		printf("pid %s  %s\n", get(p, "pid"), get(p, "exe"));
+	if (p) {
+		printf("pid %d  %s", pid, get(p, "exe"));
+		if (get_u64(p, "pid") != (uint64_t)pid)
+			printf("  (pid %s in its pid namespace)", get(p, "pid"));
+		putchar('\n');
+	}
 	if (cur) {
 		at = get_u64(cur, "at_call");
 		printf("  image %s  %s", get(cur, "gen"), get(cur, "spec"));
@@ -136,7 +159,7 @@ int cmd_ps(struct cli *c, int argc, char **argv)
 
 			printf("%s{", shown++ ? "," : "");
 			if (p)
-				cli_rec_json_fields(stdout, p);
+				json_proc(stdout, pids[i], p);
 			else
 				printf("\"pid\":%d", pids[i]);
 			json_kind(stdout, &m, "comm", "comms");
@@ -145,7 +168,7 @@ int cmd_ps(struct cli *c, int argc, char **argv)
 			json_kind(stdout, &m, "load", "loads");
 			putchar('}');
 		} else {
-			print_ps(&m);
+			print_ps(pids[i], &m);
 			shown++;
 		}
 		nbpf_ctl_msg_free(&m);

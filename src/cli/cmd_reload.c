@@ -1,16 +1,18 @@
 /*
- * cmd_reload.c - `ncclbpf reload PID|all OBJ[:OBJ...] [--at-call N | --sync [--margin N]]`
- * and `ncclbpf rollback PID|all [--at-call N | --sync [--margin N]]`.
+ * cmd_reload.c - `ncclbpf reload PID|all OBJ[:OBJ...] [--sync [--margin N] | --at-call N | --now]`
+ * and `ncclbpf rollback PID|all [--sync [--margin N] | --at-call N | --now]`.
  *
  * Rank consistency: every rank of a communicator must switch on the same
  * collective.  --at-call N makes each communicator of the target processes
- * switch when its own call number reaches N; --sync picks N for you: it
- * asks every local process for each communicator's current call number,
- * measures how fast they advance, and takes the highest + a margin that
- * covers the time the reload itself needs.  A process whose communicator
- * was already past N when the new image arrived reports it ("late"): that
- * communicator switched on its next call and its ranks may disagree, so
- * the command fails loudly.
+ * switch when its own call number reaches N; --sync, the default, picks N
+ * for you: it asks every local process for each communicator's current
+ * call number, measures how fast they advance, and takes the highest + a
+ * margin that covers the time the reload itself needs.  --now switches
+ * each communicator on its next call: ranks in different processes may then
+ * decide one collective differently, so it must be asked for by name.  A
+ * process whose communicator was already past N when the new image arrived
+ * reports it ("late"): that communicator switched on its next call and its
+ * ranks may disagree, so the command fails loudly.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -128,7 +130,7 @@ static int reload_or_rollback(struct cli *c, int argc, char **argv, bool reload)
 {
 	const char *target = NULL, *spec = NULL;
 	uint64_t at_call = 0, margin = 0;
-	bool sync = false, have_at = false;
+	bool sync = false, have_at = false, now = false;
 	char *abs = NULL, *end;
 	int *pids = NULL, n, rc = CLI_OK;
 	struct nbpf_ctl_buf req = { .max = NBPF_CTL_MAX_REQUEST };
@@ -145,6 +147,8 @@ static int reload_or_rollback(struct cli *c, int argc, char **argv, bool reload)
 				return cli_usage_error("--margin needs a positive number of calls");
 		} else if (!strcmp(argv[i], "--sync")) {
 			sync = true;
+		} else if (!strcmp(argv[i], "--now")) {
+			now = true;
 		} else if (argv[i][0] == '-') {
 			return cli_usage_error("unknown option '%s'", argv[i]);
 		} else if (!target) {
@@ -156,10 +160,14 @@ static int reload_or_rollback(struct cli *c, int argc, char **argv, bool reload)
 		}
 	}
 	if (!target || (reload && !spec))
-		return cli_usage_error(reload ? "usage: reload PID|all OBJ[:OBJ...] [--at-call N | --sync]"
-					      : "usage: rollback PID|all [--at-call N | --sync]");
-	if (sync && have_at)
-		return cli_usage_error("--at-call and --sync exclude each other");
+		return cli_usage_error(reload ? "usage: reload PID|all OBJ[:OBJ...] [--sync | --at-call N | --now]"
+					      : "usage: rollback PID|all [--sync | --at-call N | --now]");
+	if (sync + have_at + now > 1)
+		return cli_usage_error("--sync, --at-call and --now exclude each other");
+	if (margin && (have_at || now))
+		return cli_usage_error("--margin goes with --sync (the default)");
+	/* The rank-consistent activation is the default; the immediate one is opt-in. */
+	sync = !have_at && !now;
 	if (reload && !(abs = absolute_spec(spec)))
 		return CLI_USAGE;
 	n = parse_target(target, &pids);

@@ -4,11 +4,12 @@
  * reload/rollback.  Runs on the control thread only.
  *
  * Record kinds (key=value fields; see ctl_proto.h for the syntax):
- *   proc   pid uid exe policy n_comms image_gen
+ *   proc   pid instance uid exe policy n_comms image_gen
  *   image  gen spec at_call loaded_at load_ns progs objs warnings state
  *   prog   gen slot name obj tag hook insns consistency runs ns
  *   comm   id comm_id rank ranks nodes kind abi calls applied skipped
- *          refused(csv by reason) image_gen colls_seen events_dropped coll_calls(csv)
+ *          refused(csv by reason) image_gen colls_seen events_dropped
+ *          colls_abandoned colls_unrun coll_calls(csv)
  *   map    name type key_size value_size max_entries path
  *   tele   comm coll size count bytes sum_ns gpu_timed hist(csv) mix(csv)
  */
@@ -24,6 +25,7 @@
 
 #include "host/host.h"
 #include "runtime/maps/map.h"
+#include "runtime/rundir.h"
 #include "telemetry/prom.h"
 
 _Static_assert(NBPF_TELE_REFUSE == NBPF_REFUSE_COUNT, "refusal reasons");
@@ -165,6 +167,8 @@ static int put_comm(void *user, const struct nbpf_comm *c)
 	nbpf_ctl_buf_u64(b, "image_gen", ld(&c->image_gen));
 	nbpf_ctl_buf_u64(b, "colls_seen", ld(&c->colls_seen));
 	nbpf_ctl_buf_u64(b, "events_dropped", ld(&c->events_dropped));
+	nbpf_ctl_buf_u64(b, "colls_abandoned", ld(&c->colls_abandoned));
+	nbpf_ctl_buf_u64(b, "colls_unrun", ld(&c->colls_unrun));
 	if (!w->tele)
 		return 0;
 	for (int coll = 0; coll <= NCCLBPF_NUM_COLLS; coll++) {
@@ -206,6 +210,7 @@ static void put_proc(struct nbpf_ctl_buf *b)
 	nbpf_host_comm_foreach(put_comm, &w);
 	nbpf_ctl_buf_rec(b, "proc");
 	nbpf_ctl_buf_u64(b, "pid", (uint64_t)getpid());
+	nbpf_ctl_buf_str(b, "instance", nbpf_instance_id());
 	nbpf_ctl_buf_u64(b, "uid", (uint64_t)geteuid());
 	nbpf_ctl_buf_str(b, "exe", exe);
 	nbpf_ctl_buf_str(b, "policy", s ? s->policy : "");

@@ -40,15 +40,16 @@ static int ctl_handler(void *user, const struct nbpf_ctl_msg *req, struct nbpf_c
 int nbpf_ctl_start(void)
 {
 	struct nbpf_ctl_server_opts opts = { .handler = ctl_handler };
-	const char *en = getenv("NCCLBPF_CTL"), *watch = getenv("NCCLBPF_WATCH");
 	const struct nbpf_settings *set = nbpf_host_settings();
 	int err;
 
 	if (ctl_srv)
 		return 0;
-	if (en && !strcmp(en, "0"))
+	if (!nbpf_host_setting_bool("NCCLBPF_CTL", true))
 		return 0;
-	if (watch && !strcmp(watch, "1") && set && set->policy[0]) {
+	opts.client_timeout_ms =
+		(int)nbpf_host_setting_int("NCCLBPF_CTL_TIMEOUT_MS", 1, 3600 * 1000, 2000);
+	if (nbpf_host_setting_bool("NCCLBPF_WATCH", false) && set && set->policy[0]) {
 		if (nbpf_ctl_watch_open(set->policy, &ctl_watch))
 			nbpf_host_log(NBPF_NCCL_LOG_WARN, NBPF_NCCL_INIT,
 				      "NCCLBPF_WATCH ignored: %s", ncclbpf_errmsg());
@@ -63,7 +64,8 @@ int nbpf_ctl_start(void)
 		nbpf_ctl_watch_close(ctl_watch);
 		ctl_watch = NULL;
 		nbpf_host_log(NBPF_NCCL_LOG_WARN, NBPF_NCCL_INIT,
-			      "control socket disabled: %s", ncclbpf_errmsg());
+			      "control socket disabled (policies run, but cannot be reloaded or inspected): %s",
+			      ncclbpf_errmsg());
 		return err;
 	}
 	nbpf_host_log(NBPF_NCCL_LOG_INFO, NBPF_NCCL_INIT, "control socket %s%s%s",

@@ -12,7 +12,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ncclbpf/runtime.h"
 #include "runtime/error.h"
+#include "runtime/rundir.h"
 
 static void put_le16(uint8_t *p, uint16_t v)
 {
@@ -408,33 +410,11 @@ void nbpf_ctl_buf_u64s(struct nbpf_ctl_buf *b, const char *key, const uint64_t *
 /* ---- runtime directory -------------------------------------------------- */
 
 /*
- * Checks (and with create, makes) one directory.  lstat, not stat, so a
- * symlink planted by another user is refused rather than followed.
+ * The directory candidate: $NCCLBPF_CTL_DIR (explicit: used as given or
+ * refused, never chmod'ed), else a predictable default that falls back to
+ * a private sibling when someone else has it (runtime/rundir.c).
  */
-static int check_dir(const char *path, bool create)
-{
-	struct stat st;
-
-	if (lstat(path, &st)) {
-		if (errno != ENOENT || !create)
-			return nbpf_err(-errno, "control: %s: %s", path, strerror(errno));
-		if (mkdir(path, 0700) && errno != EEXIST)
-			return nbpf_err(-errno, "control: cannot create %s: %s", path, strerror(errno));
-		if (lstat(path, &st))
-			return nbpf_err(-errno, "control: %s: %s", path, strerror(errno));
-	}
-	if (!S_ISDIR(st.st_mode))
-		return nbpf_err(-ENOTDIR, "control: %s is not a directory", path);
-	if (st.st_uid != geteuid())
-		return nbpf_err(-EPERM, "control: %s is owned by uid %u, not by us (uid %u)", path,
-				(unsigned)st.st_uid, (unsigned)geteuid());
-	if ((st.st_mode & 077) && chmod(path, 0700))
-		return nbpf_err(-errno, "control: cannot restrict %s to its owner: %s", path,
-				strerror(errno));
-	return 0;
-}
-
-int nbpf_ctl_runtime_dir(char *out, size_t n, bool create)
+static int ctl_dir_candidate(char *out, size_t n, unsigned *flags)
 {
 	const char *env = getenv("NCCLBPF_CTL_DIR");
 	const char *xdg = getenv("XDG_RUNTIME_DIR");
@@ -442,26 +422,64 @@ int nbpf_ctl_runtime_dir(char *out, size_t n, bool create)
 	struct stat st;
 	int k;
 
+	*flags = 0;
 	snprintf(run_user, sizeof(run_user), "/run/user/%u", (unsigned)geteuid());
-	if (env && *env)
+	if (env && *env) {
 		k = snprintf(out, n, "%s", env);
-	else if (xdg && *xdg && xdg[0] == '/')
+		*flags = NBPF_RUNDIR_EXPLICIT;
+	} else if (xdg && *xdg && xdg[0] == '/') {
 		k = snprintf(out, n, "%s/ncclbpf", xdg);
-	else if (!stat(run_user, &st) && S_ISDIR(st.st_mode) && st.st_uid == geteuid())
+	} else if (!stat(run_user, &st) && S_ISDIR(st.st_mode) && st.st_uid == geteuid()) {
 		k = snprintf(out, n, "%s/ncclbpf", run_user);
-	else
+	} else {
 		k = snprintf(out, n, "/tmp/ncclbpf-%u", (unsigned)geteuid());
+	}
 	if (k < 0 || (size_t)k >= n)
 		return nbpf_err(-ENAMETOOLONG, "control: runtime directory path too long");
-	return check_dir(out, create);
+	return 0;
 }
 
-int nbpf_ctl_sock_path(char *out, size_t n, const char *dir, int pid)
+int nbpf_ctl_runtime_dir(char *out, size_t n, bool create)
 {
-	int k = snprintf(out, n, "%s/%d.sock", dir, pid);
+	char cand[4096], why[768];
+	unsigned flags;
+	int err = ctl_dir_candidate(cand, sizeof(cand), &flags);
+
+	if (err)
+		return err;
+	err = nbpf_rundir_resolve(cand, flags | (create ? NBPF_RUNDIR_CREATE : 0),
+				  "set NCCLBPF_CTL_DIR (and the same for the ncclbpf command) to a directory of your own to silence this",
+				  out, n);
+	if (err) {
+		snprintf(why, sizeof(why), "%s", ncclbpf_errmsg());
+		return nbpf_err(err, "control directory %s", why);
+	}
+	return 0;
+}
+
+int nbpf_ctl_runtime_dir_foreach(int (*fn)(const char *dir, void *arg), void *arg)
+{
+	char cand[4096];
+	unsigned flags;
+	int err = ctl_dir_candidate(cand, sizeof(cand), &flags);
+
+	return err ? err : nbpf_rundir_foreach(cand, flags, fn, arg);
+}
+
+int nbpf_ctl_sock_path(char *out, size_t n, const char *dir, const char *instance)
+{
+	int k = snprintf(out, n, "%s/%s.sock", dir, instance);
 
 	/* sun_path holds 108 bytes including the NUL. */
 	if (k < 0 || (size_t)k >= n || k >= 108)
-		return nbpf_err(-ENAMETOOLONG, "control: socket path %s/%d.sock too long", dir, pid);
+		return nbpf_err(-ENAMETOOLONG, "control: socket path %s/%s.sock too long", dir,
+				instance);
 	return 0;
+}
+
+bool nbpf_ctl_sock_name(const char *name, long *pid)
+{
+	size_t k = nbpf_instance_prefix(name, pid);
+
+	return k && !strcmp(name + k, ".sock");
 }

@@ -2,7 +2,9 @@
  * ctl_proto.h - the control-socket protocol shared by the plugin's control
  * thread and the ncclbpf command.
  *
- * Transport: one Unix stream socket per process, <runtime dir>/<pid>.sock.
+ * Transport: one Unix stream socket per process instance,
+ * <runtime dir>/<pid>.<token>.sock (the token tells apart processes that
+ * share a pid in different pid namespaces; see runtime/rundir.h).
  * A connection carries one request and one response.  Each message is a
  * frame: a 12-byte header (little-endian)
  *
@@ -135,12 +137,18 @@ int nbpf_ctl_parse_u64s(const char *s, uint64_t *v, size_t max);
  * The per-user directory holding control sockets: $NCCLBPF_CTL_DIR if set,
  * else $XDG_RUNTIME_DIR/ncclbpf, else /run/user/<uid>/ncclbpf when that
  * parent exists, else /tmp/ncclbpf-<uid>.  With create, a missing directory
- * is made 0700.  An existing one must be a real directory (not a symlink)
- * owned by us; a group/other-accessible one of ours is tightened to 0700.
- * Returns 0 or a negative errno with a message.
+ * is made 0700.  $NCCLBPF_CTL_DIR must be a real directory (not a symlink),
+ * ours and not writable by others, or sticky (like /tmp); it is never
+ * chmod'ed.  A default that someone else has, or that is not private, is
+ * replaced by a private sibling <dir>.XXXXXX of ours (one WARN).  Returns
+ * 0 or a negative errno with a message.
  */
 int nbpf_ctl_runtime_dir(char *out, size_t n, bool create);
-/* Socket path of pid: <dir>/<pid>.sock. */
-int nbpf_ctl_sock_path(char *out, size_t n, const char *dir, int pid);
+/* Calls fn for every directory where a process of ours may have its socket. */
+int nbpf_ctl_runtime_dir_foreach(int (*fn)(const char *dir, void *arg), void *arg);
+/* Socket path of a process instance: <dir>/<instance>.sock (see runtime/rundir.h). */
+int nbpf_ctl_sock_path(char *out, size_t n, const char *dir, const char *instance);
+/* Is name a socket name "<pid>.<token>.sock"?  *pid gets the pid the process saw. */
+bool nbpf_ctl_sock_name(const char *name, long *pid);
 
 #endif

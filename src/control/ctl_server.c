@@ -3,6 +3,7 @@
  */
 #include "ctl_server.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -19,6 +20,7 @@
 
 #include "ncclbpf/runtime.h"
 #include "runtime/error.h"
+#include "runtime/rundir.h"
 
 enum { ST_READ, ST_WRITE };
 
@@ -282,16 +284,52 @@ static void *server_main(void *arg)
 }
 
 /*
- * Binds <dir>/<pid>.sock.  A file already at that path belongs to a dead
- * process of the same pid or to an earlier instance of this library in this
- * process (dlclose and reload), so it is replaced.
+ * Removes sockets of ours that nobody listens on any more.  Refused
+ * connections prove it (a listening socket answers or, when its backlog is
+ * full, says EAGAIN), whatever pid namespace the owner ran in; the name is
+ * only linked after listen(), so a socket being set up is never refused.
+ * Never blocks: the probe is non-blocking, and a live owner just sees one
+ * connection that closes at once.
+ */
+static void reap_stale(const char *dir)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct dirent *de;
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		struct stat st;
+		int fd;
+
+		if (!nbpf_ctl_sock_name(de->d_name, NULL) ||
+		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
+		    !S_ISSOCK(st.st_mode) || st.st_uid != geteuid() ||
+		    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", dir, de->d_name) >=
+			    (int)sizeof(sa.sun_path))
+			continue;
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			break;
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) && errno == ECONNREFUSED)
+			unlinkat(dirfd(d), de->d_name, 0);
+		close(fd);
+	}
+	closedir(d);
+}
+
+/*
+ * Binds <dir>/<instance>.sock.  The socket is bound under a temporary name
+ * of this instance, listens, and only then gets its name with link(),
+ * which fails rather than replace anything: no file of another process is
+ * ever unlinked or taken over, and a reaper never sees it half set up.
  */
 int nbpf_ctl_server_start(const struct nbpf_ctl_server_opts *opts, struct nbpf_ctl_server **out)
 {
 	struct nbpf_ctl_server *srv;
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	char dir[4096];
-	const char *tmo = getenv("NCCLBPF_CTL_TIMEOUT_MS");
 	int err;
 
 	*out = NULL;
@@ -304,9 +342,7 @@ int nbpf_ctl_server_start(const struct nbpf_ctl_server_opts *opts, struct nbpf_c
 	srv->user = opts->user;
 	srv->extra_fd = opts->on_extra ? opts->extra_fd : -1;
 	srv->on_extra = opts->on_extra;
-	srv->timeout_ms = opts->client_timeout_ms > 0 ? opts->client_timeout_ms
-			  : (tmo && atoi(tmo) > 0)    ? atoi(tmo)
-						      : 2000;
+	srv->timeout_ms = opts->client_timeout_ms > 0 ? opts->client_timeout_ms : 2000;
 	srv->max_clients = opts->max_clients > 0 ? opts->max_clients : 16;
 	srv->clients = calloc((size_t)srv->max_clients, sizeof(*srv->clients));
 	if (!srv->clients) {
@@ -318,24 +354,27 @@ int nbpf_ctl_server_start(const struct nbpf_ctl_server_opts *opts, struct nbpf_c
 	} else if ((err = nbpf_ctl_runtime_dir(dir, sizeof(dir), true))) {
 		goto fail;
 	}
-	if ((err = nbpf_ctl_sock_path(srv->path, sizeof(srv->path), dir, (int)getpid())))
+	if ((err = nbpf_ctl_sock_path(srv->path, sizeof(srv->path), dir, nbpf_instance_id())))
 		goto fail;
-	memcpy(sa.sun_path, srv->path, strlen(srv->path) + 1);
+	/* "<instance>.new" is shorter than "<instance>.sock", so it fits too. */
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%.*s.new", (int)(strlen(srv->path) - 5),
+		 srv->path);
+	reap_stale(dir);
 	srv->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (srv->listen_fd < 0) {
 		err = nbpf_err(-errno, "control: socket: %s", strerror(errno));
 		goto fail;
 	}
-	unlink(srv->path);
 	if (bind(srv->listen_fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		err = nbpf_err(-errno, "control: bind %s: %s", srv->path, strerror(errno));
+		err = nbpf_err(-errno, "control: bind %s: %s", sa.sun_path, strerror(errno));
 		goto fail;
 	}
-	if (chmod(srv->path, 0600) || listen(srv->listen_fd, 64)) {
+	if (chmod(sa.sun_path, 0600) || listen(srv->listen_fd, 64) || link(sa.sun_path, srv->path)) {
 		err = nbpf_err(-errno, "control: %s: %s", srv->path, strerror(errno));
-		unlink(srv->path);
+		unlink(sa.sun_path);
 		goto fail;
 	}
+	unlink(sa.sun_path);
 	if (pipe2(srv->stop_pipe, O_CLOEXEC)) {
 		err = nbpf_err(-errno, "control: pipe: %s", strerror(errno));
 		unlink(srv->path);

@@ -1,6 +1,6 @@
 /*
  * ctl_server.h - the control socket's server: one background thread that
- * accepts owner-only connections on <runtime dir>/<pid>.sock, reads one
+ * accepts owner-only connections on <runtime dir>/<pid>.<token>.sock, reads one
  * framed request per connection, hands it to a handler and writes the
  * response.  It never touches the hot path; the handler runs on this thread.
  *
@@ -32,7 +32,7 @@ struct nbpf_ctl_server_opts {
 	const char *dir;        /* NULL: nbpf_ctl_runtime_dir() */
 	nbpf_ctl_handler_fn handler;
 	void *user;
-	int client_timeout_ms;  /* 0: $NCCLBPF_CTL_TIMEOUT_MS or 2000 */
+	int client_timeout_ms;  /* 0: 2000 (the plugin passes NCCLBPF_CTL_TIMEOUT_MS) */
 	int max_clients;        /* 0: 16 */
 	/*
 	 * Optional extra descriptor (e.g. inotify) polled by the same thread:

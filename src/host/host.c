@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "epoch.h"
+#include "file.h"
 #include "host_env.h"
 #include "load_status.h"
 
@@ -27,7 +28,18 @@ _Atomic(struct nbpf_image *) nbpf_host_published;
 /* Starts at 1 so that a zeroed cache (ver 0) never matches. */
 struct nbpf_host_chain_ver nbpf_host_chain = { .v = 1 };
 
+/*
+ * Two locks, always taken in this order.  g_load_lock serialises building
+ * images (reading files, verifying, compiling: milliseconds, and whatever a
+ * slow file system costs) and keeps the published image alive while a load
+ * shares its maps.  g_lock guards everything else and is only held for
+ * short, non-blocking work, so a communicator's init or finalize never waits
+ * for a reload.
+ */
+static pthread_mutex_t g_load_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_loaded = PTHREAD_COND_INITIALIZER; /* g_first_loading went false */
+static bool g_first_loading;          /* the first acquire is loading NCCLBPF_POLICY, under g_lock */
 static int g_refs;                    /* under g_lock */
 static struct nbpf_settings g_settings;
 static const char *const *g_extra_settings; /* the upper layers' names, under g_lock */
@@ -133,10 +145,42 @@ static bool setting_known(const char *name, size_t len)
 	return false;
 }
 
-static bool parse_bool(const char *v)
+bool nbpf_host_setting_bool(const char *name, bool def)
 {
-	return v && (!strcmp(v, "1") || !strcasecmp(v, "yes") || !strcasecmp(v, "true") ||
-		     !strcasecmp(v, "on"));
+	static const char *const yes[] = { "1", "yes", "on", "true" };
+	static const char *const no[] = { "0", "no", "off", "false" };
+	const char *v = getenv(name);
+
+	if (!v || !*v)
+		return def;
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		if (!strcasecmp(v, yes[i]))
+			return true;
+		if (!strcasecmp(v, no[i]))
+			return false;
+	}
+	nbpf_host_log(NBPF_NCCL_LOG_WARN, NBPF_NCCL_INIT,
+		      "%s=%s: not a boolean (0/1, no/yes, off/on, false/true); using %s", name, v,
+		      def ? "1" : "0");
+	return def;
+}
+
+long long nbpf_host_setting_int(const char *name, long long min, long long max, long long def)
+{
+	const char *v = getenv(name);
+	char *end;
+	long long x;
+
+	if (!v || !*v)
+		return def;
+	errno = 0;
+	x = strtoll(v, &end, 10);
+	if (errno || *end || end == v || x < min || x > max) {
+		nbpf_host_log(NBPF_NCCL_LOG_WARN, NBPF_NCCL_INIT,
+			      "%s=%s: not a number in %lld..%lld; using %lld", name, v, min, max, def);
+		return def;
+	}
+	return x;
 }
 
 /* Reads every NCCLBPF_* variable; bad values and unknown names get one WARN each. */
@@ -181,10 +225,14 @@ static void settings_read(struct nbpf_settings *s)
 			nbpf_host_log(NBPF_NCCL_LOG_WARN, NBPF_NCCL_INIT,
 				      "NCCLBPF_ENGINE=%s: unknown engine (jit|interp); using the default", v);
 	}
-	s->strict_consistency = parse_bool(getenv("NCCLBPF_STRICT_CONSISTENCY"));
-	s->stats = parse_bool(getenv("NCCLBPF_STATS"));
+	s->strict_consistency = nbpf_host_setting_bool("NCCLBPF_STRICT_CONSISTENCY", false);
+	s->stats = nbpf_host_setting_bool("NCCLBPF_STATS", false);
 	v = getenv("NCCLBPF_MAP_DIR");
-	if (v && strlen(v) < sizeof(s->map_dir))
+	if (v && strlen(v) >= sizeof(s->map_dir))
+		nbpf_host_log(NBPF_NCCL_LOG_WARN, NBPF_NCCL_INIT,
+			      "NCCLBPF_MAP_DIR is longer than %zu bytes; using the default directory",
+			      sizeof(s->map_dir) - 1);
+	else if (v)
 		strcpy(s->map_dir, v);
 	v = getenv("NCCLBPF_PROFILER_MASK");
 	if (v && *v) {
@@ -389,8 +437,19 @@ static int image_add_programs(struct nbpf_image *img, struct ncclbpf_object *obj
 }
 
 /* Caller holds the host lock (map sharing reads the published image). */
-static int load_image_locked(const char *paths, struct nbpf_image **out, char *errbuf,
-			     size_t errlen)
+/* "PATH: cannot load: WHY", naming the path once even when the runtime's message starts with it. */
+static void load_error(const char *path, char *errbuf, size_t errlen)
+{
+	const char *why = ncclbpf_errmsg();
+	size_t n = strlen(path);
+
+	if (!strncmp(why, path, n) && !strncmp(why + n, ": ", 2))
+		why += n + 2;
+	snprintf(errbuf, errlen, "%s: cannot load: %s", path, why);
+}
+
+/* Builds an image with g_load_lock held and g_lock not held. */
+static int load_image(const char *paths, struct nbpf_image **out, char *errbuf, size_t errlen)
 {
 	struct nbpf_image *img;
 	struct reuse_ctx rc;
@@ -406,7 +465,9 @@ static int load_image_locked(const char *paths, struct nbpf_image **out, char *e
 	if (!img || !(img->spec = strdup(paths ? paths : ""))) {
 		free(img);
 		snprintf(errbuf, errlen, "out of memory");
+		pthread_mutex_lock(&g_lock);
 		nbpf_load_status_refused_locked(paths, -ENOMEM, NULL, NULL, "out of memory", 0);
+		pthread_mutex_unlock(&g_lock);
 		return -ENOMEM;
 	}
 	list = strdup(img->spec);
@@ -422,6 +483,9 @@ static int load_image_locked(const char *paths, struct nbpf_image **out, char *e
 						.map_reuse_user = &rc,
 						.map_dir = g_settings.map_dir[0] ? g_settings.map_dir : NULL };
 		struct ncclbpf_object *obj = NULL;
+		const char *slash = strrchr(path, '/');
+		void *buf = NULL;
+		size_t len = 0;
 
 		if (!*path)
 			continue;
@@ -431,32 +495,40 @@ static int load_image_locked(const char *paths, struct nbpf_image **out, char *e
 			snprintf(errbuf, errlen, "more than %d objects", NBPF_HOST_MAX_OBJS);
 			goto out;
 		}
-		err = ncclbpf_object__open_file(path, &oo, &obj);
+		/* One read per file: the object and its env table come from the same bytes. */
+		oo.object_name = slash ? slash + 1 : path;
+		err = nbpf_read_regular_file(path, NBPF_HOST_MAX_FILE, &buf, &len);
+		if (!err)
+			err = ncclbpf_object__open_mem(buf, len, &oo, &obj);
 		if (err) {
-			snprintf(errbuf, errlen, "%s: cannot load: %s", path, ncclbpf_errmsg());
+			free(buf);
+			load_error(path, errbuf, errlen);
 			goto out;
 		}
 		img->objs[img->n_objs++] = obj;
 		err = image_add_programs(img, obj, path, &bad_prog, errbuf, errlen);
-		if (err)
-			goto out;
-		err = nbpf_env_read_overrides(path, img, errbuf, errlen);
+		if (!err)
+			err = nbpf_env_read_overrides(path, buf, len, img, errbuf, errlen);
+		free(buf);
 		if (err)
 			goto out;
 	}
 	img->load_ns = nbpf_now_ns() - t0;
 	img->loaded_at = realtime_ns();
 out:
-	if (err) {
+	pthread_mutex_lock(&g_lock);
+	if (err)
 		/* Recorded before the free: bad_obj points into list, bad_prog into img. */
 		nbpf_load_status_refused_locked(img->spec, err, bad_obj, bad_prog,
 						errlen ? errbuf : "", nbpf_now_ns() - t0);
-		free(list);
+	else
+		nbpf_load_status_loaded_locked(img);
+	pthread_mutex_unlock(&g_lock);
+	free(list);
+	if (err) {
 		nbpf_host_image_free(img);
 		return err;
 	}
-	free(list);
-	nbpf_load_status_loaded_locked(img);
 	*out = img;
 	return 0;
 }
@@ -468,9 +540,9 @@ int nbpf_host_load_image(const char *paths, struct nbpf_image **out, char *errbu
 
 	if (!out)
 		return -EINVAL;
-	pthread_mutex_lock(&g_lock);
-	err = load_image_locked(paths, out, errbuf, errlen);
-	pthread_mutex_unlock(&g_lock);
+	pthread_mutex_lock(&g_load_lock);
+	err = load_image(paths, out, errbuf, errlen);
+	pthread_mutex_unlock(&g_load_lock);
 	return err;
 }
 
@@ -684,6 +756,8 @@ int nbpf_host_rollback(uint64_t at_call)
 	struct nbpf_image *img, *src;
 	int err = -ENOENT;
 
+	/* g_load_lock first: a load in progress may be sharing the maps of the image we replace. */
+	pthread_mutex_lock(&g_load_lock);
 	pthread_mutex_lock(&g_lock);
 	src = g_rollback;
 	if (!src)
@@ -699,6 +773,7 @@ int nbpf_host_rollback(uint64_t at_call)
 		g_rollback = NULL; /* replaced nothing loaded: no further target */
 out:
 	pthread_mutex_unlock(&g_lock);
+	pthread_mutex_unlock(&g_load_lock);
 	return err;
 }
 
@@ -730,43 +805,66 @@ static void log_image(const struct nbpf_image *img)
 
 void nbpf_host_acquire(nbpf_host_logger_t logger, const char *const *extra_settings)
 {
+	struct nbpf_image *img = NULL;
+	char err[NBPF_HOST_ERRLEN];
+
 	pthread_mutex_lock(&g_lock);
 	if (logger) {
 		nbpf_host_logger_t none = NULL;
 
 		atomic_compare_exchange_strong(&g_logger, &none, logger);
 	}
-	if (g_refs++ == 0) {
-		struct nbpf_image *img = NULL;
-		char err[NBPF_HOST_ERRLEN];
-
-		g_extra_settings = extra_settings;
-		settings_read(&g_settings);
-		ncclbpf_set_logger(runtime_log);
-		if (g_settings.policy[0]) {
-			if (load_image_locked(g_settings.policy, &img, err, sizeof(err)))
-				nbpf_host_log(NBPF_NCCL_LOG_WARN, NBPF_NCCL_INIT,
-					      "policy not loaded, NCCL's defaults apply: %s", err);
-			else {
-				log_image(img);
-				publish_locked(img, 0);
-			}
-		} else {
-			nbpf_host_log(NBPF_NCCL_LOG_INFO, NBPF_NCCL_INIT,
-				      "NCCLBPF_POLICY is not set; NCCL's defaults apply");
-		}
+	/*
+	 * Later contexts wait for the first one's policy (two ranks of one
+	 * communicator in one process must start on the same image), never for
+	 * a reload: reloads run under g_load_lock alone.
+	 */
+	while (g_first_loading)
+		pthread_cond_wait(&g_loaded, &g_lock);
+	if (g_refs++ > 0) {
+		pthread_mutex_unlock(&g_lock);
+		return;
 	}
+	g_extra_settings = extra_settings;
+	settings_read(&g_settings);
+	ncclbpf_set_logger(runtime_log);
+	if (!g_settings.policy[0]) {
+		nbpf_host_log(NBPF_NCCL_LOG_INFO, NBPF_NCCL_INIT,
+			      "NCCLBPF_POLICY is not set; NCCL's defaults apply");
+		pthread_mutex_unlock(&g_lock);
+		return;
+	}
+	g_first_loading = true;
 	pthread_mutex_unlock(&g_lock);
+
+	pthread_mutex_lock(&g_load_lock);
+	if (load_image(g_settings.policy, &img, err, sizeof(err)))
+		nbpf_host_log(NBPF_NCCL_LOG_WARN, NBPF_NCCL_INIT,
+			      "policy not loaded, NCCL's defaults apply: %s", err);
+	else
+		log_image(img);
+	pthread_mutex_lock(&g_lock);
+	if (img)
+		publish_locked(img, 0);
+	g_first_loading = false;
+	pthread_cond_broadcast(&g_loaded);
+	pthread_mutex_unlock(&g_lock);
+	pthread_mutex_unlock(&g_load_lock);
 }
 
 void nbpf_host_release(void)
 {
 	pthread_mutex_lock(&g_lock);
-	if (g_refs <= 0) {
+	if (g_refs > 1) {
+		g_refs--;
 		pthread_mutex_unlock(&g_lock);
 		return;
 	}
-	if (--g_refs == 0) {
+	pthread_mutex_unlock(&g_lock);
+	/* Possibly the last: no load may be sharing the maps we are about to free. */
+	pthread_mutex_lock(&g_load_lock);
+	pthread_mutex_lock(&g_lock);
+	if (g_refs > 0 && --g_refs == 0) {
 		atomic_store_explicit(&nbpf_host_published, NULL, memory_order_release);
 		chain_changed();
 		g_rollback = NULL;
@@ -777,6 +875,7 @@ void nbpf_host_release(void)
 		g_extra_settings = NULL;
 	}
 	pthread_mutex_unlock(&g_lock);
+	pthread_mutex_unlock(&g_load_lock);
 }
 
 /* ---- registry ---------------------------------------------------------- */
@@ -816,7 +915,12 @@ void nbpf_host_comm_remove(struct nbpf_comm *c)
 			break;
 		}
 	pthread_mutex_unlock(&g_lock);
-	free(c);
+	if (!nbpf_epoch_defer(free, c))
+		return;
+	if (!nbpf_epoch_in_section()) { /* nothing queued: wait instead */
+		nbpf_epoch_synchronize();
+		free(c);
+	}
 }
 
 int nbpf_host_comm_foreach(int (*fn)(void *user, const struct nbpf_comm *c), void *user)
@@ -853,18 +957,18 @@ void nbpf_host_prog_totals(uint32_t slot, uint64_t *runs, uint64_t *ns)
 const char *nbpf_host_env_lookup(const char *name, char *buf, size_t n)
 {
 	const char *ret = NULL;
+	struct nbpf_image *cur;
 
 	if (!name || !buf || !n)
 		return NULL;
-	pthread_mutex_lock(&g_lock);
-	struct nbpf_image *cur = atomic_load_explicit(&nbpf_host_published, memory_order_relaxed);
-
+	nbpf_epoch_enter();
+	cur = atomic_load_explicit(&nbpf_host_published, memory_order_acquire);
 	for (uint32_t i = 0; cur && i < cur->n_env; i++)
 		if (!strcmp(cur->env[i].name, name)) {
 			snprintf(buf, n, "%s", cur->env[i].value);
 			ret = buf;
 			break;
 		}
-	pthread_mutex_unlock(&g_lock);
+	nbpf_epoch_exit();
 	return ret;
 }

@@ -40,6 +40,7 @@
 /* ---- limits ---------------------------------------------------------- */
 
 #define NBPF_HOST_MAX_OBJS   16  /* objects in one NCCLBPF_POLICY */
+#define NBPF_HOST_MAX_FILE   (256u << 20) /* bytes of one object file, as the loader allows */
 #define NBPF_HOST_MAX_PROGS  32  /* programs in one image */
 #define NBPF_HOST_MAX_ENV    64  /* env overrides in one image */
 #define NBPF_HOST_ERRLEN     512
@@ -234,6 +235,15 @@ struct nbpf_settings {
 /* Settings read at the first acquire (valid while the host is acquired). */
 const struct nbpf_settings *nbpf_host_settings(void);
 
+/*
+ * One parser for every NCCLBPF_* value, so each layer's settings accept the
+ * same spellings.  A boolean is 0/1, no/yes, off/on or false/true (any
+ * case); an integer is decimal within [min, max].  Unset or empty gives
+ * def; anything else logs one WARN naming the setting and gives def.
+ */
+bool nbpf_host_setting_bool(const char *name, bool def);
+long long nbpf_host_setting_int(const char *name, long long min, long long max, long long def);
+
 /* ---- communicators --------------------------------------------------------- */
 
 enum nbpf_comm_kind {
@@ -287,6 +297,8 @@ struct nbpf_comm {
 	/* profiler telemetry, [coll type (last: other)][size class] */
 	_Atomic uint64_t colls_seen;                  /* completed collectives */
 	_Atomic uint64_t events_dropped;              /* pool full: event not tracked */
+	_Atomic uint64_t colls_abandoned;             /* Coll never stopped: dropped by the sweep */
+	_Atomic uint64_t colls_unrun;                 /* left at finalize past the program budget */
 	struct nbpf_telemetry tele[NCCLBPF_NUM_COLLS + 1][NBPF_SIZE_CLASSES];
 
 	struct nbpf_comm *next;  /* registry list, under the host lock */
@@ -300,7 +312,12 @@ struct nbpf_comm {
 struct nbpf_comm *nbpf_host_comm_add(enum nbpf_comm_kind kind, int abi_version,
 				     uint64_t comm_id, int rank, uint32_t n_ranks,
 				     uint32_t n_nodes);
-/* Unregisters and frees c (NULL ok).  Caller guarantees no callback uses it. */
+/*
+ * Unregisters c (NULL ok) and frees it after an epoch grace period, so a
+ * callback of another thread still counting into it is safe.  Not inside
+ * a section unless the caller can afford a leak when the deferral cannot
+ * be queued (out of memory).
+ */
 void nbpf_host_comm_remove(struct nbpf_comm *c);
 
 /*
@@ -432,7 +449,8 @@ int nbpf_coll_from_name(const char *s);
 
 /*
  * Value for an NCCL variable from the current image's env overrides, or
- * NULL.  Copies into buf (size n) under the host lock, so the caller's
+ * NULL.  Copies into buf (size n) inside an epoch section (no lock: a
+ * reload that is loading or verifying never delays it), so the caller's
  * buffer stays valid whatever is published later.  Returns buf or NULL.
  */
 const char *nbpf_host_env_lookup(const char *name, char *buf, size_t n);

@@ -87,19 +87,17 @@ static int parse_table(const char *path, const char *text, size_t len, struct nb
 	return 0;
 }
 
-int nbpf_env_read_overrides(const char *path, struct nbpf_image *img, char *errbuf,
-			    size_t errlen)
+int nbpf_env_read_overrides(const char *path, const void *buf, size_t len,
+			    struct nbpf_image *img, char *errbuf, size_t errlen)
 {
 	Elf *elf = NULL;
 	Elf_Scn *scn = NULL;
-	int fd, err = 0;
+	int err = 0;
 
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0; /* the loader already reported unreadable files */
-	elf = elf_begin(fd, ELF_C_READ, NULL);
+	/* The bytes the loader opened: no second open that could name another file. */
+	elf = elf_memory((char *)buf, len);
 	if (!elf)
 		goto out;
 	while ((scn = elf_nextscn(elf, scn))) {
@@ -140,6 +138,5 @@ int nbpf_env_read_overrides(const char *path, struct nbpf_image *img, char *errb
 out:
 	if (elf)
 		elf_end(elf);
-	close(fd);
 	return err;
 }

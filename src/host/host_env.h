@@ -18,13 +18,14 @@ struct nbpf_image;
 #define NBPF_ENV_SYMBOL "ncclbpf_env"
 
 /*
- * Appends path's overrides to img->env (names already there win: the
+ * Appends the overrides of the object file whose bytes are buf/len (path
+ * names it in messages) to img->env (names already there win: the
  * first object in NCCLBPF_POLICY decides).  Returns 0 when the object has
  * none; a negative errno and errbuf for a malformed table (a name that is
  * not NCCL_[A-Z0-9_]+, a line without '=', a value with control bytes,
  * more than NBPF_HOST_MAX_ENV entries).
  */
-int nbpf_env_read_overrides(const char *path, struct nbpf_image *img, char *errbuf,
-			    size_t errlen);
+int nbpf_env_read_overrides(const char *path, const void *buf, size_t len,
+			    struct nbpf_image *img, char *errbuf, size_t errlen);
 
 #endif

@@ -28,10 +28,8 @@ void nbpf_plugin_acquire(nbpf_nccl_logger_t logger)
 	if (plugin_refs++ == 0) {
 		int err = nbpf_ctl_start();
 
+		/* On failure nbpf_ctl_start has said why, once. */
 		ctl_running = !err;
-		if (err)
-			nbpf_host_log(NBPF_NCCL_LOG_WARN, NBPF_NCCL_INIT,
-				      "control socket not started (%d); policies cannot be reloaded", err);
 	}
 	pthread_mutex_unlock(&plugin_lock);
 }

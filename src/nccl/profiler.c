@@ -3,25 +3,51 @@
  * measures each collective and hands SEC("profiler") programs a completed
  * struct ncclbpf_coll_record; fills the host telemetry.
  *
- * Handles.  An event handle is never a pointer: it encodes
- *     [63:48] slot generation (16 bits, never 0)   [47:42] context tag
- *     [41:32] context table index                  [31:0]  event slot
- * so a late recordEventState after stopEvent, a duplicate stop, a handle of
- * a finalized context or NULL all resolve to "no such event": a no-op.
+ * Handles.  Neither the context NCCL holds nor an event handle is a
+ * pointer.  A context is named by its serial, a 32-bit number that is never
+ * 0 and never repeats among the last 2^32 inits of the process; an event
+ * handle is
+ *     [63:32] context serial   [31:11] slot generation (21 bits, never 0)
+ *     [10:0]  event slot
+ * so a late recordEventState after stopEvent, a duplicate stop, a handle or
+ * a context of a finalized context (however many contexts came and went
+ * since), NULL or a foreign value all resolve to "no such event": a no-op.
+ *
+ * Slot word.  Each slot's generation, state and, for a Coll, its pending
+ * references live in one atomic word, so every transition is one CAS that
+ * also checks the generation: a thread holding a stale view of a slot that
+ * was completed and reused can never stop, complete or decrement its new
+ * occupant.  A channel folding its GPU span into its Coll marks it busy
+ * first (the sweep skips busy Colls), so those stores never land in a
+ * reused slot either.
  *
  * Lifetime of a Coll.  It holds one reference for itself (dropped at its
  * stop) and one per KernelCh channel it announces (coll.nChannels, when
  * KernelCh timing is on, v4+), dropped when that channel's KernelCh stops.
  * Whoever drops the last reference completes it: latency = max(KernelCh
  * stop) - min(KernelCh start) (GPU clock, ns) when both exist, else host
- * time between Coll start and stop.  Stopped Colls whose channels never
- * report are completed with host time by a sweep when the pool runs low
- * and at finalize, so nothing leaks.
+ * time between Coll start and stop.  A stopped Coll whose channels stop
+ * reporting for PROF_STALE_NS is completed with what is known by a sweep;
+ * a Coll never stopped for PROF_ABANDON_NS is dropped (counted, no program
+ * run); finalize completes what is left.
+ *
+ * Bounded work.  The sweep is a clock hand that advances on every Coll
+ * start while the pool is low (under a quarter free) and on every
+ * PROF_SWEEP_EVERY-th otherwise: each step looks at PROF_SWEEP_SCAN slots
+ * and runs programs for at most PROF_SWEEP_RUNS stale records (more stale
+ * ones wait for later steps), so a callback never costs more than a few
+ * program runs whatever the pool holds, and every stale record is handed
+ * over eventually.  Finalize runs programs
+ * for at most PROF_FINAL_RUNS leftover records; the rest reach the
+ * telemetry only and are counted (colls_unrun).
  *
  * Threads.  Group/Coll events come from the launching thread, KernelCh from
- * the proxy thread; slot state changes are atomic, the free list is a
- * tagged lock-free stack.  Callbacks run inside an epoch section; finalize
- * unpublishes the context and waits a grace period before freeing it.
+ * the proxy thread, and NCCL may still call in from its proxy thread while
+ * another thread finalizes the context.  Every callback runs inside an
+ * epoch section and finds its context through the table by serial;
+ * finalize unpublishes the context and retires it (and its communicator
+ * record) through the epoch, so nothing a callback holds is freed under it.
+ * The free list is a tagged lock-free stack.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -33,28 +59,47 @@
 #include "host/host.h"
 #include "plugin.h"
 
-#define PROF_POOL      2048u
-#define PROF_MAX_CTX   1024u
-#define PROF_NONE      UINT32_MAX
-#define PROF_STALE_NS  1000000000ull /* stopped Coll waiting this long for channels: complete */
+#define PROF_POOL         2048u  /* slots per context: PROF_SLOT_BITS wide */
+#define PROF_SLOT_BITS    11
+#define PROF_GEN_MASK     0x1fffffu /* 21 bits of generation in a handle */
+#define PROF_MAX_CTX      1024u
+#define PROF_NONE         UINT32_MAX
+#define PROF_STALE_NS     1000000000ull  /* stopped Coll waiting this long for channels */
+#define PROF_ABANDON_NS   60000000000ull /* Coll never stopped after this long: dropped */
+#define PROF_SWEEP_SCAN   32u    /* slots one Coll start looks at while the pool is low */
+#define PROF_SWEEP_RUNS   2u     /* stale records one Coll start hands to programs */
+#define PROF_SWEEP_EVERY  64u    /* pool not low: one sweep step per this many Coll starts */
+#define PROF_FINAL_RUNS   64u    /* leftover records finalize hands to programs */
 
+_Static_assert(PROF_POOL == 1u << PROF_SLOT_BITS, "slot field of a handle");
+
+/*
+ * Slot word: [63:32] generation   [27:20] channels folding in their span
+ *            [15:8] KernelCh references left   [4] the Coll's own reference
+ *            [1:0] state
+ */
 enum { EV_FREE = 0, EV_LIVE = 1, EV_STOPPED = 2 };
+#define W_STATE(w)  ((uint32_t)(w) & 3u)
+#define W_SELF      (1u << 4)
+#define W_KCH(w)    (((uint32_t)(w) >> 8) & 0xffu)
+#define W_KCH1      (1u << 8)
+#define W_REFS(w)   ((uint32_t)(w) & (W_SELF | 0xff00u))
+#define W_BUSY(w)   (((uint32_t)(w) >> 20) & 0xffu)
+#define W_BUSY1     (1u << 20)
+#define W_GEN(w)    ((uint32_t)((w) >> 32))
+#define W_MAKE(g, low) ((uint64_t)(g) << 32 | (uint32_t)(low))
 
 struct pev {
-	_Atomic uint32_t gen;      /* low 16 bits match the handle while the slot is in use */
-	_Atomic uint32_t state;
-	uint32_t type;             /* NBPF_PROF_* bit */
-	uint32_t next_free;
+	_Atomic uint64_t w;        /* slot word, see above */
+	_Atomic uint32_t type;     /* NBPF_PROF_* bit */
+	_Atomic uint32_t next_free; /* free-list link, written by pushers */
 	uint64_t parent;           /* KernelCh: parent Coll handle */
 	/* Coll */
 	uint64_t seq, bytes;
 	int32_t coll, algo, proto;
-	uint32_t nch, kch_expected;
+	uint32_t nch;
 	int32_t rank;              /* from the Coll descriptor (v1..v3 contexts know none) */
-	_Atomic uint32_t kch_done;
-	_Atomic int32_t refs;
-	_Atomic uint32_t completed;
-	uint64_t host_start;
+	_Atomic uint64_t host_start; /* read by the sweep, which may race with a reuse */
 	_Atomic uint64_t host_stop;
 	_Atomic uint64_t gpu_start, gpu_stop;
 	/* KernelCh */
@@ -64,50 +109,84 @@ struct pev {
 
 struct pctx {
 	int abi;
-	uint32_t index, tag;
+	uint32_t serial;           /* never 0; table index = serial % PROF_MAX_CTX */
 	uint64_t comm_id;
 	int rank;
 	uint32_t n_ranks;
 	int *mask_ptr;             /* NCCL's process-global activation mask */
 	bool kch_timing;           /* KernelCh carries timestamps (v4+) */
 	struct nbpf_comm *comm;
-	_Atomic uint64_t free_head; /* (aba tag << 32) | (slot + 1), 0 = empty */
+	_Alignas(64) _Atomic uint64_t free_head; /* (aba tag << 32) | (slot + 1), 0 = empty */
 	_Atomic uint32_t n_free;
+	_Atomic uint32_t hand;     /* sweep cursor */
+	_Atomic uint32_t starts;   /* Coll starts, paces the sweep while the pool is not low */
 	struct pev ev[PROF_POOL];
 };
 
 static pthread_mutex_t g_tab_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic(struct pctx *) g_tab[PROF_MAX_CTX];
-static uint32_t g_tab_tag[PROF_MAX_CTX];
+/* Under g_tab_lock.  Starts at a clock-derived value (never 0) the first
+ * time, so a context of an earlier load of this library (dlclose, then
+ * dlopen again) is unlikely to share a serial with one of this load. */
+static uint32_t g_next_serial;
 
-/* ---- handles and the pool --------------------------------------------- */
+/* ---- contexts, handles and the pool ------------------------------------- */
+
+static inline void *ctx_handle(const struct pctx *p)
+{
+	return (void *)(uintptr_t)((uint64_t)p->serial << 32);
+}
+
+/* The live context a serial names, or NULL.  Inside an epoch section. */
+static struct pctx *ctx_find(uint32_t serial)
+{
+	struct pctx *p;
+
+	if (!serial)
+		return NULL;
+	p = atomic_load_explicit(&g_tab[serial % PROF_MAX_CTX], memory_order_acquire);
+	return p && p->serial == serial ? p : NULL;
+}
+
+static struct pctx *ctx_get(const void *ctx)
+{
+	uint64_t h = (uint64_t)(uintptr_t)ctx;
+
+	return (uint32_t)h ? NULL : ctx_find((uint32_t)(h >> 32));
+}
 
 static inline void *handle_make(const struct pctx *p, uint32_t idx, uint32_t gen)
 {
-	uint64_t h = ((uint64_t)(gen & 0xffff) << 48) | ((uint64_t)(p->tag & 0x3f) << 42) |
-		     ((uint64_t)p->index << 32) | idx;
+	uint64_t h = (uint64_t)p->serial << 32 | (uint64_t)(gen & PROF_GEN_MASK) << PROF_SLOT_BITS |
+		     idx;
 
 	return (void *)(uintptr_t)h;
 }
 
-/* Resolves a handle to its live context and slot; NULL when stale or foreign. */
-static struct pev *handle_get(const void *handle, struct pctx **out)
+static inline uint32_t handle_gen(const void *handle)
 {
-	uint64_t h = (uint64_t)(uintptr_t)handle;
-	uint32_t ci = (uint32_t)(h >> 32) & 0x3ff, idx = (uint32_t)h;
-	struct pctx *p;
+	return (uint32_t)((uintptr_t)handle >> PROF_SLOT_BITS) & PROF_GEN_MASK;
+}
+
+/*
+ * Resolves a handle to its live context and slot, and the slot word seen
+ * (generation matching, not free); NULL when stale or foreign.  Inside an
+ * epoch section.
+ */
+static struct pev *handle_get(const void *handle, struct pctx **out, uint64_t *wout)
+{
+	uint64_t h = (uint64_t)(uintptr_t)handle, w;
+	struct pctx *p = ctx_find((uint32_t)(h >> 32));
 	struct pev *e;
 
-	if (!h || ci >= PROF_MAX_CTX)
+	if (!p)
 		return NULL;
-	p = atomic_load_explicit(&g_tab[ci], memory_order_acquire);
-	if (!p || (p->tag & 0x3f) != ((h >> 42) & 0x3f) || idx >= PROF_POOL)
-		return NULL;
-	e = &p->ev[idx];
-	if ((atomic_load_explicit(&e->gen, memory_order_acquire) & 0xffff) != (h >> 48) ||
-	    atomic_load_explicit(&e->state, memory_order_acquire) == EV_FREE)
+	e = &p->ev[h & (PROF_POOL - 1)];
+	w = atomic_load_explicit(&e->w, memory_order_acquire);
+	if (W_GEN(w) != handle_gen(handle) || W_STATE(w) == EV_FREE)
 		return NULL;
 	*out = p;
+	*wout = w;
 	return e;
 }
 
@@ -116,40 +195,45 @@ static uint32_t pool_pop(struct pctx *p)
 	uint64_t head = atomic_load_explicit(&p->free_head, memory_order_acquire);
 
 	for (;;) {
-		uint32_t slot = (uint32_t)head;
+		uint32_t slot = (uint32_t)head, nf;
 		uint64_t next;
 
 		if (!slot)
 			return PROF_NONE;
-		next = ((head >> 32) + 1) << 32 |
-		       (p->ev[slot - 1].next_free == PROF_NONE ? 0 : p->ev[slot - 1].next_free + 1);
+		/* May read a link its new owner is not using: the tag then fails the CAS. */
+		nf = atomic_load_explicit(&p->ev[slot - 1].next_free, memory_order_relaxed);
+		next = ((head >> 32) + 1) << 32 | (nf == PROF_NONE ? 0 : nf + 1);
 		if (atomic_compare_exchange_weak_explicit(&p->free_head, &head, next,
-							  memory_order_acq_rel, memory_order_acquire)) {
+							  memory_order_acquire, memory_order_acquire)) {
 			atomic_fetch_sub_explicit(&p->n_free, 1, memory_order_relaxed);
 			return slot - 1;
 		}
 	}
 }
 
-/* Retires a slot: bumps its generation (stale handles stop matching) and frees it. */
+/*
+ * Retires a slot its caller owns (it won the transition that ended the
+ * event): bumps its generation, so stale handles stop matching and stale
+ * CASes fail, and frees it.
+ */
 static void pool_push(struct pctx *p, uint32_t idx)
 {
 	struct pev *e = &p->ev[idx];
-	uint32_t g = atomic_load_explicit(&e->gen, memory_order_relaxed) + 1;
+	uint32_t g = (W_GEN(atomic_load_explicit(&e->w, memory_order_relaxed)) + 1) & PROF_GEN_MASK;
 	uint64_t head;
 
-	if (!(g & 0xffff))
-		g++;
-	atomic_store_explicit(&e->gen, g, memory_order_release);
-	atomic_store_explicit(&e->state, EV_FREE, memory_order_release);
-	head = atomic_load_explicit(&p->free_head, memory_order_acquire);
+	if (!g)
+		g = 1;
+	atomic_store_explicit(&e->w, W_MAKE(g, EV_FREE), memory_order_release);
+	head = atomic_load_explicit(&p->free_head, memory_order_relaxed);
 	do {
 		uint32_t slot = (uint32_t)head;
 
-		e->next_free = slot ? slot - 1 : PROF_NONE;
+		atomic_store_explicit(&e->next_free, slot ? slot - 1 : PROF_NONE,
+				      memory_order_relaxed);
 	} while (!atomic_compare_exchange_weak_explicit(&p->free_head, &head,
 							((head >> 32) + 1) << 32 | (idx + 1),
-							memory_order_acq_rel, memory_order_acquire));
+							memory_order_release, memory_order_relaxed));
 	atomic_fetch_add_explicit(&p->n_free, 1, memory_order_relaxed);
 }
 
@@ -332,18 +416,23 @@ static void run_programs(struct pctx *p, struct ncclbpf_coll_record *r)
 	}
 }
 
-static void coll_complete(struct pctx *p, uint32_t idx)
+/*
+ * Completes a Coll whose last reference the caller dropped (it owns the
+ * slot now): builds the record, hands it to the programs when run is set
+ * (else counts it in colls_unrun), adds it to the telemetry, frees the slot.
+ */
+static void coll_complete(struct pctx *p, uint32_t idx, bool run)
 {
 	struct pev *e = &p->ev[idx];
 	struct ncclbpf_coll_record r;
-	uint64_t gs, gt, hs;
-	uint32_t zero = 0;
+	uint64_t gs, gt, hs, h0;
 
-	if (!atomic_compare_exchange_strong(&e->completed, &zero, 1))
-		return;
 	gs = atomic_load_explicit(&e->gpu_start, memory_order_acquire);
 	gt = atomic_load_explicit(&e->gpu_stop, memory_order_acquire);
 	hs = atomic_load_explicit(&e->host_stop, memory_order_acquire);
+	h0 = atomic_load_explicit(&e->host_start, memory_order_relaxed);
+	if (!hs) /* its stopper won the stop but has not stored the time yet */
+		hs = nbpf_now_ns();
 	memset(&r, 0, sizeof(r));
 	r.comm_id = p->comm_id;
 	r.n_bytes = e->bytes;
@@ -358,36 +447,107 @@ static void coll_complete(struct pctx *p, uint32_t idx)
 		r.latency_ns = gt - gs;
 		r.gpu_timed = 1;
 	} else {
-		r.latency_ns = hs > e->host_start ? hs - e->host_start : 0;
+		r.latency_ns = hs > h0 ? hs - h0 : 0;
 	}
-	run_programs(p, &r);
+	if (run)
+		run_programs(p, &r);
+	else if (p->comm)
+		atomic_fetch_add_explicit(&p->comm->colls_unrun, 1, memory_order_relaxed);
 	if (p->comm)
 		telemetry_add(p->comm, &r);
 	pool_push(p, idx);
 }
 
-static inline void coll_put(struct pctx *p, uint32_t idx)
+/*
+ * Marks a channel of the Coll in slot word w (generation gen) as folding in
+ * its span: it keeps its reference meanwhile, and the sweep leaves a busy
+ * Coll alone, so the slot cannot be completed and reused under the
+ * channel's timestamp stores.  False when the slot no longer holds that
+ * Coll or it has no channel reference left.
+ */
+static bool coll_busy(struct pev *e, uint64_t w, uint32_t gen)
 {
-	if (atomic_fetch_sub_explicit(&p->ev[idx].refs, 1, memory_order_acq_rel) == 1)
-		coll_complete(p, idx);
+	do {
+		if (W_GEN(w) != gen || W_STATE(w) == EV_FREE || !W_KCH(w))
+			return false;
+	} while (!atomic_compare_exchange_weak_explicit(&e->w, &w, w + W_BUSY1,
+							memory_order_acq_rel, memory_order_acquire));
+	return true;
 }
 
-/* Completes stopped Colls whose channels stopped reporting (or all, at finalize). */
-static void sweep(struct pctx *p, bool all)
+/* Ends coll_busy and drops that channel's reference; true when it was the last. */
+static bool coll_put_kch(struct pev *e)
 {
-	uint64_t now = nbpf_now_ns();
+	uint64_t w = atomic_load_explicit(&e->w, memory_order_relaxed), nw;
 
-	for (uint32_t i = 0; i < PROF_POOL; i++) {
-		struct pev *e = &p->ev[i];
-		uint64_t hs;
+	do {
+		nw = w - W_BUSY1 - W_KCH1;
+	} while (!atomic_compare_exchange_weak_explicit(&e->w, &w, nw, memory_order_acq_rel,
+							memory_order_relaxed));
+	return W_REFS(nw) == 0;
+}
 
-		if (atomic_load_explicit(&e->state, memory_order_acquire) != EV_STOPPED ||
-		    e->type != NBPF_PROF_COLL)
-			continue;
-		hs = atomic_load_explicit(&e->host_stop, memory_order_acquire);
-		if (all || (hs && now - hs > PROF_STALE_NS))
-			coll_complete(p, i);
+/*
+ * Takes every reference left of the Coll in slot idx if it is still in the
+ * slot word w (same generation and state, references left): the caller
+ * then owns the slot.  Used by the sweep and by finalize.
+ */
+static bool coll_take(struct pev *e, uint64_t w)
+{
+	return atomic_compare_exchange_strong_explicit(&e->w, &w,
+						       W_MAKE(W_GEN(w), EV_STOPPED),
+						       memory_order_acq_rel, memory_order_relaxed);
+}
+
+/*
+ * Looks at one slot for the sweep: a stopped Coll whose channels stopped
+ * reporting PROF_STALE_NS ago is completed (with programs while *runs <
+ * max_runs, else left for a later call, or at finalize counted as unrun);
+ * a Coll never stopped for PROF_ABANDON_NS is dropped and counted.  At
+ * finalize (final) every stopped Coll is stale.
+ */
+static void sweep_slot(struct pctx *p, uint32_t i, uint64_t now, uint32_t *runs,
+		       uint32_t max_runs, bool final)
+{
+	struct pev *e = &p->ev[i];
+	uint64_t w = atomic_load_explicit(&e->w, memory_order_acquire), hs;
+	bool run;
+
+	if (W_STATE(w) == EV_FREE || !W_REFS(w) || W_BUSY(w) ||
+	    atomic_load_explicit(&e->type, memory_order_relaxed) != NBPF_PROF_COLL)
+		return;
+	if (W_STATE(w) == EV_LIVE) {
+		uint64_t h0 = atomic_load_explicit(&e->host_start, memory_order_relaxed);
+
+		if (final || now < h0 || now - h0 < PROF_ABANDON_NS || !coll_take(e, w))
+			return;
+		if (p->comm)
+			atomic_fetch_add_explicit(&p->comm->colls_abandoned, 1, memory_order_relaxed);
+		pool_push(p, i);
+		return;
 	}
+	hs = atomic_load_explicit(&e->host_stop, memory_order_acquire);
+	if (!final && (!hs || now < hs || now - hs <= PROF_STALE_NS))
+		return;
+	run = *runs < max_runs;
+	if (!run && !final)
+		return; /* this call's budget is spent: a later one completes it */
+	if (!coll_take(e, w))
+		return;
+	if (run)
+		(*runs)++;
+	coll_complete(p, i, run);
+}
+
+/* One step of the clock hand: PROF_SWEEP_SCAN slots, at most PROF_SWEEP_RUNS programs runs. */
+static void sweep_step(struct pctx *p)
+{
+	uint32_t at = atomic_fetch_add_explicit(&p->hand, PROF_SWEEP_SCAN, memory_order_relaxed);
+	uint64_t now = nbpf_now_ns();
+	uint32_t runs = 0;
+
+	for (uint32_t k = 0; k < PROF_SWEEP_SCAN; k++)
+		sweep_slot(p, (at + k) & (PROF_POOL - 1), now, &runs, PROF_SWEEP_RUNS, false);
 }
 
 /* ---- callbacks --------------------------------------------------------- */
@@ -408,81 +568,96 @@ static int wanted_mask(void)
 	return m;
 }
 
-static nbpf_nccl_result_t start_event(struct pctx *p, int abi, void **handle, const void *d)
+static void coll_fill(struct pctx *p, struct pev *e, int abi, const void *d, uint32_t *kch)
 {
-	uint32_t type, idx;
+	struct coll_info ci;
+
+	decode_coll(abi, d, &ci);
+	e->seq = ci.seq;
+	e->rank = ((const nbpf_prof_descr_v4_t *)d)->rank;
+	e->coll = ci.coll;
+	e->algo = ci.algo;
+	e->proto = ci.proto;
+	e->nch = ci.nch;
+	e->bytes = ci.count * (uint64_t)ci.dsize;
+	/* Same meaning as the tuner's nBytes. */
+	if ((ci.coll == NCCLBPF_COLL_ALLGATHER || ci.coll == NCCLBPF_COLL_REDUCESCATTER) &&
+	    p->n_ranks)
+		e->bytes *= p->n_ranks;
+	*kch = p->kch_timing && p->mask_ptr &&
+	       (__atomic_load_n(p->mask_ptr, __ATOMIC_RELAXED) & NBPF_PROF_KERNEL_CH) ?
+	       (ci.nch & 0xffu) : 0;
+	atomic_store_explicit(&e->gpu_start, UINT64_MAX, memory_order_relaxed);
+	atomic_store_explicit(&e->gpu_stop, 0, memory_order_relaxed);
+	atomic_store_explicit(&e->host_stop, 0, memory_order_relaxed);
+	atomic_store_explicit(&e->host_start, nbpf_now_ns(), memory_order_relaxed);
+}
+
+static nbpf_nccl_result_t start_event(void *ctx, int abi, void **handle, const void *d)
+{
+	uint32_t type, idx, kch = 0, gen;
+	struct pctx *p;
 	struct pev *e;
 
 	if (!handle)
 		return NBPF_NCCL_SUCCESS;
 	*handle = NULL;
-	if (!p || !d)
+	if (!ctx || !d)
 		return NBPF_NCCL_SUCCESS;
 	type = descr_type(abi, d);
 	if (type != NBPF_PROF_COLL && type != NBPF_PROF_KERNEL_CH && type != NBPF_PROF_GROUP &&
 	    type != NBPF_PROF_PROXY_OP && type != NBPF_PROF_PROXY_STEP)
 		return NBPF_NCCL_SUCCESS; /* untracked: NCCL skips stop/record for it */
+	nbpf_epoch_enter();
+	p = ctx_get(ctx);
+	if (!p)
+		goto out; /* finalized (or never ours): no event */
 	if (type == NBPF_PROF_COLL) {
 		int m = wanted_mask();
 
 		if (p->mask_ptr && __atomic_load_n(p->mask_ptr, __ATOMIC_RELAXED) != m)
 			__atomic_store_n(p->mask_ptr, m, __ATOMIC_RELAXED);
-		if (atomic_load_explicit(&p->n_free, memory_order_relaxed) < PROF_POOL / 4)
-			sweep(p, false);
+		if (atomic_load_explicit(&p->n_free, memory_order_relaxed) < PROF_POOL / 4 ||
+		    atomic_fetch_add_explicit(&p->starts, 1, memory_order_relaxed) %
+		    PROF_SWEEP_EVERY == 0)
+			sweep_step(p);
 	}
 	idx = pool_pop(p);
 	if (idx == PROF_NONE) {
 		if (p->comm)
 			atomic_fetch_add_explicit(&p->comm->events_dropped, 1, memory_order_relaxed);
-		return NBPF_NCCL_SUCCESS;
+		goto out;
 	}
 	e = &p->ev[idx];
-	e->type = type;
+	gen = W_GEN(atomic_load_explicit(&e->w, memory_order_relaxed));
+	atomic_store_explicit(&e->type, type, memory_order_relaxed);
 	e->parent = 0;
-	atomic_store_explicit(&e->completed, 0, memory_order_relaxed);
 	if (type == NBPF_PROF_COLL) {
-		struct coll_info ci;
-
-		decode_coll(abi, d, &ci);
-		e->seq = ci.seq;
-		e->rank = ((const nbpf_prof_descr_v4_t *)d)->rank;
-		e->coll = ci.coll;
-		e->algo = ci.algo;
-		e->proto = ci.proto;
-		e->nch = ci.nch;
-		e->bytes = ci.count * (uint64_t)ci.dsize;
-		/* Same meaning as the tuner's nBytes. */
-		if ((ci.coll == NCCLBPF_COLL_ALLGATHER || ci.coll == NCCLBPF_COLL_REDUCESCATTER) &&
-		    p->n_ranks)
-			e->bytes *= p->n_ranks;
-		e->kch_expected = p->kch_timing && p->mask_ptr &&
-				  (__atomic_load_n(p->mask_ptr, __ATOMIC_RELAXED) & NBPF_PROF_KERNEL_CH) ?
-				  ci.nch : 0;
-		atomic_store_explicit(&e->kch_done, 0, memory_order_relaxed);
-		atomic_store_explicit(&e->refs, 1 + (int32_t)e->kch_expected, memory_order_relaxed);
-		atomic_store_explicit(&e->gpu_start, UINT64_MAX, memory_order_relaxed);
-		atomic_store_explicit(&e->gpu_stop, 0, memory_order_relaxed);
-		atomic_store_explicit(&e->host_stop, 0, memory_order_relaxed);
-		e->host_start = nbpf_now_ns();
+		coll_fill(p, e, abi, d, &kch);
 	} else if (type == NBPF_PROF_KERNEL_CH) {
 		e->parent = (uint64_t)(uintptr_t)descr_parent(d);
 		e->k_start = descr_kch_start(abi, d);
 		atomic_store_explicit(&e->k_stop, 0, memory_order_relaxed);
 	}
-	atomic_store_explicit(&e->state, EV_LIVE, memory_order_release);
-	*handle = handle_make(p, idx, atomic_load_explicit(&e->gen, memory_order_relaxed));
+	atomic_store_explicit(&e->w, W_MAKE(gen, EV_LIVE | (type == NBPF_PROF_COLL ? W_SELF : 0) |
+					    kch << 8), memory_order_release);
+	*handle = handle_make(p, idx, gen);
+out:
+	nbpf_epoch_exit();
 	return NBPF_NCCL_SUCCESS;
 }
 
 /* Folds a finished KernelCh span into its parent Coll and drops its reference. */
 static void kch_finish(struct pev *k)
 {
+	void *parent = (void *)(uintptr_t)k->parent;
 	struct pctx *pp;
-	struct pev *c = handle_get((void *)(uintptr_t)k->parent, &pp);
+	uint64_t cw;
+	struct pev *c = handle_get(parent, &pp, &cw);
 	uint64_t ks = k->k_start, kt = atomic_load_explicit(&k->k_stop, memory_order_acquire);
 
-	if (!c || c->type != NBPF_PROF_COLL ||
-	    atomic_load_explicit(&c->completed, memory_order_acquire))
+	if (!c || atomic_load_explicit(&c->type, memory_order_relaxed) != NBPF_PROF_COLL ||
+	    !coll_busy(c, cw, W_GEN(cw)))
 		return;
 	if (ks && kt >= ks) {
 		uint64_t cur = atomic_load_explicit(&c->gpu_start, memory_order_relaxed);
@@ -493,33 +668,50 @@ static void kch_finish(struct pev *k)
 		while (kt > cur && !atomic_compare_exchange_weak(&c->gpu_stop, &cur, kt))
 			;
 	}
-	if (atomic_fetch_add_explicit(&c->kch_done, 1, memory_order_acq_rel) < c->kch_expected)
-		coll_put(pp, (uint32_t)(c - pp->ev));
+	if (coll_put_kch(c))
+		coll_complete(pp, (uint32_t)(c - pp->ev), true);
+}
+
+/* LIVE -> STOPPED for the generation in w; the Coll's own reference goes with it. */
+static bool event_stop(struct pev *e, uint64_t w, uint64_t *nw)
+{
+	uint32_t gen = W_GEN(w);
+
+	do {
+		if (W_GEN(w) != gen || W_STATE(w) != EV_LIVE)
+			return false;
+		/* References and busy channels carry over; only SELF goes. */
+		*nw = W_MAKE(gen, ((uint32_t)w & ~(W_SELF | 3u)) | EV_STOPPED);
+	} while (!atomic_compare_exchange_weak_explicit(&e->w, &w, *nw, memory_order_acq_rel,
+							memory_order_acquire));
+	return true;
 }
 
 static nbpf_nccl_result_t stop_event(void *handle)
 {
+	uint64_t w, nw, t;
 	struct pctx *p;
 	struct pev *e;
 
 	if (!handle)
 		return NBPF_NCCL_SUCCESS;
 	nbpf_epoch_enter();
-	e = handle_get(handle, &p);
-	if (e) {
-		uint32_t live = EV_LIVE;
-
-		if (e->type == NBPF_PROF_COLL) {
-			if (atomic_compare_exchange_strong(&e->state, &live, EV_STOPPED)) {
-				atomic_store_explicit(&e->host_stop, nbpf_now_ns(), memory_order_release);
-				coll_put(p, (uint32_t)(e - p->ev));
-			}
-		} else if (atomic_compare_exchange_strong(&e->state, &live, EV_STOPPED)) {
-			if (e->type == NBPF_PROF_KERNEL_CH)
-				kch_finish(e);
-			pool_push(p, (uint32_t)(e - p->ev));
+	e = handle_get(handle, &p, &w);
+	if (!e)
+		goto out;
+	if (atomic_load_explicit(&e->type, memory_order_relaxed) == NBPF_PROF_COLL) {
+		t = nbpf_now_ns();
+		if (event_stop(e, w, &nw)) {
+			atomic_store_explicit(&e->host_stop, t, memory_order_release);
+			if (!W_REFS(nw))
+				coll_complete(p, (uint32_t)(e - p->ev), true);
 		}
+	} else if (event_stop(e, w, &nw)) {
+		if (atomic_load_explicit(&e->type, memory_order_relaxed) == NBPF_PROF_KERNEL_CH)
+			kch_finish(e);
+		pool_push(p, (uint32_t)(e - p->ev));
 	}
+out:
 	nbpf_epoch_exit();
 	return NBPF_NCCL_SUCCESS;
 }
@@ -528,13 +720,14 @@ static nbpf_nccl_result_t record_v4(void *handle, int state, nbpf_prof_state_arg
 {
 	struct pctx *p;
 	struct pev *e;
+	uint64_t w;
 
 	if (!handle || state != NBPF_PROF_STATE_KERNEL_CH_STOP || !args)
 		return NBPF_NCCL_SUCCESS;
 	nbpf_epoch_enter();
-	e = handle_get(handle, &p);
-	if (e && e->type == NBPF_PROF_KERNEL_CH &&
-	    atomic_load_explicit(&e->state, memory_order_acquire) == EV_LIVE)
+	e = handle_get(handle, &p, &w);
+	if (e && W_STATE(w) == EV_LIVE &&
+	    atomic_load_explicit(&e->type, memory_order_relaxed) == NBPF_PROF_KERNEL_CH)
 		atomic_store_explicit(&e->k_stop, args->kernelCh.pTimer, memory_order_release);
 	nbpf_epoch_exit();
 	return NBPF_NCCL_SUCCESS;
@@ -547,34 +740,47 @@ static nbpf_nccl_result_t record_v1(void *handle, int state, nbpf_prof_state_arg
 	return NBPF_NCCL_SUCCESS;
 }
 
+/* Publishes p under a fresh serial; false when the table is full. */
+static bool ctx_publish(struct pctx *p)
+{
+	bool ok = false;
+
+	pthread_mutex_lock(&g_tab_lock);
+	if (!g_next_serial) {
+		uint64_t t = nbpf_now_ns();
+
+		g_next_serial = (uint32_t)(t ^ t >> 32) | 1;
+	}
+	for (uint32_t n = 0; n < PROF_MAX_CTX && !ok; n++) {
+		uint32_t s = g_next_serial++;
+
+		if (!g_next_serial)
+			g_next_serial = 1;
+		if (atomic_load_explicit(&g_tab[s % PROF_MAX_CTX], memory_order_relaxed))
+			continue;
+		p->serial = s;
+		atomic_store_explicit(&g_tab[s % PROF_MAX_CTX], p, memory_order_release);
+		ok = true;
+	}
+	pthread_mutex_unlock(&g_tab_lock);
+	return ok;
+}
+
 static nbpf_nccl_result_t prof_init(void **ctx, int abi, uint64_t comm_id, int *mask,
 				    int n_nodes, int n_ranks, int rank,
 				    nbpf_nccl_logger_t logger)
 {
 	struct pctx *p = NULL;
-	uint32_t slot = PROF_MAX_CTX;
 
 	if (ctx)
 		*ctx = NULL;
 	nbpf_plugin_acquire(logger);
 	if (!ctx)
 		goto fail;
-	p = calloc(1, sizeof(*p));
+	p = aligned_alloc(64, (sizeof(*p) + 63) & ~(size_t)63);
 	if (!p)
 		goto fail;
-	pthread_mutex_lock(&g_tab_lock);
-	for (uint32_t i = 0; i < PROF_MAX_CTX; i++)
-		if (!atomic_load_explicit(&g_tab[i], memory_order_relaxed)) {
-			slot = i;
-			break;
-		}
-	if (slot < PROF_MAX_CTX) {
-		p->index = slot;
-		p->tag = ++g_tab_tag[slot];
-	}
-	pthread_mutex_unlock(&g_tab_lock);
-	if (slot == PROF_MAX_CTX)
-		goto fail;
+	memset(p, 0, sizeof(*p));
 	p->abi = abi;
 	p->comm_id = comm_id;
 	p->rank = rank;
@@ -582,20 +788,24 @@ static nbpf_nccl_result_t prof_init(void **ctx, int abi, uint64_t comm_id, int *
 	p->mask_ptr = mask;
 	p->kch_timing = abi >= 4;
 	for (uint32_t i = 0; i < PROF_POOL; i++) {
-		atomic_store_explicit(&p->ev[i].gen, 1, memory_order_relaxed);
-		p->ev[i].next_free = i + 1 < PROF_POOL ? i + 1 : PROF_NONE;
+		atomic_store_explicit(&p->ev[i].w, W_MAKE(1, EV_FREE), memory_order_relaxed);
+		atomic_store_explicit(&p->ev[i].next_free, i + 1 < PROF_POOL ? i + 1 : PROF_NONE,
+				      memory_order_relaxed);
 	}
 	atomic_store(&p->free_head, 1);
 	atomic_store(&p->n_free, PROF_POOL);
 	p->comm = nbpf_host_comm_add(NBPF_COMM_PROFILER, abi, comm_id, rank, p->n_ranks,
 				     n_nodes > 0 ? (uint32_t)n_nodes : 0);
+	if (!ctx_publish(p)) {
+		nbpf_host_comm_remove(p->comm);
+		goto fail;
+	}
 	if (mask)
 		__atomic_store_n(mask, wanted_mask(), __ATOMIC_RELAXED);
-	atomic_store_explicit(&g_tab[slot], p, memory_order_release);
 	nbpf_host_log(NBPF_NCCL_LOG_INFO, NBPF_NCCL_INIT | NBPF_NCCL_PROFILE,
 		      "profiler v%d ready for comm 0x%llx rank %d (mask 0x%x)", abi,
-		      (unsigned long long)comm_id, rank, mask ? *mask : 0);
-	*ctx = p;
+		      (unsigned long long)comm_id, rank, mask ? __atomic_load_n(mask, __ATOMIC_RELAXED) : 0);
+	*ctx = ctx_handle(p);
 	return NBPF_NCCL_SUCCESS;
 fail:
 	free(p);
@@ -608,24 +818,38 @@ fail:
 	return NBPF_NCCL_SUCCESS;
 }
 
+/*
+ * Unpublishes the context (callbacks that start now find nothing), hands
+ * the records still waiting to the programs (at most PROF_FINAL_RUNS of
+ * them), and retires the context and its communicator record through the
+ * epoch: a callback another thread is running on it keeps both alive until
+ * it returns.  An unknown or already finalized context is a no-op.
+ */
 static nbpf_nccl_result_t prof_finalize(void *ctx)
 {
-	struct pctx *p = ctx;
+	struct pctx *p;
+	uint32_t runs = 0;
+	uint64_t now;
 
-	if (!p)
-		return NBPF_NCCL_SUCCESS;
 	nbpf_epoch_enter();
-	sweep(p, true);
+	p = ctx_get(ctx);
+	if (!p || !atomic_compare_exchange_strong(&g_tab[p->serial % PROF_MAX_CTX], &p, NULL)) {
+		nbpf_epoch_exit();
+		return NBPF_NCCL_SUCCESS;
+	}
+	now = nbpf_now_ns();
+	for (uint32_t i = 0; i < PROF_POOL; i++)
+		sweep_slot(p, i, now, &runs, PROF_FINAL_RUNS, true);
 	nbpf_epoch_exit();
-	pthread_mutex_lock(&g_tab_lock);
-	if (p->index < PROF_MAX_CTX && atomic_load(&g_tab[p->index]) == p)
-		atomic_store_explicit(&g_tab[p->index], NULL, memory_order_release);
-	pthread_mutex_unlock(&g_tab_lock);
-	/* A callback of another thread may still be reading it. */
-	if (!nbpf_epoch_in_section())
-		nbpf_epoch_synchronize();
 	nbpf_host_comm_remove(p->comm);
-	free(p);
+	if (nbpf_epoch_defer(free, p)) {
+		/* No memory to queue it: wait here, unless that could deadlock (leak then). */
+		if (!nbpf_epoch_in_section()) {
+			nbpf_epoch_synchronize();
+			free(p);
+		}
+	}
+	nbpf_epoch_poll(); /* frees what earlier finalizes retired, without waiting */
 	nbpf_plugin_release();
 	return NBPF_NCCL_SUCCESS;
 }

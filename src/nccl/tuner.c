@@ -76,6 +76,19 @@ static nbpf_nccl_result_t tuner_init_common(void **ctx, int abi, uint64_t comm_i
 	return NBPF_NCCL_SUCCESS;
 }
 
+static void tuner_ctx_free(void *arg)
+{
+	struct tuner_ctx *t = arg;
+
+	nbpf_epoch_reader_free(t->rd);
+	free(t);
+}
+
+/*
+ * NCCL makes destroy the last call on a context, but a getCollInfo still
+ * in flight on another thread would be inside the context's section: the
+ * context and its reader record go after a grace period, never under it.
+ */
 static nbpf_nccl_result_t tuner_fini(void *ctx)
 {
 	struct tuner_ctx *t = ctx;
@@ -83,8 +96,11 @@ static nbpf_nccl_result_t tuner_fini(void *ctx)
 	if (!t)
 		return NBPF_NCCL_SUCCESS;
 	nbpf_host_comm_remove(t->comm);
-	nbpf_epoch_reader_free(t->rd);
-	free(t);
+	if (nbpf_epoch_defer(tuner_ctx_free, t) && !nbpf_epoch_in_section()) {
+		nbpf_epoch_synchronize(); /* nothing queued: wait instead */
+		tuner_ctx_free(t);
+	}
+	nbpf_epoch_poll();
 	nbpf_plugin_release();
 	return NBPF_NCCL_SUCCESS;
 }

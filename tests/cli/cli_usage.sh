@@ -84,6 +84,11 @@ expect "verify no programs" 0 "$BIN" verify "$ENVOBJ"; has "verify no programs m
 expect "verify -j no programs" 0 "$BIN" -j verify "$ENVOBJ"; json "verify -j no programs"
 expect "verify program of none" 2 "$BIN" verify "$ENVOBJ" foo
 expect "verify unknown option" 2 "$BIN" verify "$OBJ" --strict
+# A FIFO is refused without waiting for a writer (timeout turns a hang into exit 124).
+rm -f "$TMP/policy.fifo"; mkfifo "$TMP/policy.fifo"
+expect "verify fifo" 2 timeout 20 "$BIN" verify "$TMP/policy.fifo"
+grep -q "not a regular file" "$TMP/err" || { echo "FAIL: verify fifo: no 'not a regular file'"; fail=1; }
+rm -f "$TMP/policy.fifo"
 expect "verify too many" 2 "$BIN" verify "$OBJ" a b
 printf 'garbage' > "$TMP/garbage.o"
 expect "verify garbage" 2 "$BIN" verify "$TMP/garbage.o"

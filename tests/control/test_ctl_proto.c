@@ -19,6 +19,7 @@
 #include "control/ctl_client.h"
 #include "control/ctl_proto.h"
 #include "control/ctl_server.h"
+#include "ncclbpf/runtime.h"
 
 static int64_t now_ms(void)
 {
@@ -360,6 +361,53 @@ static void test_server(const char *dir)
 	CHECK(calls >= 5);
 }
 
+static int count_dir(const char *dir, void *arg)
+{
+	(void)dir;
+	(*(int *)arg)++;
+	return 0;
+}
+
+/*
+ * A default directory (here $XDG_RUNTIME_DIR/ncclbpf) made first by another
+ * uid is not used, and does not disable us: a private sibling of ours is,
+ * the same one every time, and the listing finds it.
+ */
+static void test_default_taken(const char *base)
+{
+	char xdg[512], taken[600], out[600], again[600];
+	struct stat st;
+	int n = 0;
+
+	snprintf(xdg, sizeof(xdg), "%s/xdg", base);
+	snprintf(taken, sizeof(taken), "%s/ncclbpf", xdg);
+	CHECK(mkdir(xdg, 0700) == 0);
+	CHECK(mkdir(taken, 0700) == 0 && chown(taken, 65534, 65534) == 0);
+	setenv("XDG_RUNTIME_DIR", xdg, 1);
+	unsetenv("NCCLBPF_CTL_DIR");
+	CHECK(nbpf_ctl_runtime_dir(out, sizeof(out), true) == 0);
+	CHECK(!strncmp(out, taken, strlen(taken)) && out[strlen(taken)] == '.' &&
+	      strlen(out) == strlen(taken) + 7);
+	CHECK(lstat(out, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
+	      (st.st_mode & 07777) == 0700);
+	CHECK(lstat(taken, &st) == 0 && st.st_uid == 65534 && (st.st_mode & 07777) == 0700);
+	CHECK(nbpf_ctl_runtime_dir(again, sizeof(again), true) == 0 && !strcmp(again, out));
+	CHECK(nbpf_ctl_runtime_dir(again, sizeof(again), false) == 0 && !strcmp(again, out));
+	CHECK(nbpf_ctl_runtime_dir_foreach(count_dir, &n) == 0 && n == 1);
+	/* Another user's sibling is never picked. */
+	snprintf(again, sizeof(again), "%s.AAAAAA", taken);
+	CHECK(mkdir(again, 0700) == 0 && chown(again, 65534, 65534) == 0);
+	n = 0;
+	CHECK(nbpf_ctl_runtime_dir_foreach(count_dir, &n) == 0 && n == 1);
+	CHECK(nbpf_ctl_runtime_dir(again, sizeof(again), true) == 0 && !strcmp(again, out));
+	snprintf(again, sizeof(again), "%s.AAAAAA", taken);
+	rmdir(again);
+	rmdir(out);
+	rmdir(taken);
+	rmdir(xdg);
+	unsetenv("XDG_RUNTIME_DIR");
+}
+
 static void test_runtime_dir(const char *base)
 {
 	char d[512], out[512];
@@ -370,9 +418,19 @@ static void test_runtime_dir(const char *base)
 	CHECK(nbpf_ctl_runtime_dir(out, sizeof(out), true) == 0);
 	struct stat st;
 	CHECK(stat(d, &st) == 0 && (st.st_mode & 0777) == 0700);
+	/* A directory the operator named is never chmod'ed: ours and read-only for others is fine, */
 	chmod(d, 0755);
 	CHECK(nbpf_ctl_runtime_dir(out, sizeof(out), true) == 0);
-	CHECK(stat(d, &st) == 0 && (st.st_mode & 0777) == 0700);
+	CHECK(stat(d, &st) == 0 && (st.st_mode & 07777) == 0755);
+	/* writable by others without the sticky bit is refused and left as it is, */
+	chmod(d, 0777);
+	CHECK(nbpf_ctl_runtime_dir(out, sizeof(out), true) == -EPERM);
+	CHECK_STR_CONTAINS(ncclbpf_errmsg(), "sticky");
+	CHECK(stat(d, &st) == 0 && (st.st_mode & 07777) == 0777);
+	/* and a sticky shared one (like /tmp) is used and keeps its mode. */
+	chmod(d, 01777);
+	CHECK(nbpf_ctl_runtime_dir(out, sizeof(out), true) == 0 && !strcmp(out, d));
+	CHECK(stat(d, &st) == 0 && (st.st_mode & 07777) == 01777);
 	/* A symlink in place of the directory is refused, not followed. */
 	snprintf(d, sizeof(d), "%s/link", base);
 	CHECK(symlink("/tmp", d) == 0);
@@ -384,7 +442,13 @@ static void test_runtime_dir(const char *base)
 		CHECK(mkdir(d, 0700) == 0 && chown(d, 65534, 65534) == 0);
 		setenv("NCCLBPF_CTL_DIR", d, 1);
 		CHECK(nbpf_ctl_runtime_dir(out, sizeof(out), true) == -EPERM);
+		/* Sticky but another user's: that user could remove our sockets. */
+		CHECK(chmod(d, 01777) == 0);
+		CHECK(nbpf_ctl_runtime_dir(out, sizeof(out), true) == -EPERM);
 		rmdir(d);
+		test_default_taken(base);
+	} else {
+		printf("control_proto: SKIP default directory taken by another uid (needs root)\n");
 	}
 	snprintf(d, sizeof(d), "%s/rt", base);
 	rmdir(d);

@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <limits.h>
 #include "check.h"
 #include "control/ctl_client.h"
 #include "control/ctl_proto.h"
@@ -194,6 +195,18 @@ static void test_swaps(void)
 	printf("rejected reload said: %s\n", msg);
 	CHECK(reload("/nonexistent/x.bpf.o", 0, msg, sizeof(msg)) < 0);
 	CHECK_STR_CONTAINS(msg, "/nonexistent/x.bpf.o");
+	/* A FIFO is refused at once: the control thread never waits for a writer. */
+	{
+		char fifo[PATH_MAX];
+
+		snprintf(fifo, sizeof(fifo), "%s/policy.fifo", tmpdir);
+		CHECK(mkfifo(fifo, 0600) == 0);
+		alarm(20);
+		CHECK(reload(fifo, 0, msg, sizeof(msg)) == -EINVAL);
+		CHECK_STR_CONTAINS(msg, "policy.fifo: cannot load: not a regular file");
+		alarm(0);
+		unlink(fifo);
+	}
 	CHECK_EQ_U64(step(NULL), 2);
 	CHECK_EQ_U64(map_u64("ctl_runs", 0), runs_before + 2);
 
@@ -239,6 +252,30 @@ static void test_swaps(void)
 		while (total_calls < sync_at)
 			CHECK(step(NULL) == 0);
 		CHECK(step(NULL) == 2);
+	}
+
+	/*
+	 * With no activation flag the command agrees a call, as --sync does (no
+	 * call advances while it samples, so the margin is its floor of 1000);
+	 * only --now switches on the next call.
+	 */
+	{
+		char out[8192], *at_s;
+		uint64_t at = UINT64_MAX;
+
+		CHECK(cli(out, sizeof(out), "-j reload %d %s", getpid(), pol("ctl_a")) == 0);
+		at_s = strstr(out, "\"at_call\":");
+		CHECK(at_s && sscanf(at_s, "\"at_call\":%" SCNu64, &at) == 1);
+		CHECK_MSG(at == total_calls + 1000, "default reload at %" PRIu64 " calls %" PRIu64,
+			  at, total_calls);
+		while (total_calls < at)
+			CHECK(step(NULL) == 2);
+		CHECK(step(NULL) == 0);
+		CHECK(cli(out, sizeof(out), "-j reload %d %s --now", getpid(), pol("ctl_b")) == 0);
+		at_s = strstr(out, "\"at_call\":");
+		CHECK(at_s && sscanf(at_s, "\"at_call\":%" SCNu64, &at) == 1 && at == 0);
+		CHECK(step(NULL) == 2);
+		CHECK(cli(out, sizeof(out), "reload %d %s --now --sync", getpid(), pol("ctl_b")) == 2);
 	}
 }
 
@@ -395,7 +432,16 @@ int main(void)
 	CHECK(emu_open(&pl, EMU_TUNER, EMU_PLUGIN, 5, err, sizeof(err)) == 0);
 	CHECK(emu_tuner_init(&rk[0], &pl, 0xabc, &topo8, emu_logger) == 0);
 	CHECK(emu_tuner_init(&rk[1], &pl, 0xabc, &topo8, emu_logger) == 0);
-	snprintf(sock, sizeof(sock), "%s/%d.sock", dir, getpid());
+	{
+		struct nbpf_ctl_proc *procs = NULL;
+		int n = nbpf_ctl_list(&procs);
+
+		/* Found by its socket, named <pid>.<token>.sock, with the pid we see. */
+		CHECK(n == 1 && procs[0].pid == getpid() && procs[0].ns_pid == getpid());
+		snprintf(sock, sizeof(sock), "%s", n == 1 ? procs[0].path : "");
+		CHECK(!strncmp(sock, dir, strlen(dir)) && strstr(sock, ".sock"));
+		free(procs);
+	}
 	CHECK(access(sock, F_OK) == 0);
 	for (int i = 0; i < 10; i++)
 		CHECK_EQ_U64(step(NULL), 0); /* A: RING/LL */

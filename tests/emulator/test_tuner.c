@@ -4,6 +4,7 @@
  * ranks and several communicators on threads, and dlclose/dlopen cycles.
  */
 #include <pthread.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -151,6 +152,22 @@ static void test_fail_open(void)
 	fail_open_case(spec, "t_reject");
 	unlink(garbage);
 
+	/*
+	 * A FIFO (or any non-regular file) is refused at once, not waited on: an
+	 * open that blocked here would hang NCCL's first init.  The alarm turns a
+	 * hang into a failure.
+	 */
+	char fifo[] = "/tmp/ncclbpf-emu-fifo-XXXXXX";
+
+	CHECK(mkdtemp(fifo) != NULL);
+	snprintf(spec, sizeof(spec), "%s/policy.bpf.o", fifo);
+	CHECK(mkfifo(spec, 0600) == 0);
+	alarm(20);
+	fail_open_case(spec, "not a regular file");
+	alarm(0);
+	unlink(spec);
+	rmdir(fifo);
+
 	/* An unknown setting warns once; the policy still loads. */
 	struct emu_plugin pl;
 	struct emu_tuner t;
@@ -168,6 +185,56 @@ static void test_fail_open(void)
 	unsetenv("NCCLBPF_NO_SUCH_SETTING");
 	CHECK_EQ_U64(emu_log_warns, 1);
 	CHECK_STR_CONTAINS(emu_log_buf, "NCCLBPF_NO_SUCH_SETTING");
+}
+
+/*
+ * Every bad value is one WARN naming the setting, and the policy still runs
+ * (a setting problem is never a reason to drop the policy).  Good spellings
+ * of a boolean are silent.
+ */
+static void test_bad_settings(void)
+{
+	static char long_dir[1200];
+	const struct {
+		const char *name, *value;
+		int warns;
+	} cases[] = {
+		{ "NCCLBPF_STATS", "2", 1 },
+		{ "NCCLBPF_STATS", "maybe", 1 },
+		{ "NCCLBPF_STATS", "off", 0 },
+		{ "NCCLBPF_STATS", "TRUE", 0 },
+		{ "NCCLBPF_STRICT_CONSISTENCY", "nope", 1 },
+		{ "NCCLBPF_CTL_TIMEOUT_MS", "abc", 1 },
+		{ "NCCLBPF_CTL_TIMEOUT_MS", "-5", 1 },
+		{ "NCCLBPF_CTL_TIMEOUT_MS", "99999999999999999999999", 1 },
+		{ "NCCLBPF_CTL_TIMEOUT_MS", "1500", 0 },
+		{ "NCCLBPF_CTL", "sometimes", 1 },
+		{ "NCCLBPF_WATCH", "2", 1 },
+		{ "NCCLBPF_MAP_DIR", long_dir, 1 },
+	};
+
+	memset(long_dir, 'd', sizeof(long_dir) - 1);
+	long_dir[0] = '/';
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct emu_plugin pl;
+		struct emu_tuner t;
+		struct emu_decision d;
+
+		emu_log_reset();
+		setenv(cases[i].name, cases[i].value, 1);
+		emu_set_policy(emu_policy("t_ring_ll128"));
+		CHECK(open_tuner(&pl, EMU_PLUGIN, 5) == 0);
+		CHECK(emu_tuner_init(&t, &pl, 1, &topo8, emu_logger) == 0);
+		CHECK(emu_tuner_call(&t, &topo8, 4, 1 << 20, &d) == 0);
+		CHECK(d.algo == 1 && d.proto == 1);
+		CHECK(emu_tuner_fini(&t) == 0);
+		emu_close(&pl);
+		unsetenv(cases[i].name);
+		CHECK_MSG(emu_log_warns == cases[i].warns, "%s=%.20s: %d warnings, want %d:\n%s",
+			  cases[i].name, cases[i].value, emu_log_warns, cases[i].warns, emu_log_buf);
+		if (cases[i].warns)
+			CHECK_STR_CONTAINS(emu_log_buf, cases[i].name);
+	}
 }
 
 /* ---- rank agreement under concurrency -------------------------------------- */
@@ -288,6 +355,7 @@ int main(void)
 	test_versions();
 	test_refusals();
 	test_fail_open();
+	test_bad_settings();
 	test_rank_agreement();
 	test_short_name_and_reload();
 	return check_summary("emulator_tuner");

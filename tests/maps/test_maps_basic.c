@@ -3,6 +3,7 @@
  * size validation, file permissions and the helper table.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <fcntl.h>
 #include <sys/file.h>
@@ -13,6 +14,8 @@
 #include "epoch.h"
 #include "helpers.h"
 #include "maps/map.h"
+#include "maps/map_impl.h"
+#include "rundir.h"
 #include "maps_test.h"
 
 size_t nbpf_printk_format(const char *fmt, size_t fmt_len, const uint64_t args[3], char *out,
@@ -262,6 +265,14 @@ static void test_bad_shapes(void)
 	CHECK_STR_CONTAINS(ncclbpf_errmsg(), "map_flags");
 }
 
+static char parent_id[NBPF_INSTANCE_MAX];
+
+static void *first_id(void *arg)
+{
+	*(const char **)arg = nbpf_instance_id();
+	return NULL;
+}
+
 static void test_files(void)
 {
 	struct ncclbpf_map_create_opts o = { .sz = sizeof(o) };
@@ -285,22 +296,88 @@ static void test_files(void)
 	{
 		char want[64];
 
+		long pid = 0;
+		size_t k = nbpf_instance_prefix(slash + 1, &pid);
+
+		/* <pid>.<token>.<n>.<name>: the token keeps equal pids of two pid namespaces apart. */
 		snprintf(want, sizeof(want), "/%d.", (int)getpid());
 		CHECK(!strncmp(slash, want, strlen(want)));
+		CHECK(k == strlen(nbpf_instance_id()) && pid == getpid() &&
+		      !strncmp(slash + 1, nbpf_instance_id(), k));
 		CHECK_STR_CONTAINS(slash, ".my_map_");
 	}
 	CHECK(!strcmp(ncclbpf_map__name(m), "my map!"));
+	{
+		/* A fork child is another instance: new token, even where the pid could repeat. */
+		char parent[NBPF_INSTANCE_MAX];
+		int pfd[2], st = -1;
+		pid_t c;
+
+		snprintf(parent, sizeof(parent), "%s", nbpf_instance_id());
+		CHECK(!strcmp(parent, nbpf_instance_id()));
+		CHECK(pipe(pfd) == 0);
+		c = fork();
+		if (c == 0) {
+			const char *id = nbpf_instance_id();
+
+			(void)!write(pfd[1], id, strlen(id) + 1);
+			_exit(0);
+		}
+		close(pfd[1]);
+		{
+			char child[NBPF_INSTANCE_MAX] = "";
+			long cp = 0;
+
+			CHECK(read(pfd[0], child, sizeof(child)) > 0);
+			CHECK(nbpf_instance_prefix(child, &cp) == strlen(child) && cp == c);
+			CHECK(strcmp(strchr(child, '.'), strchr(parent, '.')) != 0);
+		}
+		close(pfd[0]);
+		waitpid(c, &st, 0);
+	}
+	{
+		/* Threads racing for the first id of a fresh instance all get the same one. */
+		int st = -1;
+		pid_t c;
+
+		snprintf(parent_id, sizeof(parent_id), "%s", nbpf_instance_id());
+		c = fork();
+		if (c == 0) {
+			pthread_t th[8];
+			const char *ids[8];
+
+			for (int i = 0; i < 8; i++)
+				pthread_create(&th[i], NULL, first_id, &ids[i]);
+			for (int i = 0; i < 8; i++)
+				pthread_join(th[i], NULL);
+			for (int i = 1; i < 8; i++)
+				if (strcmp(ids[i], ids[0]) || !nbpf_instance_prefix(ids[i], NULL))
+					_exit(1);
+			_exit(strcmp(ids[0], parent_id) ? 0 : 2);
+		}
+		CHECK(waitpid(c, &st, 0) == c && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
 	snprintf(bad, sizeof(bad), "%s", ncclbpf_map__path(m));
 	ncclbpf_map__put(m);
 	CHECK(access(bad, F_OK) != 0); /* unlinked on the last put */
 
-	/* A directory others can enter is refused. */
+	/* A directory others can write to (not sticky) is refused, and left as it is. */
 	snprintf(bad, sizeof(bad), "%s/loose", test_map_dir());
 	CHECK(mkdir(bad, 0755) == 0);
-	chmod(bad, 0755);
+	chmod(bad, 0775);
 	o.dir = bad;
 	CHECK_EQ_U64(ncclbpf_map__create("m", NCCLBPF_MAP_HASH, 4, 4, 4, &o, &m), -EPERM);
-	CHECK_STR_CONTAINS(ncclbpf_errmsg(), "0700");
+	CHECK_STR_CONTAINS(ncclbpf_errmsg(), "0775");
+	CHECK(stat(bad, &st) == 0 && (st.st_mode & 07777) == 0775);
+	/* A sticky shared one keeps its mode; the map file is still owner-only. */
+	chmod(bad, 01777);
+	CHECK_EQ_U64(ncclbpf_map__create("m", NCCLBPF_MAP_HASH, 4, 4, 4, &o, &m), 0);
+	CHECK(stat(bad, &st) == 0 && (st.st_mode & 07777) == 01777);
+	if (m) {
+		CHECK(stat(ncclbpf_map__path(m), &st) == 0 && (st.st_mode & 0777) == 0600);
+		ncclbpf_map__put(m);
+		m = NULL;
+	}
 	rmdir(bad);
 	/* A symlink in place of the directory is refused. */
 	CHECK(symlink("/tmp", bad) == 0);
@@ -311,7 +388,7 @@ static void test_files(void)
 /* Files of dead creators are removed, unless someone still holds their lock. */
 static void test_reap(void)
 {
-	char dir[128], stale[192], held[192];
+	char dir[128], stale[192], held[192], young[192];
 	struct ncclbpf_map *m = NULL;
 	int fs, fh, status = -1;
 	pid_t pid;
@@ -320,9 +397,21 @@ static void test_reap(void)
 	CHECK(mkdir(dir, 0700) == 0);
 	snprintf(stale, sizeof(stale), "%s/999999999.0.stale", dir);
 	snprintf(held, sizeof(held), "%s/999999998.0.held", dir);
+	snprintf(young, sizeof(young), "%s/1.0123456789abcdef.0.young", dir);
+	/* Not locked yet and no magic: its creator may be between open and flock. */
+	fs = open(young, O_CREAT | O_RDWR, 0600);
+	CHECK(fs >= 0 && ftruncate(fs, 4096) == 0);
+	close(fs);
 	fs = open(stale, O_CREAT | O_RDWR, 0600);
 	fh = open(held, O_CREAT | O_RDWR, 0600);
 	CHECK(fs >= 0 && fh >= 0);
+	{
+		/* Finished map files (header magic written): a file without it may be one being made. */
+		struct nbpf_shm_hdr h = { .magic = NBPF_SHM_MAGIC };
+
+		CHECK(pwrite(fs, &h, sizeof(h), 0) == (ssize_t)sizeof(h));
+		CHECK(pwrite(fh, &h, sizeof(h), 0) == (ssize_t)sizeof(h));
+	}
 	close(fs);
 	CHECK(flock(fh, LOCK_SH) == 0);
 	pid = fork();
@@ -339,8 +428,10 @@ static void test_reap(void)
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	CHECK(access(stale, F_OK) != 0);
 	CHECK(access(held, F_OK) == 0);
+	CHECK(access(young, F_OK) == 0);
 	close(fh);
 	unlink(held);
+	unlink(young);
 	CHECK(rmdir(dir) == 0); /* the child's own map file was unlinked too */
 }
 

@@ -16,6 +16,7 @@
 
 #include <bpf/btf.h>
 
+#include "file.h"
 #include "loader.h"
 #include "sha256.h"
 
@@ -189,10 +190,9 @@ int ncclbpf_object__open_file(const char *path, const struct ncclbpf_open_opts *
 			      struct ncclbpf_object **obj)
 {
 	const char *name = OPT_NAME(opts), *slash;
-	uint8_t *buf = NULL;
-	struct stat st;
-	size_t got = 0;
-	int fd, err;
+	void *buf;
+	size_t len;
+	int err;
 
 	if (!path || !obj)
 		return nbpf_err(-EINVAL, "open_file: invalid arguments");
@@ -202,42 +202,10 @@ int ncclbpf_object__open_file(const char *path, const struct ncclbpf_open_opts *
 		slash = strrchr(path, '/');
 		name = slash ? slash + 1 : path;
 	}
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return nbpf_err(-errno, "%s: cannot open: %s", path, strerror(errno));
-	if (fstat(fd, &st)) {
-		err = nbpf_err(-errno, "%s: cannot stat: %s", path, strerror(errno));
-		goto out;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		err = nbpf_err(-EINVAL, "%s: not a regular file", path);
-		goto out;
-	}
-	if ((uint64_t)st.st_size > NBPF_LOADER_MAX_FILE) {
-		err = nbpf_err(-EFBIG, "%s: %lld bytes is too large for a BPF object", path,
-			       (long long)st.st_size);
-		goto out;
-	}
-	buf = malloc(st.st_size ? (size_t)st.st_size : 1);
-	if (!buf) {
-		err = nbpf_err(-ENOMEM, "%s: out of memory", path);
-		goto out;
-	}
-	while (got < (size_t)st.st_size) {
-		ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			err = nbpf_err(r < 0 ? -errno : -EIO, "%s: read failed%s%s", path,
-				       r < 0 ? ": " : " (file shrank)", r < 0 ? strerror(errno) : "");
-			goto out;
-		}
-		got += (size_t)r;
-	}
-	err = open_named(buf, got, name, opts, obj);
-out:
+	err = nbpf_read_regular_file(path, NBPF_LOADER_MAX_FILE, &buf, &len);
+	if (err)
+		return err;
+	err = open_named(buf, len, name, opts, obj);
 	free(buf);
-	close(fd);
 	return err;
 }

@@ -4,7 +4,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,49 +14,45 @@
 
 #include "error.h"
 #include "map_impl.h"
+#include "ncclbpf/runtime.h"
+#include "rundir.h"
 
 static atomic_uint file_counter;
 
 /*
- * Makes sure dir exists as a real directory owned by us with no group or
- * other access, creating it 0700 if missing.  A symlink, a foreign owner or
- * loose permissions are refused: another user could otherwise read values
- * or plant files.
+ * Resolves the directory: an explicit dir is used as given (see
+ * nbpf_rundir_resolve: ours and not writable by others, or sticky; never
+ * chmod'ed); else $XDG_RUNTIME_DIR/ncclbpf, else /dev/shm/ncclbpf-<uid>,
+ * which fall back to a private sibling of ours when someone else has them.
  */
-static int check_dir(const char *dir)
-{
-	struct stat st;
-
-	if (mkdir(dir, 0700) && errno != EEXIST)
-		return nbpf_err(-errno, "map directory %s: cannot create: %s", dir, strerror(errno));
-	if (lstat(dir, &st))
-		return nbpf_err(-errno, "map directory %s: %s", dir, strerror(errno));
-	if (!S_ISDIR(st.st_mode))
-		return nbpf_err(-ENOTDIR, "map directory %s: not a directory (symlinks are refused)", dir);
-	if (st.st_uid != geteuid())
-		return nbpf_err(-EPERM, "map directory %s: owned by uid %u, not %u", dir,
-				(unsigned)st.st_uid, (unsigned)geteuid());
-	if (st.st_mode & 077)
-		return nbpf_err(-EPERM, "map directory %s: mode %03o gives others access (want 0700)",
-				dir, (unsigned)(st.st_mode & 0777));
-	return 0;
-}
-
-/* Resolves the directory: explicit dir, else $XDG_RUNTIME_DIR/ncclbpf, else /dev/shm/ncclbpf-<uid>. */
 int nbpf_shm_dir(const char *dir, char *out, size_t out_sz)
 {
 	const char *xdg = getenv("XDG_RUNTIME_DIR");
-	int n;
+	char def[4096];
+	int n, err;
 
-	if (dir && *dir)
-		n = snprintf(out, out_sz, "%s", dir);
-	else if (xdg && xdg[0] == '/')
-		n = snprintf(out, out_sz, "%s/ncclbpf", xdg);
+	if (dir && *dir) {
+		err = nbpf_rundir_resolve(dir, NBPF_RUNDIR_CREATE | NBPF_RUNDIR_EXPLICIT, NULL, out,
+					  out_sz);
+		goto out;
+	}
+	if (xdg && xdg[0] == '/')
+		n = snprintf(def, sizeof(def), "%s/ncclbpf", xdg);
 	else
-		n = snprintf(out, out_sz, "/dev/shm/ncclbpf-%u", (unsigned)geteuid());
-	if (n < 0 || (size_t)n >= out_sz)
+		n = snprintf(def, sizeof(def), "/dev/shm/ncclbpf-%u", (unsigned)geteuid());
+	if (n < 0 || (size_t)n >= sizeof(def))
 		return nbpf_err(-ENAMETOOLONG, "map directory name too long");
-	return check_dir(out);
+	err = nbpf_rundir_resolve(def, NBPF_RUNDIR_CREATE,
+				  "name a map directory of your own (NCCLBPF_MAP_DIR) to silence this",
+				  out, out_sz);
+out:
+	if (err) {
+		char why[768];
+
+		snprintf(why, sizeof(why), "%s", ncclbpf_errmsg());
+		return nbpf_err(err, "map directory %s", why);
+	}
+	return 0;
 }
 
 /* Keeps [A-Za-z0-9_.-] of a map name so it is safe inside a file name. */
@@ -77,12 +72,14 @@ static void sanitize(const char *name, char *out, size_t out_sz)
 }
 
 /*
- * Removes files left behind by processes that died without dropping their
- * maps.  A creator holds a shared flock on its file for the map's life, so
- * a file is stale only if its pid (the name's prefix) is gone AND nobody
- * holds the lock: the pid test alone would be wrong for a process in
- * another pid namespace sharing the directory.  Best effort, once per
- * process.
+ * Removes map files whose creator is gone.  A creator takes a shared flock
+ * on its file before it writes the header magic and holds it for the map's
+ * life (fork children inherit it), so a file that has the magic and whose
+ * lock we can then take exclusively has no creator left.  This works across pid
+ * namespaces, where the pid in a name proves nothing.  A file without the
+ * magic may be one being created right now: left alone.  Only regular
+ * files of ours are considered, opened without following links or
+ * blocking.  Best effort, once per process.
  */
 static void reap_stale(const char *dir)
 {
@@ -96,18 +93,24 @@ static void reap_stale(const char *dir)
 	if (!d)
 		return;
 	while ((de = readdir(d))) {
-		char *end;
-		long pid = strtol(de->d_name, &end, 10);
+		struct stat st, fst;
+		uint64_t magic = 0;
+		int f;
 
-		if (end == de->d_name || *end != '.' || pid <= 0 || pid == getpid())
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode) ||
+		    st.st_uid != geteuid() || st.st_size < (off_t)sizeof(struct nbpf_shm_hdr))
 			continue;
-		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
-			continue;
-		int f = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-
+		f = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 		if (f < 0)
 			continue;
-		if (flock(f, LOCK_EX | LOCK_NB) == 0)
+		/*
+		 * Magic first: another program's file of ours (a shared directory
+		 * such as /dev/shm) never sees our lock probe.  Once set, the
+		 * magic stays, so reading it before the lock proves as much.
+		 */
+		if (!fstat(f, &fst) && fst.st_ino == st.st_ino && fst.st_dev == st.st_dev &&
+		    pread(f, &magic, sizeof(magic), 0) == (ssize_t)sizeof(magic) &&
+		    magic == NBPF_SHM_MAGIC && flock(f, LOCK_EX | LOCK_NB) == 0)
 			unlinkat(dirfd(d), de->d_name, 0);
 		close(f);
 	}
@@ -115,8 +118,10 @@ static void reap_stale(const char *dir)
 }
 
 /*
- * Creates <dir>/<pid>.<counter>.<name> exclusively, mode 0600, sized and
- * backed (fallocate, so a full tmpfs fails here and not with SIGBUS later).
+ * Creates <dir>/<instance>.<counter>.<name> exclusively, mode 0600, sized
+ * and backed (fallocate, so a full tmpfs fails here and not with SIGBUS
+ * later).  The instance id (pid and a random token) keeps two processes
+ * apart that have the same pid in different pid namespaces.
  * On success the caller owns *path (malloc'd) and *fd.
  */
 int nbpf_shm_create(const char *dir, const char *name, uint64_t size, char **path, int *fd)
@@ -129,7 +134,7 @@ int nbpf_shm_create(const char *dir, const char *name, uint64_t size, char **pat
 		return err;
 	reap_stale(d);
 	sanitize(name, clean, sizeof(clean));
-	if (asprintf(&p, "%s/%d.%u.%s", d, (int)getpid(), atomic_fetch_add(&file_counter, 1),
+	if (asprintf(&p, "%s/%s.%u.%s", d, nbpf_instance_id(), atomic_fetch_add(&file_counter, 1),
 		     clean) < 0)
 		return nbpf_err(-ENOMEM, "map %s: out of memory", name);
 	f = open(p, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -137,8 +142,13 @@ int nbpf_shm_create(const char *dir, const char *name, uint64_t size, char **pat
 		err = nbpf_err(-errno, "map %s: cannot create %s: %s", name, p, strerror(errno));
 		goto fail;
 	}
-	/* Marks the file live for reap_stale() in other processes. */
-	flock(f, LOCK_SH | LOCK_NB);
+	/*
+	 * Marks the file live for reap_stale() in other processes, before the
+	 * header magic exists.  Blocking: a reaper holds its probe only for a
+	 * pread, and must not make us run unlocked.
+	 */
+	while (flock(f, LOCK_SH) && errno == EINTR)
+		;
 	/* umask may have cleared bits; we want exactly owner read/write. */
 	if (fchmod(f, 0600)) {
 		err = nbpf_err(-errno, "map %s: chmod %s: %s", name, p, strerror(errno));
