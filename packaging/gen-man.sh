@@ -48,7 +48,7 @@ body() {
 
 synopsis() { # OBJECT, or "" for all
 	awk -F'\t' -v o="$1" 'o == "" || $1 == o { print $2 }' "$usage" | esc |
-		awk '{ if (NR > 1) print ".br"; print ".B ncclbpf"; print "[\\fB\\-j\\fR] " $0 }'
+		awk '{ if (NR > 1) print ".br"; print ".B ncclbpf"; print "[\\fIOPTIONS\\fR] " $0 }'
 }
 
 header() { # NAME SUMMARY

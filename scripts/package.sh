@@ -30,7 +30,7 @@ cd /
 ncclbpf verify /usr/share/ncclbpf/policies/size_aware.bpf.o
 env -u NCCLBPF_PLUGIN NCCLBPF_LOG=none ncclbpf sim /usr/share/ncclbpf/policies/size_aware.bpf.o \
 	--coll allreduce --ranks 8 --sizes 4K:16M | grep -q '^AllReduce'
-for kind in tuner profiler env; do
+for kind in tuner profiler env net; do
 	# NCCL_<KIND>_PLUGIN=ncclbpf: a link on the loader's default path, resolving.
 	lib=$(printf '%s\n' "$files" | grep "/libnccl-$kind-ncclbpf.so\$")
 	[ -L "$lib" ] && [ -e "$lib" ]

@@ -18,7 +18,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 mkdir -p "$dest/policies"
 cp "$build/libnccl-ncclbpf.so" "$dest/"
-for kind in tuner profiler env; do
+for kind in tuner profiler env net; do
 	ln -sf libnccl-ncclbpf.so "$dest/libnccl-$kind-ncclbpf.so"
 done
 cp "$build"/policies/*.bpf.o "$dest/policies/"

@@ -1,7 +1,7 @@
 /*
  * bench_verify.c - verification time of BPF objects' programs.
  *
- * usage: bench_verify [-n REPEAT] OBJ...
+ * usage: bench_verify [-n REPEAT] [-p] OBJ...
  *
  * For each program of each object: the verdict, instructions, instructions
  * processed, states, and two medians over REPEAT verifications (default
@@ -11,6 +11,11 @@
  *            program of the object);
  *   repeat - the write set cached, as for an object's second program.
  * Output: one line per program, then the worst medians.
+ *
+ * -p adds the generated shapes built to be slow to verify
+ * (tests/verifier/patho_gen.h), verified through nbpf_verify_insns with the
+ * default budgets: median over min(REPEAT, 5) runs, and the verdict.  They
+ * are not part of the worst medians of the objects.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,10 +27,53 @@
 #include "verifier/verifier.h"
 
 #include "../bench_util.h"
+#include "patho_gen.h"
+
+static void bench_shapes(int repeat)
+{
+	static const struct {
+		const char *name;
+		int depth, diamonds, uses;
+		bool outer;
+	} shapes[] = {
+		{ "innermost-13", 8, 13, PATHO_SMALL_USES, false },
+		{ "innermost-13-long", 8, 13, PATHO_LARGE_USES, false },
+		{ "outer-9", 8, 9, 1, true },
+		{ "outer-13", 8, 13, 1, true },
+	};
+	static struct nbpf_insn p[4096];
+
+	if (repeat > 5)
+		repeat = 5;
+	for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
+		uint32_t n = patho_gen2(p, shapes[s].depth, shapes[s].diamonds, shapes[s].uses,
+					shapes[s].outer);
+		struct nbpf_verify_input in = { .insns = p, .n_insns = n };
+		struct ncclbpf_verify_result res;
+		uint64_t t[5];
+		int err = 0;
+
+		for (int r = 0; r < repeat; r++) {
+			uint64_t t0 = now_ns();
+
+			err = nbpf_verify_insns(&in, ncclbpf_hook_find("tuner"), NULL, &res);
+			t[r] = now_ns() - t0;
+			if (r + 1 < repeat)
+				free(res.findings);
+		}
+		qsort(t, (size_t)repeat, sizeof(*t), cmp_u64);
+		printf("%-26s %-27s %-8s %4u insns %7u processed %5u states %9.1f ms  %s\n",
+		       "(generated)", shapes[s].name, err ? "rejected" : "accepted", n,
+		       res.insns_processed, res.states, (double)t[repeat / 2] / 1e6,
+		       err && res.n_findings ? res.findings[0].reason : "");
+		free(res.findings);
+	}
+}
 
 int main(int argc, char **argv)
 {
 	int repeat = 50, rc = 0;
+	bool shapes = false;
 	uint64_t worst = 0, worst_first = 0;
 
 	for (int i = 1; i < argc; i++) {
@@ -35,6 +83,10 @@ int main(int argc, char **argv)
 			repeat = atoi(argv[++i]);
 			if (repeat < 1)
 				repeat = 1;
+			continue;
+		}
+		if (!strcmp(argv[i], "-p")) {
+			shapes = true;
 			continue;
 		}
 		if (ncclbpf_object__open_file(argv[i], NULL, &obj)) {
@@ -86,5 +138,7 @@ int main(int argc, char **argv)
 	}
 	printf("worst median: first %.1f us, repeat %.1f us\n", (double)worst_first / 1000.0,
 	       (double)worst / 1000.0);
+	if (shapes)
+		bench_shapes(repeat);
 	return rc;
 }

@@ -169,12 +169,70 @@ struct ncclbpf_coll_record {
 	__u32 reserved;
 };
 
+/* ---- SEC("net") -------------------------------------------------------- */
+
+/* What happened (ctx->event).  Outputs are read back only for CONNECT and ACCEPT. */
+#define NCCLBPF_NET_CONNECT   0 /* a send connection is being opened: n_socks, tos, priority apply */
+#define NCCLBPF_NET_ACCEPT    1 /* a receive connection has arrived: tos, priority apply */
+#define NCCLBPF_NET_SEND_POST 2 /* isend posted: bytes = size */
+#define NCCLBPF_NET_RECV_POST 3 /* irecv posted: bytes = buffer capacity */
+#define NCCLBPF_NET_SEND_DONE 4 /* isend complete: bytes moved, latency_ns post -> done */
+#define NCCLBPF_NET_RECV_DONE 5 /* irecv complete: bytes received, latency_ns post -> done */
+
+#define NCCLBPF_NET_APPLY 0     /* apply the outputs (each may be NCCLBPF_KEEP) */
+#define NCCLBPF_NET_SKIP  1     /* leave the connection as configured */
+
+/*
+ * One call per connection event and per message post and completion, on
+ * NCCL's proxy threads (the rank's own view: rank-local data).  Outputs:
+ * n_socks (1..64, CONNECT only; starts at the configured count), tos (the
+ * IP TOS / IPv6 traffic-class byte, 0..255: DSCP << 2) and priority
+ * (SO_PRIORITY 0..6); both start as NCCLBPF_KEEP.
+ */
+struct ncclbpf_net_ctx {
+	__u64 comm_id;        /* NCCL's commHash (net v11+; 0 before) */
+	__u64 bytes;          /* see the events */
+	__u64 latency_ns;     /* *_DONE: post to completion, else 0 */
+	__u64 peer_key;       /* the peer's address as one key: IPv4 address, or IPv6 folded */
+	__u32 event;          /* NCCLBPF_NET_* */
+	__u32 dev;            /* the plugin's device index */
+	__u32 peer_family;    /* 2 (IPv4) or 10 (IPv6) */
+	__u32 peer_port;      /* host byte order */
+	__u32 peer_addr[4];   /* network byte order; IPv4 in [0] */
+	__s32 tag;            /* *_POST: NCCL's tag (the peer rank), else -1 */
+	__u32 n_socks;        /* data sockets of the connection; output at CONNECT */
+	__s32 tos;            /* output: 0..255 or NCCLBPF_KEEP */
+	__s32 priority;       /* output: 0..6 or NCCLBPF_KEEP */
+	__u32 abi_version;    /* net ABI version NCCL loaded */
+	__u32 reserved;
+};
+
 /*
  * Size buckets shared by policies and the tools that read their maps, so
  * map keys agree: bucket b holds messages of [2^b, 2^(b+1)) bytes (0 and 1
  * byte in bucket 0), the last bucket everything from 2^31 bytes up.
  */
 #define NCCLBPF_SIZE_BUCKETS 32
+
+/*
+ * Exporting a map as Prometheus metrics (`ncclbpf export`, modelled on
+ * ebpf_exporter): one string per map in the object's ".ncclbpf.export"
+ * section, `key=value` fields separated by ';':
+ *
+ *   NCCLBPF_EXPORT(coll_calls, "type=counter;name=ncclbpf_policy_calls_total;"
+ *                  "help=Collectives seen;key=collective:coll,size:u32");
+ *
+ * type: counter or gauge (value: one __u32 or __u64) or histogram (value:
+ * __u64 sum, then __u64 bucket counts, bucket i = [2^i, 2^(i+1)) ns,
+ * exported in seconds).  key: the key struct's fields in order, each
+ * label:kind with kind u8, u16, u32, u64 (decimal), hex (a __u64 as
+ * 0x%016x, e.g. a communicator id), coll, algo or proto (NCCL's names).
+ * docs/policy-guide.md, "Exporting maps", has the rules.
+ */
+#define NCCLBPF_EXPORT(map, spec)                                                   \
+	static const char ___ncclbpf_export_##map[]                                 \
+		__attribute__((section(".ncclbpf.export"), used, aligned(1))) =     \
+			"map=" #map ";" spec
 
 #if defined(__bpf__)
 #define NCCLBPF_INLINE static __always_inline

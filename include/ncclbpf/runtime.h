@@ -136,6 +136,12 @@ const char *ncclbpf_program__section(const struct ncclbpf_program *prog);
 size_t ncclbpf_program__insn_count(const struct ncclbpf_program *prog);
 /* Raw instruction slots (struct nbpf_insn layout, 8 bytes each). */
 const void *ncclbpf_program__insns(const struct ncclbpf_program *prog);
+/*
+ * The program's tag: 16 hex digits of SHA-256 over its instructions with
+ * map references zeroed, as the kernel's prog tag (bpftool prog show).  Each
+ * program of an object has its own.  0, or a negative errno.
+ */
+int ncclbpf_program__tag(const struct ncclbpf_program *prog, char tag[17]);
 /* Source location of instruction idx from BTF line info: 0, or -ENOENT. */
 int ncclbpf_program__line(const struct ncclbpf_program *prog, size_t idx,
 			  const char **file, uint32_t *line, const char **text);
@@ -154,6 +160,12 @@ struct ncclbpf_verify_opts {
 	/* Budgets (0: defaults). */
 	uint32_t max_insns_processed;
 	uint32_t max_states;
+	/*
+	 * Wall-clock budget in milliseconds (0: the default, 1000): a program
+	 * whose verification takes longer is refused ("verification took too
+	 * long"), so a reload never stalls its control thread for seconds.
+	 */
+	uint32_t max_time_ms;
 };
 
 enum ncclbpf_finding_kind {

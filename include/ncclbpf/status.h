@@ -45,6 +45,7 @@ struct ncclbpf_load_prog {
 	uint32_t insns;
 	uint32_t jit;      /* 1: JIT-compiled, 0: interpreted */
 	uint32_t warning;  /* 1: the verifier flagged a rank-local decision */
+	char tag[20];      /* 16 hex digits: the program's tag, as the kernel's prog tag */
 };
 
 struct ncclbpf_load_map {

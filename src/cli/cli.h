@@ -1,7 +1,9 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cli.h - the ncclbpf command's subcommands and shared output helpers.
  *
- * bpftool style: `ncclbpf OBJECT VERB [ARGS]`, `-j` for JSON anywhere.
+ * bpftool style: `ncclbpf OBJECT VERB [ARGS]`, `-j` for JSON anywhere (one
+ * document per run), `-p` for the same JSON indented.
  * Exit status: 0 success, 1 a negative verdict (e.g. verify rejected),
  * 2 usage errors and unreadable or malformed input.
  */
@@ -13,8 +15,21 @@
 
 struct cli {
 	bool json;
+	bool pretty;      /* -p: json, indented by a filter on stdout */
+	bool doc_open;    /* a JSON document is being written: errors go to stderr */
 	const char *prog; /* argv[0] */
 };
+
+/* One row per OBJECT VERB: the one source of synopses and summaries (main.c). */
+struct cli_cmd {
+	const char *object;
+	const char *verb; /* NULL: the object takes no verb */
+	int (*fn)(struct cli *c, int argc, char **argv);
+	const char *synopsis;
+	const char *summary;
+};
+extern const struct cli_cmd cli_cmds[];
+extern const size_t cli_n_cmds;
 
 #define CLI_OK    0
 #define CLI_NO    1
@@ -33,12 +48,55 @@ int cmd_reload(struct cli *c, int argc, char **argv);    /* cmd_reload.c */
 int cmd_rollback(struct cli *c, int argc, char **argv);  /* cmd_reload.c */
 int cmd_top(struct cli *c, int argc, char **argv);       /* cmd_top.c */
 int cmd_export(struct cli *c, int argc, char **argv);    /* cmd_export.c */
+int cmd_version(struct cli *c, int argc, char **argv);   /* main.c */
+int cmd_help(struct cli *c, int argc, char **argv);      /* main.c */
 
-/* Prints "ncclbpf: <msg>" to stderr and returns CLI_USAGE. */
+/* Prints the rows of OBJECT [VERB] (all rows without OBJECT) to stdout. */
+int cli_help(const char *object, const char *verb);
+
+/*
+ * The one error path: "ncclbpf: MSG" on stderr, or under -j the document
+ * {"error":"MSG"} on stdout.  Returns rc.  Say what is wrong once and what
+ * to do about it.
+ */
+__attribute__((format(printf, 2, 3)))
+int cli_err(int rc, const char *fmt, ...);
+
+/* cli_err(CLI_USAGE, ...). */
 __attribute__((format(printf, 1, 2)))
 int cli_usage_error(const char *fmt, ...);
 /* JSON string literal (quoted, escaped) to f. */
 void cli_json_str(FILE *f, const char *s);
+
+/*
+ * getopt_long over a verb's arguments, where argv[0] is the verb or
+ * object (so the first argument is argv[1]).  --opt=value, --opt value and
+ * "--" work as in git.  Returns the option, -1 at the end of options, or
+ * '?' after reporting an unknown option or a missing value (cli_err).
+ */
+struct option;
+int cli_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts,
+	       const char *verb);
+extern int cli_optind; /* first operand once cli_getopt returned -1 */
+
+/* Every entry of an OBJ[:OBJ...] list is a regular file; else usage error. */
+int cli_check_spec(const char *spec, const char *verb);
+
+/* -p: indents what the verb writes to stdout (json_pretty.c). */
+int cli_pretty_begin(void);
+void cli_pretty_end(void);
+
+/* BTF formatting of map keys and values (btf_json.c). */
+struct btf;
+/* JSON of data (size bytes) as BTF type id; nothing printed and -EINVAL when it does not fit. */
+int cli_btf_json(FILE *f, const struct btf *btf, unsigned int id, const void *data, size_t size);
+/* The key and value type ids of map in the object's ".maps" BTF (0: undeclared); -ENOENT. */
+int cli_btf_map_types(const struct btf *btf, const char *map, unsigned int *key_id,
+		      unsigned int *val_id);
+
+/* Adds the maps every process's policy declares for export (export_maps.c). */
+struct nbpf_export_set;
+void cli_export_policy_maps(struct nbpf_export_set *set, const int *pids, int n_pids);
 
 /* ---- helpers shared by the live-process verbs (ctl_util.c) --------------- */
 
@@ -48,6 +106,8 @@ struct nbpf_ctl_rec;
 void cli_rec_json_fields(FILE *f, const struct nbpf_ctl_rec *rec);
 /* Writes {"kind fields"} for rec. */
 void cli_rec_json(FILE *f, const struct nbpf_ctl_rec *rec);
+/* Reports a failed call to pid (not running the plugin, or em); returns rc. */
+int cli_pid_err(int rc, int pid, int err, const char *em);
 /* Parses a pid argument: >0, or -1 when s is not a pid. */
 int cli_parse_pid(const char *s);
 /*

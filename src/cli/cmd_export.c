@@ -10,7 +10,11 @@
  *               default forever, every interval seconds); a failed write
  *               (ENOSPC...) keeps the old file and is retried next interval
  *   --listen    serve GET /metrics over HTTP with libmicrohttpd; each scrape
- *               collects afresh; exits after count scrapes (default never)
+ *               collects afresh; exits after count scrapes (default never);
+ *               other methods get 405
+ *
+ * Besides the plugin's own families, every map a process's policy declares
+ * with NCCLBPF_EXPORT is exported (export_maps.c).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -26,6 +30,7 @@
 #include "cli.h"
 #include "control/ctl_client.h"
 #include "control/ctl_tele.h"
+#include "telemetry/prom_maps.h"
 
 struct export_ctx {
 	const int *pids;
@@ -45,21 +50,25 @@ static void on_signal(int sig)
 static char *render(const int *pids, int n_pids, size_t *len)
 {
 	struct nbpf_tele_set s = { 0 };
+	struct nbpf_export_set ms = { 0 };
 	char *buf = NULL;
 	FILE *f = open_memstream(&buf, len);
+	int err;
 
 	if (!f)
 		return NULL;
 	if (cli_tele_collect(pids, n_pids, &s, NULL) < 0)
 		s.processes = 0;
-	if (nbpf_prom_write(f, &s)) {
-		fclose(f);
+	cli_export_policy_maps(&ms, pids, n_pids);
+	err = nbpf_prom_write(f, &s);
+	if (!err)
+		err = nbpf_export_write(f, &ms);
+	nbpf_tele_free(&s);
+	nbpf_export_free(&ms);
+	if (fclose(f) || err) {
 		free(buf);
-		nbpf_tele_free(&s);
 		return NULL;
 	}
-	fclose(f);
-	nbpf_tele_free(&s);
 	return buf;
 }
 
@@ -120,8 +129,18 @@ static enum MHD_Result serve(void *cls, struct MHD_Connection *conn, const char 
 	size_t len = 0;
 	char *body;
 
-	if (strcmp(method, "GET") && strcmp(method, "HEAD"))
-		return MHD_NO;
+	if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
+		static const char na[] = "method not allowed: GET or HEAD\n";
+
+		resp = MHD_create_response_from_buffer(sizeof(na) - 1, (void *)na,
+						       MHD_RESPMEM_PERSISTENT);
+		if (!resp)
+			return MHD_NO;
+		MHD_add_response_header(resp, "Allow", "GET, HEAD");
+		ret = MHD_queue_response(conn, MHD_HTTP_METHOD_NOT_ALLOWED, resp);
+		MHD_destroy_response(resp);
+		return ret;
+	}
 	if (strcmp(url, "/metrics") && strcmp(url, "/")) {
 		static const char nf[] = "not found: try /metrics\n";
 

@@ -13,6 +13,10 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
 
 #include "cli.h"
 #include "control/ctl_client.h"
@@ -81,7 +85,155 @@ static void json_hex(const uint8_t *p, size_t n)
 struct map_info {
 	char name[128], path[4096];
 	uint64_t type, key_size, value_size, max_entries;
+	uint64_t id; /* the shared-memory file's inode: unique while the map exists */
+	int pid;
+	char obj_path[4096]; /* the object declaring it: its BTF formats the entries */
 };
+
+/* BTF of the map's key and value, when its object has it: bpftool's formatted dump. */
+struct map_btf {
+	struct btf *btf;
+	unsigned int key_id, val_id;
+};
+
+static void map_btf_load(struct map_btf *mb, const struct map_info *mi)
+{
+	memset(mb, 0, sizeof(*mb));
+	if (!mi->obj_path[0])
+		return;
+	mb->btf = btf__parse_elf(mi->obj_path, NULL);
+	if (libbpf_get_error(mb->btf)) {
+		mb->btf = NULL;
+		return;
+	}
+	if (cli_btf_map_types(mb->btf, mi->name, &mb->key_id, &mb->val_id)) {
+		btf__free(mb->btf);
+		mb->btf = NULL;
+	}
+}
+
+/*
+ * A map's id is the inode of its shared-memory file: two maps of one name
+ * (two processes, or two images of one process) have different files, and
+ * the id stays the same for as long as any process holds the map.
+ */
+static uint64_t map_id(const char *path)
+{
+	struct stat st;
+
+	return path && *path && !stat(path, &st) ? (uint64_t)st.st_ino : 0;
+}
+
+static void rec_info(const struct nbpf_ctl_rec *r, int pid, struct map_info *mi)
+{
+	memset(mi, 0, sizeof(*mi));
+	snprintf(mi->name, sizeof(mi->name), "%s", nbpf_ctl_rec_get(r, "name") ?: "");
+	snprintf(mi->path, sizeof(mi->path), "%s", nbpf_ctl_rec_get(r, "path") ?: "");
+	nbpf_ctl_rec_u64(r, "type", &mi->type);
+	nbpf_ctl_rec_u64(r, "key_size", &mi->key_size);
+	nbpf_ctl_rec_u64(r, "value_size", &mi->value_size);
+	nbpf_ctl_rec_u64(r, "max_entries", &mi->max_entries);
+	mi->id = map_id(mi->path);
+	mi->pid = pid;
+	snprintf(mi->obj_path, sizeof(mi->obj_path), "%s", nbpf_ctl_rec_get(r, "obj_path") ?: "");
+}
+
+/*
+ * Calls fn on every map of every process in pids (every live one when
+ * n is 0), until fn returns non-zero; returns that, or 0.  Processes that
+ * went away meanwhile are skipped.
+ */
+static int each_map(const int *pids, int n, int (*fn)(const struct map_info *, void *), void *arg)
+{
+	int *all = NULL, ret = 0;
+
+	if (!n) {
+		n = nbpf_ctl_list_pids(&all);
+		if (n < 0)
+			return n;
+		pids = all;
+	}
+	for (int i = 0; i < n && !ret; i++) {
+		struct nbpf_ctl_msg m;
+		const char *em;
+
+		if (!nbpf_ctl_call_pid(pids[i], NBPF_CTL_MAPS, NULL, &m, &em))
+			for (uint32_t k = 0; k < m.n_recs && !ret; k++) {
+				struct map_info mi;
+
+				if (strcmp(m.recs[k].kind, "map"))
+					continue;
+				rec_info(&m.recs[k], pids[i], &mi);
+				ret = fn(&mi, arg);
+			}
+		nbpf_ctl_msg_free(&m);
+	}
+	free(all);
+	return ret;
+}
+
+struct show_state {
+	struct cli *c;
+	bool first;
+};
+
+static int show_one(const struct map_info *mi, void *arg)
+{
+	struct show_state *s = arg;
+
+	if (s->c->json) {
+		printf("%s{\"id\":%" PRIu64 ",\"name\":", s->first ? "" : ",", mi->id);
+		cli_json_str(stdout, mi->name);
+		printf(",\"type\":\"%s\",\"key_size\":%" PRIu64 ",\"value_size\":%" PRIu64
+		       ",\"max_entries\":%" PRIu64 ",\"pid\":%d,\"path\":",
+		       type_name(mi->type), mi->key_size, mi->value_size, mi->max_entries, mi->pid);
+		cli_json_str(stdout, mi->path);
+		putchar('}');
+	} else {
+		printf("%" PRIu64 ": %s  name %s  key %" PRIu64 "B  value %" PRIu64
+		       "B  max_entries %" PRIu64 "  pid %d\n",
+		       mi->id, type_name(mi->type), mi->name, mi->key_size, mi->value_size,
+		       mi->max_entries, mi->pid);
+	}
+	s->first = false;
+	return 0;
+}
+
+/* `map show [PID...]`: every map of the processes, bpftool's one line per map. */
+static int map_show(struct cli *c, int argc, char **argv)
+{
+	struct show_state s = { .c = c, .first = true };
+	int *pids = NULL, n = argc ? cli_target_pids(argc, argv, &pids) : 0, err;
+
+	if (n < 0)
+		return CLI_USAGE;
+	if (c->json) {
+		putchar('[');
+		c->doc_open = true;
+	}
+	err = each_map(pids, n, show_one, &s);
+	if (c->json)
+		puts("]");
+	free(pids);
+	if (err < 0)
+		return cli_err(CLI_NO, "%s", ncclbpf_errmsg());
+	return CLI_OK;
+}
+
+struct by_id {
+	uint64_t id;
+	struct map_info *mi;
+};
+
+static int match_id(const struct map_info *mi, void *arg)
+{
+	struct by_id *b = arg;
+
+	if (mi->id != b->id)
+		return 0;
+	*b->mi = *mi;
+	return 1;
+}
 
 /* Finds MAP among the process's maps (by name). */
 static int find_map(int pid, const char *name, struct map_info *mi, bool list, struct cli *c)
@@ -92,7 +244,7 @@ static int find_map(int pid, const char *name, struct map_info *mi, bool list, s
 	bool first = true;
 
 	if (err) {
-		fprintf(stderr, "ncclbpf: pid %d: %s\n", pid, em);
+		cli_pid_err(CLI_NO, pid, err, em);
 		nbpf_ctl_msg_free(&m);
 		return err;
 	}
@@ -122,12 +274,7 @@ static int find_map(int pid, const char *name, struct map_info *mi, bool list, s
 		}
 		if (strcmp(nbpf_ctl_rec_get(r, "name") ?: "", name))
 			continue;
-		snprintf(mi->name, sizeof(mi->name), "%s", name);
-		snprintf(mi->path, sizeof(mi->path), "%s", nbpf_ctl_rec_get(r, "path") ?: "");
-		mi->type = t;
-		nbpf_ctl_rec_u64(r, "key_size", &mi->key_size);
-		nbpf_ctl_rec_u64(r, "value_size", &mi->value_size);
-		nbpf_ctl_rec_u64(r, "max_entries", &mi->max_entries);
+		rec_info(r, pid, mi);
 		found = 0;
 		break;
 	}
@@ -136,36 +283,67 @@ static int find_map(int pid, const char *name, struct map_info *mi, bool list, s
 			puts("]");
 		found = 0;
 	} else if (found) {
-		fprintf(stderr, "ncclbpf: pid %d has no map named '%s'\n", pid, name);
+		cli_err(CLI_NO, "pid %d has no map named '%s' (ncclbpf map show %d lists them)", pid,
+			name, pid);
 	} else if (!mi->path[0]) {
-		fprintf(stderr, "ncclbpf: map '%s' has no shared-memory file\n", name);
+		cli_err(0, "map '%s' has no shared-memory file", name);
 		found = -ENOENT;
 	}
 	nbpf_ctl_msg_free(&m);
 	return found;
 }
 
-static void print_entry(struct cli *c, struct ncclbpf_map *map, const uint8_t *key,
-			const uint8_t *val, bool *first)
+/* JSON of p as the BTF type id, or its hex string without BTF (or when it does not fit). */
+static void json_typed(const struct map_btf *mb, unsigned int id, const uint8_t *p, size_t n)
+{
+	fflush(stdout);
+	if (!mb || !mb->btf || !id || cli_btf_json(stdout, mb->btf, id, p, n))
+		json_hex(p, n);
+}
+
+static void print_entry(struct cli *c, struct ncclbpf_map *map, const struct map_btf *mb,
+			const uint8_t *key, const uint8_t *val, bool *first)
 {
 	uint32_t ks = ncclbpf_map__key_size(map), vs = ncclbpf_map__value_size(map);
 	bool pc = is_percpu(ncclbpf_map__type(map));
 
 	if (c->json) {
 		printf("%s{\"key\":", *first ? "" : ",");
-		json_hex(key, ks);
+		json_typed(mb, mb ? mb->key_id : 0, key, ks);
 		if (pc) {
 			printf(",\"values\":[");
 			for (int s = 0; s < NCCLBPF_NR_SLOTS; s++) {
 				printf("%s", s ? "," : "");
-				json_hex(val + (size_t)s * vs, vs);
+				json_typed(mb, mb ? mb->val_id : 0, val + (size_t)s * vs, vs);
 			}
 			putchar(']');
 		} else {
 			printf(",\"value\":");
-			json_hex(val, vs);
+			json_typed(mb, mb ? mb->val_id : 0, val, vs);
 		}
 		putchar('}');
+	} else if (mb && mb->btf) {
+		/* With BTF, bpftool's plain form: the formatted key and value. */
+		printf("key: ");
+		json_typed(mb, mb->key_id, key, ks);
+		if (pc) {
+			putchar('\n');
+			for (int s = 0; s < NCCLBPF_NR_SLOTS; s++) {
+				bool zero = true;
+
+				for (uint32_t b = 0; b < vs && zero; b++)
+					zero = !val[(size_t)s * vs + b];
+				if (zero)
+					continue;
+				printf("  slot %2d: ", s);
+				json_typed(mb, mb->val_id, val + (size_t)s * vs, vs);
+				putchar('\n');
+			}
+		} else {
+			printf("  value: ");
+			json_typed(mb, mb->val_id, val, vs);
+			putchar('\n');
+		}
 	} else {
 		printf("key: ");
 		print_hex(key, ks);
@@ -195,37 +373,55 @@ int cmd_map(struct cli *c, int argc, char **argv)
 {
 	struct ncclbpf_map *map = NULL;
 	struct map_info mi = { 0 };
+	struct map_btf mb = { 0 };
 	const char *verb;
 	uint8_t *key = NULL, *next = NULL, *val = NULL;
 	uint64_t flags = NCCLBPF_ANY;
 	bool have_key = false, have_val = false, writable, first = true;
 	size_t val_bytes;
-	int pid, rc = CLI_OK, err, i;
+	int pid = 0, rc = CLI_OK, err, i;
 
+	if (argc >= 1 && !strcmp(argv[0], "show"))
+		return map_show(c, argc - 1, argv + 1);
 	if (argc < 2)
-		return cli_usage_error("usage: map list|dump|lookup|update|delete PID [MAP] [key HEX] [value HEX]");
+		return cli_usage_error("map %s: which process? (ncclbpf help map)", argc ? argv[0] : "");
 	verb = argv[0];
-	pid = cli_parse_pid(argv[1]);
-	if (pid < 0)
-		return cli_usage_error("'%s' is not a process id", argv[1]);
+	if (!strcmp(argv[1], "id")) {
+		struct by_id b = { .mi = &mi };
+		char *end;
+
+		if (argc < 3 || !(b.id = strtoull(argv[2], &end, 10)) || *end)
+			return cli_usage_error("map %s: id needs a map id (ncclbpf map show lists them)",
+					       verb);
+		err = each_map(NULL, 0, match_id, &b);
+		if (err <= 0)
+			return err < 0 ? cli_err(CLI_NO, "%s", ncclbpf_errmsg())
+				       : cli_err(CLI_NO, "no map has id %s (ncclbpf map show lists them)",
+						 argv[2]);
+	} else {
+		pid = cli_parse_pid(argv[1]);
+		if (pid < 0)
+			return cli_usage_error("'%s' is not a process id", argv[1]);
+	}
 	if (!strcmp(verb, "list"))
-		return find_map(pid, NULL, &mi, true, c) ? CLI_NO : CLI_OK;
+		return mi.id || find_map(pid, NULL, &mi, true, c) ? CLI_NO : CLI_OK;
 	if (strcmp(verb, "dump") && strcmp(verb, "lookup") && strcmp(verb, "update") &&
 	    strcmp(verb, "delete"))
 		return cli_usage_error("unknown map verb '%s'", verb);
 	if (argc < 3)
 		return cli_usage_error("map %s: which map?", verb);
-	if (find_map(pid, argv[2], &mi, false, c))
+	if (!mi.id && find_map(pid, argv[2], &mi, false, c))
 		return CLI_NO;
 	writable = !strcmp(verb, "update") || !strcmp(verb, "delete");
+	if (!writable)
+		map_btf_load(&mb, &mi);
 	err = ncclbpf_map__open_path(mi.path, writable, &map);
 	if (err) {
-		fprintf(stderr, "ncclbpf: %s: %s\n", mi.path, ncclbpf_errmsg());
+		cli_err(0, "map %s: %s", mi.name, ncclbpf_errmsg());
 		return CLI_NO;
 	}
 	if (ncclbpf_map__type(map) == NCCLBPF_MAP_RINGBUF) {
-		fprintf(stderr, "ncclbpf: %s is a ring buffer: records are consumed by the job, not dumped\n",
-			mi.name);
+		cli_err(0, "%s is a ring buffer: records are consumed by the job, not dumped", mi.name);
 		rc = CLI_NO;
 		goto out;
 	}
@@ -271,19 +467,21 @@ int cmd_map(struct cli *c, int argc, char **argv)
 	if (!strcmp(verb, "dump")) {
 		const uint8_t *prev = NULL;
 
-		if (c->json)
+		if (c->json) {
 			putchar('[');
+			c->doc_open = true;
+		}
 		while (!(err = ncclbpf_map__next_key(map, prev, next))) {
 			memcpy(key, next, ncclbpf_map__key_size(map));
 			prev = key;
 			if (ncclbpf_map__lookup(map, key, val))
 				continue; /* deleted meanwhile */
-			print_entry(c, map, key, val, &first);
+			print_entry(c, map, &mb, key, val, &first);
 		}
 		if (c->json)
 			puts("]");
 		if (err != -ENOENT) {
-			fprintf(stderr, "ncclbpf: dump: %s\n", ncclbpf_errmsg());
+			cli_err(0, "dump: %s", ncclbpf_errmsg());
 			rc = CLI_NO;
 		}
 		goto out;
@@ -295,10 +493,10 @@ int cmd_map(struct cli *c, int argc, char **argv)
 	if (!strcmp(verb, "lookup")) {
 		err = ncclbpf_map__lookup(map, key, val);
 		if (err) {
-			fprintf(stderr, "ncclbpf: lookup: %s\n", err == -ENOENT ? "no such key" : ncclbpf_errmsg());
+			cli_err(0, "lookup: %s", err == -ENOENT ? "no such key" : ncclbpf_errmsg());
 			rc = CLI_NO;
 		} else {
-			print_entry(c, map, key, val, &first);
+			print_entry(c, map, &mb, key, val, &first);
 			if (c->json)
 				putchar('\n');
 		}
@@ -309,7 +507,7 @@ int cmd_map(struct cli *c, int argc, char **argv)
 		}
 		err = ncclbpf_map__update(map, key, val, flags);
 		if (err) {
-			fprintf(stderr, "ncclbpf: update: %s\n", ncclbpf_errmsg());
+			cli_err(0, "update: %s", ncclbpf_errmsg());
 			rc = CLI_NO;
 		} else if (c->json) {
 			puts("{\"ok\":true}");
@@ -317,7 +515,7 @@ int cmd_map(struct cli *c, int argc, char **argv)
 	} else {
 		err = ncclbpf_map__delete(map, key);
 		if (err) {
-			fprintf(stderr, "ncclbpf: delete: %s\n", err == -ENOENT ? "no such key" : ncclbpf_errmsg());
+			cli_err(0, "delete: %s", err == -ENOENT ? "no such key" : ncclbpf_errmsg());
 			rc = CLI_NO;
 		} else if (c->json) {
 			puts("{\"ok\":true}");
@@ -327,6 +525,7 @@ out:
 	free(key);
 	free(next);
 	free(val);
+	btf__free(mb.btf);
 	ncclbpf_map__put(map);
 	return rc;
 }

@@ -297,7 +297,7 @@ static int run_object(struct cli *c, const struct prog_args *a)
 		memcpy(ctx, mem, mem_len);
 	rc = ncclbpf_program__prepare(prog, hook, &popts);
 	if (rc == -EACCES) {
-		fprintf(stderr, "ncclbpf: prog: %s: program '%s' rejected by the verifier\n", a->file,
+		cli_err(0, "prog: %s: program '%s' rejected by the verifier", a->file,
 			ncclbpf_program__name(prog));
 		print_findings(&res);
 		rc = CLI_NO;

@@ -94,10 +94,25 @@ static void print_last_load(const struct nbpf_ctl_msg *m)
 	printf("  last load refused (%s): %s\n", when, get(l, "message"));
 }
 
+/*
+ * Lowest call number over the process's tuner communicators: an activation
+ * at a call every one of them has reached is history, not pending.
+ */
+static uint64_t min_tuner_calls(const struct nbpf_ctl_msg *m)
+{
+	uint64_t min = UINT64_MAX;
+
+	for (uint32_t i = 0; i < m->n_recs; i++)
+		if (!strcmp(m->recs[i].kind, "comm") && !strcmp(get(&m->recs[i], "kind"), "tuner") &&
+		    get_u64(&m->recs[i], "calls") < min)
+			min = get_u64(&m->recs[i], "calls");
+	return min;
+}
+
 static void print_ps(int pid, const struct nbpf_ctl_msg *m)
 {
 	const struct nbpf_ctl_rec *p = find_rec(m, "proc"), *cur = NULL;
-	uint64_t at = 0;
+	uint64_t at = 0, reached = min_tuner_calls(m);
 
 	for (uint32_t i = 0; i < m->n_recs; i++)
 		if (!strcmp(m->recs[i].kind, "image") && !strcmp(get(&m->recs[i], "state"), "current"))
@@ -111,8 +126,10 @@ static void print_ps(int pid, const struct nbpf_ctl_msg *m)
 	if (cur) {
 		at = get_u64(cur, "at_call");
 		printf("  image %s  %s", get(cur, "gen"), get(cur, "spec"));
-		if (at)
-			printf("  (active from call %" PRIu64 ")", at);
+		if (at && at > reached)
+			printf("  (pending: active from call %" PRIu64 ")", at);
+		else if (at)
+			printf("  (active since call %" PRIu64 ")", at);
 		putchar('\n');
 	} else {
 		printf("  no policy loaded\n");
@@ -130,7 +147,7 @@ static void print_ps(int pid, const struct nbpf_ctl_msg *m)
 		else if (!strcmp(r->kind, "prog"))
 			printf("  prog %-20s hook %-9s tag %s  obj %s\n", get(r, "name"), get(r, "hook"),
 			       get(r, "tag"), get(r, "obj"));
-		else if (!strcmp(r->kind, "image") && r != cur && at)
+		else if (!strcmp(r->kind, "image") && r != cur && at && at > reached)
 			printf("  before call %" PRIu64 ": image %s  %s\n", at, get(r, "gen"),
 			       *get(r, "spec") ? get(r, "spec") : "(none)");
 		if (!strcmp(r->kind, "image") && r != cur)
@@ -144,16 +161,19 @@ int cmd_ps(struct cli *c, int argc, char **argv)
 
 	if (n < 0)
 		return CLI_USAGE;
-	if (c->json)
+	if (c->json) {
 		putchar('[');
+		c->doc_open = true;
+	}
 	for (int i = 0; i < n; i++) {
 		struct nbpf_ctl_msg m;
 		const char *em;
 		int err = nbpf_ctl_call_pid(pids[i], NBPF_CTL_PS, NULL, &m, &em);
 
 		if (err) {
-			fprintf(stderr, "ncclbpf: pid %d: %s\n", pids[i], em);
-			rc = argc ? CLI_NO : rc; /* listing everything: skip processes that went away */
+			/* Listing everything: skip processes that went away meanwhile. */
+			if (argc)
+				rc = cli_pid_err(CLI_NO, pids[i], err, em);
 		} else if (c->json) {
 			const struct nbpf_ctl_rec *p = find_rec(&m, "proc");
 
@@ -323,16 +343,18 @@ int cmd_prog_live(struct cli *c, int argc, char **argv)
 	n = cli_target_pids(argc - 1, argv + 1, &pids);
 	if (n < 0)
 		return CLI_USAGE;
-	if (c->json)
+	if (c->json) {
 		putchar('[');
+		c->doc_open = true;
+	}
 	for (int i = 0; i < n; i++) {
 		struct nbpf_ctl_msg m;
 		const char *em;
 		int err = nbpf_ctl_call_pid(pids[i], NBPF_CTL_PROGS, NULL, &m, &em);
 
 		if (err) {
-			fprintf(stderr, "ncclbpf: pid %d: %s\n", pids[i], em);
-			rc = argc > 1 ? CLI_NO : rc;
+			if (argc > 1)
+				rc = cli_pid_err(CLI_NO, pids[i], err, em);
 		} else if (c->json) {
 			printf("%s", shown++ ? "," : "");
 			json_progs(pids[i], &m);

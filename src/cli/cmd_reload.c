@@ -1,6 +1,7 @@
 /*
- * cmd_reload.c - `ncclbpf reload PID|all OBJ[:OBJ...] [--sync [--margin N] | --at-call N | --now]`
- * and `ncclbpf rollback PID|all [--sync [--margin N] | --at-call N | --now]`.
+ * cmd_reload.c - `ncclbpf reload TARGET OBJ[:OBJ...] [--sync [--margin N] | --at-call N | --now]`
+ * and `ncclbpf rollback TARGET [--sync [--margin N] | --at-call N | --now]`; TARGET
+ * is a pid, "all", or the processes that --exe, --policy and --comm select.
  *
  * Rank consistency: every rank of a communicator must switch on the same
  * collective.  --at-call N makes each communicator of the target processes
@@ -15,6 +16,7 @@
  * ranks may disagree, so the command fails loudly.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -24,6 +26,7 @@
 
 #include "cli.h"
 #include "control/ctl_client.h"
+#include "ncclbpf/runtime.h"
 
 static uint64_t get_u64(const struct nbpf_ctl_rec *r, const char *k)
 {
@@ -82,16 +85,85 @@ static int sync_point(uint64_t margin, uint64_t *at_call)
 	return 0;
 }
 
-static int parse_target(const char *s, int **pids)
-{
-	if (!strcmp(s, "all")) {
-		int n = nbpf_ctl_list_pids(pids);
+/* Processes chosen by --exe, --policy or --comm instead of a pid or "all". */
+struct selector {
+	const char *exe;    /* basename of the executable, or its full path */
+	const char *policy; /* one object of the current image's list */
+	uint64_t comm;      /* a communicator id the process holds */
+	bool by_comm;
+};
 
-		if (n == 0)
-			fprintf(stderr, "ncclbpf: no process is running ncclbpf\n");
+static bool spec_has(const char *spec, const char *want)
+{
+	char *abs = realpath(want, NULL);
+	const char *w = abs ? abs : want;
+	size_t wl = strlen(w);
+	bool hit = false;
+
+	for (const char *p = spec; p && *p && !hit; p = strchr(p, ':') ? strchr(p, ':') + 1 : NULL) {
+		size_t len = strcspn(p, ":");
+
+		hit = len == wl && !strncmp(p, w, len);
+	}
+	free(abs);
+	return hit;
+}
+
+static bool selected(const struct nbpf_ctl_msg *m, const struct selector *sel)
+{
+	bool exe_ok = !sel->exe, pol_ok = !sel->policy, comm_ok = !sel->by_comm;
+
+	for (uint32_t i = 0; i < m->n_recs; i++) {
+		const struct nbpf_ctl_rec *r = &m->recs[i];
+		const char *v;
+
+		if (!strcmp(r->kind, "proc") && sel->exe && (v = nbpf_ctl_rec_get(r, "exe"))) {
+			const char *base = strrchr(v, '/') ? strrchr(v, '/') + 1 : v;
+
+			exe_ok |= !strcmp(v, sel->exe) || !strcmp(base, sel->exe);
+		} else if (!strcmp(r->kind, "image") && sel->policy &&
+			   !strcmp(nbpf_ctl_rec_get(r, "state") ?: "", "current")) {
+			pol_ok |= spec_has(nbpf_ctl_rec_get(r, "spec") ?: "", sel->policy);
+		} else if (!strcmp(r->kind, "comm") && sel->by_comm) {
+			comm_ok |= get_u64(r, "comm_id") == sel->comm;
+		}
+	}
+	return exe_ok && pol_ok && comm_ok;
+}
+
+/*
+ * The target processes: a pid, "all" (every live process of this user), or
+ * every live process matching all the selectors given.  0 with a message
+ * when none matches.
+ */
+static int select_pids(const char *target, const struct selector *sel, int **pids)
+{
+	int n, kept = 0;
+
+	if (target && strcmp(target, "all"))
+		return cli_target_pids(1, (char **)&target, pids);
+	n = nbpf_ctl_list_pids(pids);
+	if (n < 0) {
+		cli_err(CLI_NO, "%s", ncclbpf_errmsg());
 		return n;
 	}
-	return cli_target_pids(1, (char **)&s, pids);
+	for (int i = 0; i < n; i++) {
+		struct nbpf_ctl_msg m;
+		const char *em;
+
+		if (!sel->exe && !sel->policy && !sel->by_comm) {
+			kept = n;
+			break;
+		}
+		/* A process that went away meanwhile is not a target, and no failure. */
+		if (!nbpf_ctl_call_pid((*pids)[i], NBPF_CTL_PS, NULL, &m, &em) && selected(&m, sel))
+			(*pids)[kept++] = (*pids)[i];
+		nbpf_ctl_msg_free(&m);
+	}
+	if (!kept)
+		cli_err(CLI_NO, "%s", n ? "no process running the plugin matches the selection"
+					: "no process is running the plugin");
+	return kept;
 }
 
 /* Makes every ':'-separated entry absolute, since the target's cwd is not ours. */
@@ -106,7 +178,7 @@ static char *absolute_spec(const char *spec)
 		char *abs = realpath(p, NULL), *o;
 
 		if (!abs) {
-			fprintf(stderr, "ncclbpf: %s: %s\n", p, strerror(errno));
+			cli_err(0, "%s: %s", p, strerror(errno));
 			goto fail;
 		}
 		o = realloc(out, len + strlen(abs) + 2);
@@ -128,49 +200,89 @@ fail:
 
 static int reload_or_rollback(struct cli *c, int argc, char **argv, bool reload)
 {
+	static const struct option lo[] = {
+		{ "at-call", required_argument, NULL, 'a' },
+		{ "margin", required_argument, NULL, 'm' },
+		{ "sync", no_argument, NULL, 's' },
+		{ "now", no_argument, NULL, 'n' },
+		{ "exe", required_argument, NULL, 'e' },
+		{ "policy", required_argument, NULL, 'p' },
+		{ "comm", required_argument, NULL, 'c' },
+		{ 0 },
+	};
+	const char *verb = reload ? "reload" : "rollback";
 	const char *target = NULL, *spec = NULL;
+	struct selector sel = { 0 };
 	uint64_t at_call = 0, margin = 0;
-	bool sync = false, have_at = false, now = false;
+	bool sync = true, have_at = false, now = false, have_sync = false;
 	char *abs = NULL, *end;
-	int *pids = NULL, n, rc = CLI_OK;
+	int *pids = NULL, n, rc = CLI_OK, opt, want, skipped = 0, shown = 0;
 	struct nbpf_ctl_buf req = { .max = NBPF_CTL_MAX_REQUEST };
 
-	for (int i = 0; i < argc; i++) {
-		if (!strcmp(argv[i], "--at-call") && i + 1 < argc) {
-			at_call = strtoull(argv[++i], &end, 0);
-			if (*end || argv[i][0] == '-')
-				return cli_usage_error("--at-call needs a call number");
+	/* argv[-1] is the object name: getopt's argv[0]. */
+	while ((opt = cli_getopt(argc + 1, argv - 1, "", lo, verb)) != -1) {
+		switch (opt) {
+		case 'a':
+			errno = 0;
+			at_call = strtoull(optarg, &end, 0);
+			if (errno || *end || !*optarg || optarg[0] == '-')
+				return cli_usage_error("%s: --at-call needs a call number, got '%s'", verb, optarg);
 			have_at = true;
-		} else if (!strcmp(argv[i], "--margin") && i + 1 < argc) {
-			margin = strtoull(argv[++i], &end, 0);
-			if (*end || !margin)
-				return cli_usage_error("--margin needs a positive number of calls");
-		} else if (!strcmp(argv[i], "--sync")) {
-			sync = true;
-		} else if (!strcmp(argv[i], "--now")) {
+			break;
+		case 'm':
+			errno = 0;
+			margin = strtoull(optarg, &end, 0);
+			if (errno || *end || !margin || optarg[0] == '-')
+				return cli_usage_error("%s: --margin needs a positive number of calls, got '%s'",
+						       verb, optarg);
+			break;
+		case 's':
+			have_sync = true;
+			break;
+		case 'n':
 			now = true;
-		} else if (argv[i][0] == '-') {
-			return cli_usage_error("unknown option '%s'", argv[i]);
-		} else if (!target) {
-			target = argv[i];
-		} else if (reload && !spec) {
-			spec = argv[i];
-		} else {
-			return cli_usage_error("unexpected argument '%s'", argv[i]);
+			break;
+		case 'e':
+			sel.exe = optarg;
+			break;
+		case 'p':
+			sel.policy = optarg;
+			break;
+		case 'c':
+			errno = 0;
+			sel.comm = strtoull(optarg, &end, 0);
+			if (errno || *end || !*optarg)
+				return cli_usage_error("%s: --comm needs a communicator id (as ps shows it), got '%s'",
+						       verb, optarg);
+			sel.by_comm = true;
+			break;
+		default:
+			return CLI_USAGE;
 		}
 	}
-	if (!target || (reload && !spec))
-		return cli_usage_error(reload ? "usage: reload PID|all OBJ[:OBJ...] [--sync | --at-call N | --now]"
-					      : "usage: rollback PID|all [--sync | --at-call N | --now]");
-	if (sync + have_at + now > 1)
-		return cli_usage_error("--sync, --at-call and --now exclude each other");
+	/* With a selector there is no TARGET operand. */
+	want = (sel.exe || sel.policy || sel.by_comm ? 0 : 1) + (reload ? 1 : 0);
+	for (int i = cli_optind - 1, k = 0; i < argc; i++, k++) {
+		if (k >= want)
+			return cli_usage_error("%s: unexpected argument '%s'", verb, argv[i]);
+		if (k == 0 && want == (reload ? 2 : 1))
+			target = argv[i];
+		else
+			spec = argv[i];
+	}
+	if ((want == 2 && !target) || (reload && !spec) || (!reload && want == 1 && !target))
+		return cli_usage_error("%s: %s (ncclbpf help %s)", verb,
+				       reload ? "which processes and which objects?" : "which processes?",
+				       verb);
+	if (have_at + have_sync + now > 1)
+		return cli_usage_error("%s: --at-call, --sync and --now exclude each other", verb);
 	if (margin && (have_at || now))
-		return cli_usage_error("--margin goes with --sync (the default)");
-	/* The rank-consistent activation is the default; the immediate one is opt-in. */
+		return cli_usage_error("%s: --margin goes with --sync", verb);
+	/* The agreed call is the default; --now and --at-call opt out of measuring. */
 	sync = !have_at && !now;
 	if (reload && !(abs = absolute_spec(spec)))
 		return CLI_USAGE;
-	n = parse_target(target, &pids);
+	n = select_pids(target, &sel, &pids);
 	if (n <= 0) {
 		rc = n == 0 ? CLI_NO : CLI_USAGE;
 		goto out;
@@ -179,7 +291,7 @@ static int reload_or_rollback(struct cli *c, int argc, char **argv, bool reload)
 		int err = sync_point(margin, &at_call);
 
 		if (err < 0) {
-			fprintf(stderr, "ncclbpf: cannot read call numbers: %s\n", strerror(-err));
+			cli_err(CLI_NO, "%s: cannot read call numbers: %s", verb, strerror(-err));
 			rc = CLI_NO;
 			goto out;
 		}
@@ -192,8 +304,10 @@ static int reload_or_rollback(struct cli *c, int argc, char **argv, bool reload)
 		rc = cli_usage_error("request too large");
 		goto out;
 	}
-	if (c->json)
+	if (c->json) {
 		putchar('[');
+		c->doc_open = true;
+	}
 	for (int i = 0; i < n; i++) {
 		struct nbpf_ctl_msg m;
 		const char *em;
@@ -202,13 +316,23 @@ static int reload_or_rollback(struct cli *c, int argc, char **argv, bool reload)
 		const struct nbpf_ctl_rec *r = NULL;
 		uint64_t late = 0;
 
+		/*
+		 * Choosing processes (all, a selector): a socket nobody serves is a
+		 * process that stopped running the plugin, not a refusal.
+		 */
+		if ((err == -ECONNREFUSED || err == -ENOENT || err == -ESRCH) && !m.n_recs &&
+		    (!target || !strcmp(target, "all"))) {
+			nbpf_ctl_msg_free(&m);
+			skipped++;
+			continue;
+		}
 		for (uint32_t k = 0; !err && k < m.n_recs && !r; k++)
 			if (!strcmp(m.recs[k].kind, "reload") || !strcmp(m.recs[k].kind, "image"))
 				r = &m.recs[k];
 		if (r && !strcmp(r->kind, "reload"))
 			late = get_u64(r, "late");
 		if (c->json) {
-			printf("%s{\"pid\":%d,\"ok\":%s,\"at_call\":%" PRIu64, i ? "," : "", pids[i],
+			printf("%s{\"pid\":%d,\"ok\":%s,\"at_call\":%" PRIu64, shown ? "," : "", pids[i],
 			       err ? "false" : "true", at_call);
 			if (err) {
 				printf(",\"error\":");
@@ -219,9 +343,9 @@ static int reload_or_rollback(struct cli *c, int argc, char **argv, bool reload)
 			}
 			putchar('}');
 		} else if (err && !m.n_recs) {
-			fprintf(stderr, "ncclbpf: pid %d: cannot reach the process: %s\n", pids[i], em);
+			cli_pid_err(CLI_NO, pids[i], err, em);
 		} else if (err) {
-			fprintf(stderr, "ncclbpf: pid %d: %s failed, nothing changed:\n%s\n", pids[i],
+			cli_err(0, "pid %d: %s failed, nothing changed:\n%s", pids[i],
 				reload ? "reload" : "rollback", em);
 		} else {
 			char when[48];
@@ -238,16 +362,19 @@ static int reload_or_rollback(struct cli *c, int argc, char **argv, bool reload)
 				       r ? nbpf_ctl_rec_get(r, "gen") : "?", when);
 		}
 		if (late)
-			fprintf(stderr,
-				"ncclbpf: pid %d: %" PRIu64 " communicators were already past call %" PRIu64
-				": they switched at their next call and their ranks may disagree\n",
+			cli_err(0,
+				"pid %d: %" PRIu64 " communicators were already past call %" PRIu64
+				": they switched at their next call and their ranks may disagree",
 				pids[i], late, at_call);
+		shown++;
 		if (err || late)
 			rc = CLI_NO;
 		nbpf_ctl_msg_free(&m);
 	}
 	if (c->json)
 		puts("]");
+	if (!shown && skipped)
+		rc = cli_err(CLI_NO, "no process is running the plugin (%d stale sockets skipped)", skipped);
 out:
 	nbpf_ctl_buf_free(&req);
 	free(abs);

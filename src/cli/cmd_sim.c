@@ -6,6 +6,8 @@
  * and what NCCL runs once the policy's outputs are applied.
  */
 #include <errno.h>
+#include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,46 +58,54 @@ int cmd_sim(struct cli *c, int argc, char **argv)
 	int coll = 4;
 	struct emu_plugin pl;
 	struct emu_tuner t;
-	struct stat st;
 	char warn[4096] = "";
 	int err;
 
-	for (int i = 0; i < argc; i++) {
-		const char *a = argv[i];
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+	static const struct option opts[] = {
+		{ "coll", required_argument, NULL, 'c' },
+		{ "ranks", required_argument, NULL, 'r' },
+		{ "nodes", required_argument, NULL, 'n' },
+		{ "sizes", required_argument, NULL, 's' },
+		{ "nvls", no_argument, NULL, 'v' },
+		{ 0 },
+	};
+	bool first = true;
+	int opt;
 
-		if (!strcmp(a, "--coll")) {
+	/* argv[-1] is the object name "sim": getopt's argv[0]. */
+	while ((opt = cli_getopt(argc + 1, argv - 1, "", opts, "sim")) != -1) {
+		const char *v = optarg;
+
+		if (opt == '?') {
+			return CLI_USAGE;
+		} else if (opt == 'c') {
 			if ((coll = emu_coll_from_name(v)) < 0)
 				return cli_usage_error("sim: --coll: unknown collective '%s' (Broadcast, Reduce, AllGather, ReduceScatter, AllReduce)", v ? v : "");
-			i++;
-		} else if (!strcmp(a, "--ranks")) {
+		} else if (opt == 'r') {
 			if (parse_int(v, 2, 65536, &topo.n_ranks))
 				return cli_usage_error("sim: --ranks: expected an integer 2..65536, got '%s'", v ? v : "");
-			i++;
-		} else if (!strcmp(a, "--nodes")) {
+		} else if (opt == 'n') {
 			if (parse_int(v, 1, 65536, &topo.n_nodes))
 				return cli_usage_error("sim: --nodes: expected an integer 1..65536, got '%s'", v ? v : "");
-			i++;
-		} else if (!strcmp(a, "--sizes")) {
+		} else if (opt == 's') {
 			if (parse_range(v, &lo, &hi))
 				return cli_usage_error("sim: --sizes: expected MIN:MAX with suffixes K/M/G, 0 < MIN <= MAX <= 1T, got '%s'", v ? v : "");
-			i++;
-		} else if (!strcmp(a, "--nvls")) {
-			topo.nvls = true; /* NCCL_NVLS_ENABLE=1 on NVSwitch nodes */
-		} else if (a[0] == '-') {
-			return cli_usage_error("sim: unknown option '%s'", a);
-		} else if (!obj) {
-			obj = a;
 		} else {
-			return cli_usage_error("sim: unexpected argument '%s'", a);
+			topo.nvls = true; /* NCCL_NVLS_ENABLE=1 on NVSwitch nodes */
 		}
 	}
+	for (int i = cli_optind - 1; i < argc; i++) {
+		if (!obj)
+			obj = argv[i];
+		else
+			return cli_usage_error("sim: unexpected argument '%s'", argv[i]);
+	}
 	if (!obj)
-		return cli_usage_error("usage: ncclbpf sim OBJ [--coll NAME] [--ranks N] [--nodes N] [--sizes MIN:MAX] [--nvls] [-j]");
+		return cli_usage_error("sim: which object? (ncclbpf help sim)");
 	if (topo.n_nodes > topo.n_ranks)
 		return cli_usage_error("sim: --nodes (%d) exceeds --ranks (%d)", topo.n_nodes, topo.n_ranks);
-	if (stat(obj, &st) || !S_ISREG(st.st_mode))
-		return cli_usage_error("sim: %s: not a readable file", obj);
+	if (cli_check_spec(obj, "sim"))
+		return CLI_USAGE;
 	err = emu_cli_tuner_open(&pl, &t, obj, 5, &topo, warn, sizeof(warn));
 	if (err) {
 		warn[strcspn(warn, "\n")] = 0; /* one line: the first says why */
@@ -103,37 +113,52 @@ int cmd_sim(struct cli *c, int argc, char **argv)
 	}
 	if (warn[0])
 		fprintf(stderr, "%s", warn);
-	if (!c->json)
-		printf("%-13s %12s  %-20s %-20s %s\n", "coll", "bytes", "nccl", "policy", "channels");
+	if (c->json) {
+		putchar('[');
+		c->doc_open = true;
+	} else
+		printf("%-13s %12s  %-22s %s\n", "coll", "bytes", "nccl (channels)",
+		       "policy (channels)");
 	for (uint64_t n = lo; n && n <= hi; n <<= 1) {
 		struct emu_decision d;
 
 		if (emu_tuner_call(&t, &topo, coll, n, &d)) {
 			emu_cli_tuner_close(&pl, &t);
-			fprintf(stderr, "ncclbpf: sim: getCollInfo failed at %llu bytes\n", (unsigned long long)n);
+			if (c->json)
+				puts("]");
+			cli_err(0, "sim: getCollInfo failed at %llu bytes", (unsigned long long)n);
 			return CLI_NO;
 		}
 		if (c->json) {
-			printf("{\"coll\":");
+			printf("%s{\"coll\":", first ? "" : ",");
+			first = false;
 			cli_json_str(stdout, emu_coll_name(coll));
-			printf(",\"n_bytes\":%llu,\"nccl\":{\"algo\":\"%s\",\"proto\":\"%s\"},"
-			       "\"policy\":{\"algo\":\"%s\",\"proto\":\"%s\",\"n_channels\":%d}}\n",
+			printf(",\"n_bytes\":%llu,\"nccl\":{\"algo\":\"%s\",\"proto\":\"%s\",\"n_channels\":%d},"
+			       "\"policy\":{\"algo\":\"%s\",\"proto\":\"%s\",\"n_channels\":%d},"
+			       "\"changed\":{\"algo_proto\":%s,\"channels\":%s}}",
 			       (unsigned long long)n, emu_algo_name(d.nccl_algo), emu_proto_name(d.nccl_proto),
-			       emu_algo_name(d.algo), emu_proto_name(d.proto), d.n_channels);
+			       d.nccl_channels, emu_algo_name(d.algo), emu_proto_name(d.proto),
+			       d.n_channels ? d.n_channels : d.nccl_channels,
+			       d.algo != d.nccl_algo || d.proto != d.nccl_proto ? "true" : "false",
+			       d.n_channels && d.n_channels != d.nccl_channels ? "true" : "false");
 		} else {
-			char a[48], b[48], ch[16];
+			char a[64], b[64];
 			bool same = d.algo == d.nccl_algo && d.proto == d.nccl_proto;
+			bool ch_changed = d.n_channels && d.n_channels != d.nccl_channels;
 
-			snprintf(a, sizeof(a), "%s/%s", emu_algo_name(d.nccl_algo), emu_proto_name(d.nccl_proto));
-			snprintf(b, sizeof(b), "%s/%s%s", emu_algo_name(d.algo), emu_proto_name(d.proto),
-				 same ? "" : " *");
-			snprintf(ch, sizeof(ch), "%d", d.n_channels);
-			printf("%-13s %12llu  %-20s %-20s %s\n", emu_coll_name(coll), (unsigned long long)n,
-			       a, b, d.n_channels ? ch : "nccl");
+			/* '*' marks what the policy changed: the cell, the channel count, or both. */
+			snprintf(a, sizeof(a), "%s/%s (%d)", emu_algo_name(d.nccl_algo),
+				 emu_proto_name(d.nccl_proto), d.nccl_channels);
+			snprintf(b, sizeof(b), "%s/%s%s (%d%s)", emu_algo_name(d.algo), emu_proto_name(d.proto),
+				 same ? "" : " *", d.n_channels ? d.n_channels : d.nccl_channels,
+				 ch_changed ? " *" : "");
+			printf("%-13s %12llu  %-22s %s\n", emu_coll_name(coll), (unsigned long long)n, a, b);
 		}
 		if (n > UINT64_MAX / 2)
 			break;
 	}
 	emu_cli_tuner_close(&pl, &t);
+	if (c->json)
+		puts("]");
 	return CLI_OK;
 }

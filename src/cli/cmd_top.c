@@ -20,6 +20,9 @@
 #include "cli.h"
 #include "control/ctl_client.h"
 #include "control/ctl_tele.h"
+
+/* top_net.c: the per-peer pane. */
+void cli_top_print_peers(const struct nbpf_tele_set *d, double secs, int iter);
 #include "ncclbpf/runtime.h"
 
 static void fmt_ns(char *out, size_t n, double ns)
@@ -117,6 +120,7 @@ static void print_table(const struct nbpf_tele_set *d, double secs, int iter)
 		printf("  applied %" PRIu64 "  skipped %" PRIu64 "  refused %" PRIu64 "\n", t->applied,
 		       t->skipped, refused);
 	}
+	cli_top_print_peers(d, secs, iter);
 	fflush(stdout);
 }
 
@@ -235,7 +239,7 @@ int cmd_top(struct cli *c, int argc, char **argv)
 		t_now = mono_s();
 		secs = iter == 1 ? interval : t_now - t_prev;
 		if (got < 0) {
-			fprintf(stderr, "ncclbpf: %s\n", ncclbpf_errmsg());
+			cli_err(0, "%s", ncclbpf_errmsg());
 			rc = CLI_NO;
 			nbpf_tele_free(&now);
 			break;
@@ -257,7 +261,7 @@ int cmd_top(struct cli *c, int argc, char **argv)
 		prev = now;
 		t_prev = t_now;
 		if (n_pids && got == 0) {
-			fprintf(stderr, "ncclbpf: no process answered\n");
+			cli_err(0, "no process answered");
 			rc = CLI_NO;
 			break;
 		}

@@ -13,6 +13,7 @@
  * JSON document instead.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,7 @@ struct prog_verdict {
 	uint64_t time_us;
 	struct ncclbpf_verify_result res;
 	char unknown_msg[256];
+	char tag[17]; /* the program's tag (ncclbpf_program__tag) */
 };
 
 static uint64_t now_ns(void)
@@ -110,6 +112,8 @@ static void print_json(const char *obj, struct prog_verdict *v, size_t n, bool a
 		cli_json_str(stdout, v[i].name);
 		fputs(",\"section\":", stdout);
 		cli_json_str(stdout, v[i].section);
+		fputs(",\"tag\":", stdout);
+		cli_json_str(stdout, v[i].tag);
 		fputs(",\"hook\":", stdout);
 		if (v[i].hook)
 			cli_json_str(stdout, v[i].hook);
@@ -145,25 +149,35 @@ static void print_json(const char *obj, struct prog_verdict *v, size_t n, bool a
 		}
 	}
 	fprintf(stdout, "],\"stats\":{\"programs\":%zu,\"insns_processed\":%" PRIu64
-		",\"time_us\":%" PRIu64 "}}\n", n, total_insns, total_us);
+		",\"time_us\":%" PRIu64 "}}", n, total_insns, total_us);
 }
 
+static int verify_one(struct cli *c, const char *path, const char *only,
+		      const struct ncclbpf_verify_opts *vopts);
+
+/*
+ * `verify OBJ[:OBJ...]`: the list a deployment names in NCCLBPF_POLICY;
+ * each object is verified on its own (the hook contract is per program),
+ * and -j prints an array of the per-object documents for a list.
+ */
 int cmd_verify(struct cli *c, int argc, char **argv)
 {
 	const char *path = NULL, *only = NULL;
 	struct ncclbpf_verify_opts vopts = { .sz = sizeof(vopts) };
-	struct ncclbpf_object *obj = NULL;
-	struct prog_verdict *v = NULL;
-	size_t n = 0, count;
-	bool all_ok = true;
-	int err, rc = CLI_OK;
+	static const struct option lo[] = {
+		{ "strict-consistency", no_argument, NULL, 's' },
+		{ 0 },
+	};
+	int opt;
 
-	for (int i = 0; i < argc; i++) {
-		if (!strcmp(argv[i], "--strict-consistency"))
-			vopts.strict_consistency = true;
-		else if (argv[i][0] == '-' && argv[i][1])
-			return cli_usage_error("verify: unknown option '%s'", argv[i]);
-		else if (!path)
+	/* argv[-1] is the object name "verify": getopt's argv[0]. */
+	while ((opt = cli_getopt(argc + 1, argv - 1, "", lo, "verify")) != -1) {
+		if (opt == '?')
+			return CLI_USAGE;
+		vopts.strict_consistency = true;
+	}
+	for (int i = cli_optind - 1; i < argc; i++) {
+		if (!path)
 			path = argv[i];
 		else if (!only)
 			only = argv[i];
@@ -171,16 +185,67 @@ int cmd_verify(struct cli *c, int argc, char **argv)
 			return cli_usage_error("verify: too many arguments ('%s')", argv[i]);
 	}
 	if (!path)
-		return cli_usage_error("usage: ncclbpf verify OBJ [PROGRAM] [--strict-consistency] [-j]");
+		return cli_usage_error("verify: which object? (ncclbpf help verify)");
+	if (!strchr(path, ':')) {
+		int rc = verify_one(c, path, only, &vopts);
+
+		if (c->json && rc != CLI_USAGE)
+			putchar('\n');
+		return rc;
+	}
+	if (only)
+		return cli_usage_error("verify: PROGRAM goes with one object, not a list");
+	if (cli_check_spec(path, "verify"))
+		return CLI_USAGE;
+	{
+		char *list = strdup(path), *save = NULL;
+		int rc = CLI_OK, n = 0;
+
+		if (!list)
+			return cli_err(CLI_USAGE, "verify: out of memory");
+		if (c->json)
+			putchar('[');
+		for (char *p = strtok_r(list, ":", &save); p; p = strtok_r(NULL, ":", &save)) {
+			int r;
+
+			if (c->json && n++)
+				putchar(',');
+			c->doc_open = c->json;
+			r = verify_one(c, p, NULL, &vopts);
+			if (r > rc)
+				rc = r;
+		}
+		if (c->json)
+			puts("]");
+		free(list);
+		return rc;
+	}
+}
+
+/* Verifies one object; CLI_OK, CLI_NO (rejected) or CLI_USAGE. */
+static int verify_one(struct cli *c, const char *path, const char *only,
+		      const struct ncclbpf_verify_opts *vopts)
+{
+	struct ncclbpf_object *obj = NULL;
+	struct prog_verdict *v = NULL;
+	size_t n = 0, count;
+	bool all_ok = true;
+	int err, rc = CLI_OK;
+
 	err = ncclbpf_object__open_file(path, NULL, &obj);
 	if (err)
-		return cli_usage_error("verify: %s: %s", path, ncclbpf_errmsg());
+		return cli_usage_error("verify: %s", ncclbpf_errmsg()); /* names the file */
 	count = ncclbpf_object__prog_count(obj);
 	if (only && !ncclbpf_object__find_program(obj, only)) {
-		fprintf(stderr, "ncclbpf: verify: %s has no program '%s'; it has:", path, only);
-		for (size_t i = 0; i < count; i++)
-			fprintf(stderr, " %s", ncclbpf_program__name(ncclbpf_object__prog(obj, i)));
-		fputs(count ? "\n" : " none\n", stderr);
+		char names[512];
+		size_t used = 0;
+
+		names[0] = 0;
+		for (size_t i = 0; i < count && used < sizeof(names); i++)
+			used += (size_t)snprintf(names + used, sizeof(names) - used, " %s",
+						 ncclbpf_program__name(ncclbpf_object__prog(obj, i)));
+		cli_err(0, "verify: %s has no program '%s'; it has:%s", path, only,
+			count ? names : " none");
 		ncclbpf_object__close(obj);
 		return CLI_USAGE;
 	}
@@ -201,6 +266,8 @@ int cmd_verify(struct cli *c, int argc, char **argv)
 		pv->name = ncclbpf_program__name(p);
 		pv->section = ncclbpf_program__section(p);
 		pv->insns = (uint32_t)ncclbpf_program__insn_count(p);
+		if (ncclbpf_program__tag(p, pv->tag))
+			pv->tag[0] = 0;
 		h = ncclbpf_hook_find_section(pv->section);
 		if (!h) {
 			char known[128];
@@ -216,10 +283,15 @@ int cmd_verify(struct cli *c, int argc, char **argv)
 		pv->hook = h->name;
 		pv->desc = h;
 		t0 = now_ns();
-		err = ncclbpf_program__verify(p, h, &vopts, &pv->res);
+		err = ncclbpf_program__verify(p, h, vopts, &pv->res);
 		pv->time_us = (now_ns() - t0 + 500) / 1000;
 		if (err && err != -EACCES) {
-			fprintf(stderr, "ncclbpf: verify: %s: %s: %s\n", path, pv->name, ncclbpf_errmsg());
+			/* The verdict document follows: this goes to stderr even under -j. */
+			bool was_open = c->doc_open;
+
+			c->doc_open = true;
+			cli_err(0, "verify: %s: %s", pv->name, ncclbpf_errmsg());
+			c->doc_open = was_open;
 			rc = CLI_USAGE;
 		}
 		pv->accepted = !err;
@@ -257,8 +329,8 @@ int cmd_verify(struct cli *c, int argc, char **argv)
 				printf("note: %s: context type not checked against %s * (no BTF for it in %s; build with clang -g)\n",
 				       pv->name, pv->desc->ctx_type, path);
 			if (pv->accepted)
-				printf("%s (%s): accepted, %u insns, %u states, %" PRIu64 " us\n", pv->name,
-				       pv->hook, pv->insns, pv->res.states, pv->time_us);
+				printf("%s (%s): accepted, tag %s, %u insns, %u states, %" PRIu64 " us\n",
+				       pv->name, pv->hook, pv->tag, pv->insns, pv->res.states, pv->time_us);
 			else
 				printf("%s (%s): rejected\n", pv->name, pv->hook);
 		}

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 
 #include "cli.h"
@@ -35,6 +36,24 @@ static bool is_int_list(const char *s)
 	return true;
 }
 
+/*
+ * Fields that are text even when their value is all digits: a tag such as
+ * "1234567890123456" is a name, and as a JSON number it would also lose
+ * digits in every reader that parses numbers as doubles.
+ */
+static bool text_key(const char *k)
+{
+	static const char *const keys[] = { "tag", "obj_tag", "name", "obj", "spec", "path", "exe",
+					     "message", "msg", "hook", "kind", "state", "engine",
+					     "result", "warnings", "comm_id", "prog" };
+
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (!strcmp(k, keys[i]))
+			return true;
+	return false;
+}
+
+/* Integers stay exact: written as the digits received, never through a double. */
 void cli_rec_json_fields(FILE *f, const struct nbpf_ctl_rec *rec)
 {
 	for (uint32_t i = 0; i < rec->n_kv; i++) {
@@ -44,7 +63,9 @@ void cli_rec_json_fields(FILE *f, const struct nbpf_ctl_rec *rec)
 			fputc(',', f);
 		cli_json_str(f, rec->kv[i].key);
 		fputc(':', f);
-		if (is_int(v) && strlen(v) <= 20)
+		if (text_key(rec->kv[i].key))
+			cli_json_str(f, v);
+		else if (is_int(v) && strlen(v) <= 20)
 			fputs(v, f);
 		else if (is_int_list(v))
 			fprintf(f, "[%s]", v);
@@ -58,6 +79,16 @@ void cli_rec_json(FILE *f, const struct nbpf_ctl_rec *rec)
 	fputc('{', f);
 	cli_rec_json_fields(f, rec);
 	fputc('}', f);
+}
+
+int cli_pid_err(int rc, int pid, int err, const char *em)
+{
+	/* No socket answers for it, or one nobody listens on: it runs no plugin now. */
+	if (err == -ESRCH || err == -ENOENT || err == -ECONNREFUSED)
+		return cli_err(rc, "pid %d is not running the plugin (no control socket answers: is it %s?)",
+			       pid, kill(pid, 0) && errno == ESRCH ? "alive"
+				    : "your user's job, with the same NCCLBPF_CTL_DIR");
+	return cli_err(rc, "pid %d: %s", pid, em);
 }
 
 int cli_parse_pid(const char *s)
@@ -75,7 +106,7 @@ int cli_target_pids(int argc, char **argv, int **pids)
 		int n = nbpf_ctl_list_pids(pids);
 
 		if (n < 0)
-			fprintf(stderr, "ncclbpf: %s\n", ncclbpf_errmsg());
+			cli_err(0, "%s", ncclbpf_errmsg());
 		return n;
 	}
 	*pids = calloc((size_t)argc, sizeof(int));

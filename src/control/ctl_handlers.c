@@ -6,12 +6,13 @@
  * Record kinds (key=value fields; see ctl_proto.h for the syntax):
  *   proc   pid instance uid exe policy n_comms image_gen
  *   image  gen spec at_call loaded_at load_ns progs objs warnings state
- *   prog   gen slot name obj tag hook insns consistency runs ns
+ *   prog   gen slot name obj tag obj_tag hook insns consistency runs ns
  *   comm   id comm_id rank ranks nodes kind abi calls applied skipped
  *          refused(csv by reason) image_gen colls_seen events_dropped
  *          colls_abandoned colls_unrun coll_calls(csv)
  *   map    name type key_size value_size max_entries path
  *   tele   comm coll size count bytes sum_ns gpu_timed hist(csv) mix(csv)
+ *   npeer  (from the registered telemetry source: src/nccl/net_ctl.c)
  */
 #include "ctl_handlers.h"
 
@@ -30,9 +31,17 @@
 
 _Static_assert(NBPF_TELE_REFUSE == NBPF_REFUSE_COUNT, "refusal reasons");
 
+static _Atomic(nbpf_ctl_tele_source_t) tele_source;
+
+void nbpf_ctl_set_tele_source(nbpf_ctl_tele_source_t fn)
+{
+	atomic_store(&tele_source, fn);
+}
+
 static const char *kind_name(enum nbpf_comm_kind k)
 {
-	return k == NBPF_COMM_TUNER ? "tuner" : k == NBPF_COMM_PROFILER ? "profiler" : "?";
+	return k == NBPF_COMM_TUNER ? "tuner" : k == NBPF_COMM_PROFILER ? "profiler"
+	       : k == NBPF_COMM_NET ? "net" : "?";
 }
 
 static uint64_t ld(const _Atomic uint64_t *p)
@@ -64,7 +73,8 @@ static void put_images(struct nbpf_ctl_buf *b, const struct nbpf_image *img, boo
 			nbpf_ctl_buf_u64(b, "slot", p->slot);
 			nbpf_ctl_buf_str(b, "name", p->name);
 			nbpf_ctl_buf_str(b, "obj", p->obj_name);
-			nbpf_ctl_buf_str(b, "tag", p->obj_tag);
+			nbpf_ctl_buf_str(b, "tag", p->tag);
+			nbpf_ctl_buf_str(b, "obj_tag", p->obj_tag);
 			nbpf_ctl_buf_str(b, "hook", (unsigned)p->hook < NCCLBPF_HOOK_COUNT
 							    ? ncclbpf_hooks[p->hook].name
 							    : "?");
@@ -72,6 +82,21 @@ static void put_images(struct nbpf_ctl_buf *b, const struct nbpf_image *img, boo
 			nbpf_ctl_buf_str(b, "engine", p->func ? "jit" : "interp");
 			nbpf_ctl_buf_u64(b, "consistency", p->consistency_warning);
 		}
+	}
+}
+
+/* The o-th object path of a ':'-separated spec (objects load in spec order, empties skipped). */
+static void spec_entry(const char *spec, uint32_t o, char *out, size_t n)
+{
+	out[0] = 0;
+	for (const char *p = spec; p && *p;) {
+		size_t len = strcspn(p, ":");
+
+		if (len && !o--) {
+			snprintf(out, n, "%.*s", (int)len, p);
+			return;
+		}
+		p += len + (p[len] == ':');
 	}
 }
 
@@ -94,6 +119,13 @@ static void put_maps(struct nbpf_ctl_buf *b, const struct nbpf_image *img)
 			nbpf_ctl_buf_rec(b, "map");
 			nbpf_ctl_buf_str(b, "name", ncclbpf_map__name(map));
 			nbpf_ctl_buf_str(b, "obj", ncclbpf_object__name(img->objs[o]));
+			{
+				char path[4096];
+
+				/* Where the CLI finds the map's BTF to format its values. */
+				spec_entry(img->spec, o, path, sizeof(path));
+				nbpf_ctl_buf_str(b, "obj_path", path);
+			}
 			nbpf_ctl_buf_u64(b, "type", ncclbpf_map__type(map));
 			nbpf_ctl_buf_u64(b, "key_size", ncclbpf_map__key_size(map));
 			nbpf_ctl_buf_u64(b, "value_size", ncclbpf_map__value_size(map));
@@ -384,6 +416,8 @@ int nbpf_ctl_handle(const struct nbpf_ctl_msg *req, struct nbpf_ctl_buf *b, char
 		nbpf_host_unlock();
 		put_prog_stats(b);
 		nbpf_host_comm_foreach(put_comm, &w);
+		if (atomic_load(&tele_source))
+			atomic_load(&tele_source)(b);
 		return 0;
 	case NBPF_CTL_CALLS:
 		nbpf_host_comm_foreach(put_comm, &w);

@@ -21,6 +21,14 @@ int nbpf_ctl_handle(const struct nbpf_ctl_msg *req, struct nbpf_ctl_buf *resp, c
  */
 int nbpf_ctl_reload(const char *spec, uint64_t at_call, struct nbpf_ctl_buf *resp, char *errmsg,
 		    size_t errlen);
+/*
+ * An extra source of telemetry records, registered by a layer above (the
+ * net plugin's per-peer "npeer" records): called on the control thread for
+ * each telemetry request, after the communicators' records.  NULL clears.
+ */
+typedef void (*nbpf_ctl_tele_source_t)(struct nbpf_ctl_buf *b);
+void nbpf_ctl_set_tele_source(nbpf_ctl_tele_source_t fn);
+
 /* Highest tuner call number over this process's communicators. */
 uint64_t nbpf_ctl_max_calls(void);
 

@@ -30,6 +30,24 @@ static void add_list(uint64_t *dst, size_t n, const char *s)
 		dst[i] += v[i];
 }
 
+/* One "npeer" record (net plugin traffic with one peer) into the set. */
+static void merge_peer(struct nbpf_tele_set *s, const struct nbpf_ctl_rec *r)
+{
+	const char *label = nbpf_ctl_rec_get(r, "peer");
+	struct nbpf_tele_peer *p = nbpf_tele_peer(s, label && *label ? label : "?");
+	uint64_t e = 0;
+
+	if (!p)
+		return;
+	add_list(p->msgs, 2, nbpf_ctl_rec_get(r, "msgs"));
+	add_list(p->bytes, 2, nbpf_ctl_rec_get(r, "bytes"));
+	add_list(p->sum_ns, 2, nbpf_ctl_rec_get(r, "sum_ns"));
+	add_list(p->hist[0], NBPF_LAT_BUCKETS, nbpf_ctl_rec_get(r, "hist_send"));
+	add_list(p->hist[1], NBPF_LAT_BUCKETS, nbpf_ctl_rec_get(r, "hist_recv"));
+	if (!nbpf_ctl_rec_u64(r, "errors", &e))
+		p->errors += e;
+}
+
 /* A response's records refer to communicators by registry id; map them to NCCL's ids first. */
 void cli_tele_merge(struct nbpf_tele_set *s, const struct nbpf_ctl_msg *m)
 {
@@ -68,6 +86,8 @@ void cli_tele_merge(struct nbpf_tele_set *s, const struct nbpf_ctl_msg *m)
 		struct nbpf_tele_cell *c;
 		uint64_t id = get_u64(r, "comm");
 
+		if (!strcmp(r->kind, "npeer"))
+			merge_peer(s, r);
 		if (strcmp(r->kind, "tele"))
 			continue;
 		for (size_t k = 0; k < n_refs && !ref; k++)
@@ -195,6 +215,27 @@ int cli_tele_delta(struct nbpf_tele_set *out, const struct nbpf_tele_set *now,
 			o->coll_calls[k] = sub(n->coll_calls[k], b->coll_calls[k]);
 		for (int k = 0; k < NBPF_TELE_REFUSE; k++)
 			o->refused[k] = sub(n->refused[k], b->refused[k]);
+	}
+	for (size_t i = 0; i < now->n_peers; i++) {
+		const struct nbpf_tele_peer *n = &now->peers[i], *b = NULL;
+		struct nbpf_tele_peer *o = nbpf_tele_peer(out, n->peer);
+
+		if (!o)
+			return -ENOMEM;
+		for (size_t k = 0; before && k < before->n_peers && !b; k++)
+			if (!strcmp(before->peers[k].peer, n->peer))
+				b = &before->peers[k];
+		*o = *n;
+		if (!b)
+			continue;
+		for (int d = 0; d < 2; d++) {
+			o->msgs[d] = sub(n->msgs[d], b->msgs[d]);
+			o->bytes[d] = sub(n->bytes[d], b->bytes[d]);
+			o->sum_ns[d] = sub(n->sum_ns[d], b->sum_ns[d]);
+			for (int h = 0; h < NBPF_LAT_BUCKETS; h++)
+				o->hist[d][h] = sub(n->hist[d][h], b->hist[d][h]);
+		}
+		o->errors = sub(n->errors, b->errors);
 	}
 	return 0;
 }

@@ -154,6 +154,7 @@ int emu_tuner_call(struct emu_tuner *t, const struct emu_topo *topo, int coll,
 	}
 	emu_pick(table, &d->algo, &d->proto);
 	d->n_channels = nch;
+	d->nccl_channels = emu_channels(topo, d->nccl_algo);
 	return r;
 }
 

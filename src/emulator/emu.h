@@ -42,6 +42,11 @@ void emu_cost_table(const struct emu_topo *topo, int coll, uint64_t n_bytes,
 		    float table[NBPF_NCCL_NUM_ALGORITHMS][NBPF_NCCL_NUM_PROTOCOLS]);
 
 /* NCCL's own pick from a table (2.28.x scan); -1/-1 when nothing is selectable. */
+/*
+ * Channels of the topology graph NCCL would run algo on (the model's
+ * presets), before NCCL's own reduction for small messages.
+ */
+int emu_channels(const struct emu_topo *topo, int algo);
 void emu_pick(const float table[NBPF_NCCL_NUM_ALGORITHMS][NBPF_NCCL_NUM_PROTOCOLS],
 	      int *algo, int *proto);
 
@@ -86,6 +91,7 @@ struct emu_decision {
 	int algo, proto;      /* what NCCL runs after the plugin's edits */
 	int nccl_algo, nccl_proto; /* NCCL's pick without the plugin */
 	int n_channels;       /* 0: NCCL's own */
+	int nccl_channels;    /* the channels NCCL's graph gives its own pick (emu_channels) */
 };
 
 /* NCCL's logger signature, for init. */

@@ -189,6 +189,16 @@ static struct cell tune_cell(int coll, int a, int p, int n, int nodes, bool nvls
 	return c;
 }
 
+int emu_channels(const struct emu_topo *topo, int algo)
+{
+	int ppn = topo->n_nodes > 0 ? topo->n_ranks / topo->n_nodes : topo->n_ranks;
+
+	/* The graphs of tune_cell: 16 in a node, two per NIC (one per GPU) across nodes. */
+	if (algo == A_NVLS || algo == A_NVLS_TREE || topo->n_nodes <= 1)
+		return 16;
+	return 2 * (ppn < 8 ? (ppn > 0 ? ppn : 1) : 8);
+}
+
 void emu_cost_table(const struct emu_topo *topo, int coll, uint64_t n_bytes,
 		    float table[NBPF_NCCL_NUM_ALGORITHMS][NBPF_NCCL_NUM_PROTOCOLS])
 {

@@ -24,6 +24,13 @@
 	{ #f, offsetof(struct ncclbpf_coll_record, f), \
 	  sizeof(((struct ncclbpf_coll_record *)0)->f), R, 0, d }
 
+#define NF(f, acc, d) \
+	{ #f, offsetof(struct ncclbpf_net_ctx, f), \
+	  sizeof(((struct ncclbpf_net_ctx *)0)->f), acc, 0, d }
+
+_Static_assert(sizeof(struct ncclbpf_net_ctx) == 88, "net ctx layout");
+_Static_assert(offsetof(struct ncclbpf_net_ctx, peer_addr) == 48, "net ctx layout");
+_Static_assert(offsetof(struct ncclbpf_net_ctx, n_socks) == 68, "net ctx layout");
 _Static_assert(sizeof(struct ncclbpf_tuner_ctx) == 88, "tuner ctx layout");
 _Static_assert(offsetof(struct ncclbpf_tuner_ctx, coll_type) == 24, "tuner ctx layout");
 _Static_assert(offsetof(struct ncclbpf_tuner_ctx, avail_mask) == 44, "tuner ctx layout");
@@ -72,6 +79,28 @@ static const struct ncclbpf_ctx_field profiler_fields[] = {
 	PF(reserved, "always 0"),
 };
 
+/* Net outputs are not rank decisions: ranks may differ without hanging NCCL. */
+static const struct ncclbpf_ctx_field net_fields[] = {
+	NF(comm_id, R, "NCCL's commHash (net v11+; 0 before)"),
+	NF(bytes, R, "POST: size or capacity; DONE: bytes moved"),
+	NF(latency_ns, R, "DONE: post to completion"),
+	NF(peer_key, R, "peer address as one key"),
+	NF(event, R, "NCCLBPF_NET_*"),
+	NF(dev, R, "device index"),
+	NF(peer_family, R, "2 IPv4, 10 IPv6"),
+	NF(peer_port, R, "peer port"),
+	NF(peer_addr[0], R, "peer address word 0 (IPv4 address)"),
+	NF(peer_addr[1], R, "peer address word 1"),
+	NF(peer_addr[2], R, "peer address word 2"),
+	NF(peer_addr[3], R, "peer address word 3"),
+	NF(tag, R, "POST: NCCL's tag, else -1"),
+	NF(n_socks, RW, "data sockets; output at CONNECT: 1..64"),
+	NF(tos, RW, "output at CONNECT/ACCEPT: IP TOS byte 0..255 or NCCLBPF_KEEP"),
+	NF(priority, RW, "output at CONNECT/ACCEPT: SO_PRIORITY 0..6 or NCCLBPF_KEEP"),
+	NF(abi_version, R, "net ABI version"),
+	NF(reserved, R, "always 0"),
+};
+
 static const int32_t common_helpers[] = {
 	NBPF_HELPER_MAP_LOOKUP, NBPF_HELPER_MAP_UPDATE, NBPF_HELPER_MAP_DELETE,
 	NBPF_HELPER_KTIME_GET_NS, NBPF_HELPER_TRACE_PRINTK, NBPF_HELPER_PRANDOM_U32,
@@ -112,6 +141,20 @@ const struct ncclbpf_hook_desc ncclbpf_hooks[NCCLBPF_HOOK_COUNT] = {
 		.ret_doc = "0",
 		.doc = "Runs once per completed collective with its measured latency.",
 		.ctx_check = NCCLBPF_CTX_CHECK_TYPE,
+	},
+	[NCCLBPF_HOOK_NET] = {
+		.name = "net",
+		.section = "net",
+		.ctx_type = "struct ncclbpf_net_ctx",
+		.ctx_size = sizeof(struct ncclbpf_net_ctx),
+		.fields = net_fields,
+		.n_fields = ARRAY_LEN(net_fields),
+		.helpers = common_helpers,
+		.n_helpers = ARRAY_LEN(common_helpers),
+		.ret_min = NCCLBPF_NET_APPLY,
+		.ret_max = NCCLBPF_NET_SKIP,
+		.ret_doc = "0 (NCCLBPF_NET_APPLY): apply n_socks/tos/priority; 1 (NCCLBPF_NET_SKIP): leave the connection as configured",
+		.doc = "Runs on net connect/accept and every message post and completion; may set sockets per connection, TOS and priority.",
 	},
 };
 

@@ -129,6 +129,7 @@ int nbpf_coll_from_name(const char *s) { return name_index(coll_names, NCCLBPF_N
 static const char *const known_settings[] = {
 	"NCCLBPF_POLICY", "NCCLBPF_ENGINE", "NCCLBPF_STRICT_CONSISTENCY", "NCCLBPF_LOG",
 	"NCCLBPF_STATS", "NCCLBPF_MAP_DIR", "NCCLBPF_PROFILER_MASK", "NCCLBPF_PLUGIN",
+	"NCCLBPF_NET", "NCCLBPF_NET_MIN_CHUNK", /* net plugin: docs/net.md */
 	"NCCLBPF_TEST_SCALE", /* read by the test suite, not the plugin */
 	NULL,
 };
@@ -264,6 +265,8 @@ const struct nbpf_settings *nbpf_host_settings(void) { return &g_settings; }
 struct reuse_ctx {
 	struct nbpf_image *img;        /* objects opened so far */
 	const struct nbpf_image *cur;  /* published image (host lock held) */
+	const char *path;              /* the object being opened */
+	char conflict[512];            /* two objects of one image disagree on a map */
 };
 
 static struct ncclbpf_map *find_map_in(const struct nbpf_image *img, const char *name,
@@ -291,6 +294,30 @@ static struct ncclbpf_map *map_reuse(void *user, const char *name, uint32_t type
 
 	if (!name || strchr(name, '.'))
 		return NULL;
+	/*
+	 * One name, two shapes in one image: the objects were written to share
+	 * the map and would each get their own, silently.  Refuse the load; the
+	 * map offered back has the other shape, so the loader fails the object.
+	 */
+	for (uint32_t i = 0; i < rc->img->n_objs; i++) {
+		struct ncclbpf_map *o = ncclbpf_object__find_map(rc->img->objs[i], name);
+
+		if (!o || ((uint32_t)ncclbpf_map__type(o) == type && ncclbpf_map__key_size(o) == key_size &&
+			   ncclbpf_map__value_size(o) == value_size &&
+			   ncclbpf_map__max_entries(o) == max_entries))
+			continue;
+		snprintf(rc->conflict, sizeof(rc->conflict),
+			 "map %s: %s declares it %s key %u value %u max_entries %u, "
+			 "%s declares it %s key %u value %u max_entries %u: objects of one policy "
+			 "share maps by name, so give them one shape or different names",
+			 name, ncclbpf_object__name(rc->img->objs[i]),
+			 ncclbpf_map_type__name(ncclbpf_map__type(o)) ?: "?",
+			 ncclbpf_map__key_size(o), ncclbpf_map__value_size(o),
+			 ncclbpf_map__max_entries(o), rc->path,
+			 ncclbpf_map_type__name((enum ncclbpf_map_type)type) ?: "?", key_size,
+			 value_size, max_entries);
+		return ncclbpf_map__get(o);
+	}
 	m = find_map_in(rc->img, name, type, key_size, value_size, max_entries);
 	if (!m)
 		m = find_map_in(rc->cur, name, type, key_size, value_size, max_entries);
@@ -418,6 +445,8 @@ static int image_add_programs(struct nbpf_image *img, struct ncclbpf_object *obj
 		hp->func = ncclbpf_program__func(p);
 		hp->obj_name = ncclbpf_object__name(obj);
 		hp->obj_tag = ncclbpf_object__tag(obj);
+		if (ncclbpf_program__tag(p, hp->tag))
+			snprintf(hp->tag, sizeof(hp->tag), "%s", "?");
 		hp->name = ncclbpf_program__name(p);
 		hp->slot = img->n_progs;
 		hp->insns = (uint32_t)ncclbpf_program__insn_count(p);
@@ -476,6 +505,7 @@ static int load_image(const char *paths, struct nbpf_image **out, char *errbuf, 
 		snprintf(errbuf, errlen, "out of memory");
 		goto out;
 	}
+	memset(&rc, 0, sizeof(rc));
 	rc.img = img;
 	rc.cur = atomic_load_explicit(&nbpf_host_published, memory_order_acquire);
 	for (path = strtok_r(list, ":", &save); path; path = strtok_r(NULL, ":", &save)) {
@@ -490,6 +520,7 @@ static int load_image(const char *paths, struct nbpf_image **out, char *errbuf, 
 		if (!*path)
 			continue;
 		bad_obj = path;
+		rc.path = path;
 		if (img->n_objs >= NBPF_HOST_MAX_OBJS) {
 			err = -E2BIG;
 			snprintf(errbuf, errlen, "more than %d objects", NBPF_HOST_MAX_OBJS);
@@ -500,6 +531,11 @@ static int load_image(const char *paths, struct nbpf_image **out, char *errbuf, 
 		err = nbpf_read_regular_file(path, NBPF_HOST_MAX_FILE, &buf, &len);
 		if (!err)
 			err = ncclbpf_object__open_mem(buf, len, &oo, &obj);
+		if (err && rc.conflict[0]) {
+			free(buf);
+			snprintf(errbuf, errlen, "%s", rc.conflict);
+			goto out;
+		}
 		if (err) {
 			free(buf);
 			load_error(path, errbuf, errlen);
@@ -789,9 +825,9 @@ static void log_image(const struct nbpf_image *img)
 	for (uint32_t i = 0; i < img->n_progs && len < sizeof(buf); i++) {
 		const struct nbpf_host_prog *p = &img->progs[i];
 
-		len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%s[%s] %s -> %s (%u insns, %s, verified%s)",
-					i ? ", " : "", p->obj_name, p->obj_tag, p->name,
-					ncclbpf_hooks[p->hook].name, p->insns, p->func ? "jit" : "interp",
+		len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%s %s -> %s (tag %s, %u insns, %s, verified%s)",
+					i ? ", " : "", p->obj_name, p->name,
+					ncclbpf_hooks[p->hook].name, p->tag, p->insns, p->func ? "jit" : "interp",
 					p->consistency_warning ? " with warnings" : "");
 	}
 	nbpf_host_log(NBPF_NCCL_LOG_INFO, NBPF_NCCL_INIT,

@@ -80,7 +80,8 @@ struct nbpf_host_prog {
 	enum ncclbpf_hook_id hook;
 	ncclbpf_func_t func;         /* JIT entry; NULL when interpreted */
 	const char *obj_name;        /* owned by the object */
-	const char *obj_tag;         /* 16 hex digits, owned by the object */
+	const char *obj_tag;         /* 16 hex digits of the object's content, owned by it */
+	char tag[17];                /* the program's own: ncclbpf_program__tag */
 	const char *name;            /* program name, owned by the object */
 	uint32_t slot;               /* index in image->progs and in comm prog stats */
 	uint32_t insns;
@@ -249,6 +250,7 @@ long long nbpf_host_setting_int(const char *name, long long min, long long max, 
 enum nbpf_comm_kind {
 	NBPF_COMM_TUNER = 1,
 	NBPF_COMM_PROFILER = 2,
+	NBPF_COMM_NET = 3,       /* a net plugin context (src/nccl/net_core.c) */
 };
 
 /* Why an output was not applied (counted per communicator). */

@@ -93,6 +93,7 @@ void nbpf_load_status_loaded_locked(const struct nbpf_image *img)
 		lp->insns = p->insns;
 		lp->jit = p->func != NULL;
 		lp->warning = p->consistency_warning;
+		copy(lp->tag, sizeof(lp->tag), p->tag);
 	}
 	add_maps(s, img);
 	copy(s->message, sizeof(s->message), img->warnings);

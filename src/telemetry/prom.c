@@ -11,6 +11,10 @@
 
 #include "ncclbpf/policy.h"
 
+#ifndef NCCLBPF_VERSION
+#define NCCLBPF_VERSION "unknown"
+#endif
+
 _Static_assert(NBPF_TELE_COLLS == NCCLBPF_NUM_COLLS + 1, "collective numbering");
 _Static_assert(NBPF_TELE_ALGOS == NCCLBPF_NUM_ALGOS + 1, "algorithm numbering");
 _Static_assert(NBPF_TELE_PROTOS == NCCLBPF_NUM_PROTOS + 1, "protocol numbering");
@@ -125,6 +129,7 @@ void nbpf_tele_free(struct nbpf_tele_set *s)
 	free(s->cells);
 	free(s->tuners);
 	free(s->progs);
+	free(s->peers);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -215,6 +220,9 @@ static void family(FILE *f, const char *name, const char *type, const char *help
  */
 int nbpf_prom_write(FILE *f, const struct nbpf_tele_set *s)
 {
+	family(f, "ncclbpf_build_info", "gauge",
+	       "The exporter's version (value 1), for joins and upgrade tracking.");
+	fprintf(f, "ncclbpf_build_info{version=\"%s\"} 1\n", NCCLBPF_VERSION);
 	family(f, "ncclbpf_processes", "gauge", "Processes running the ncclbpf plugin that answered.");
 	fprintf(f, "ncclbpf_processes %u\n", s->processes);
 
@@ -296,9 +304,13 @@ int nbpf_prom_write(FILE *f, const struct nbpf_tele_set *s)
 	family(f, "ncclbpf_program_run_seconds_total", "counter",
 	       "Time spent in policy programs (measured only with NCCLBPF_STATS=1).");
 	for (size_t i = 0; i < s->n_progs; i++) {
+		/* Unmeasured (runs without time: NCCLBPF_STATS=0) is absent, not 0. */
+		if (s->progs[i].runs && !s->progs[i].ns)
+			continue;
 		fputs("ncclbpf_program_run_seconds_total{", f);
 		prog_labels(f, &s->progs[i]);
 		fprintf(f, "} %.9f\n", (double)s->progs[i].ns * 1e-9);
 	}
+	nbpf_prom_write_net(f, s);
 	return ferror(f) ? -EIO : 0;
 }

@@ -44,6 +44,19 @@ struct nbpf_tele_prog {
 	uint64_t runs, ns;
 };
 
+/*
+ * Net plugin traffic with one peer address (summed over processes).  The
+ * label set is bounded: each process reports at most 32 peers plus
+ * "other", and a merged set keeps at most NBPF_TELE_MAX_PEERS labels,
+ * folding the rest into "other".
+ */
+#define NBPF_TELE_MAX_PEERS 64
+struct nbpf_tele_peer {
+	char peer[48];
+	uint64_t msgs[2], bytes[2], sum_ns[2], errors;   /* [0] send, [1] receive */
+	uint64_t hist[2][NBPF_LAT_BUCKETS];
+};
+
 struct nbpf_tele_set {
 	struct nbpf_tele_cell *cells;
 	size_t n_cells, cap_cells;
@@ -51,6 +64,8 @@ struct nbpf_tele_set {
 	size_t n_tuners, cap_tuners;
 	struct nbpf_tele_prog *progs;
 	size_t n_progs, cap_progs;
+	struct nbpf_tele_peer *peers;
+	size_t n_peers, cap_peers;
 	uint32_t processes;
 };
 
@@ -61,6 +76,8 @@ struct nbpf_tele_tuner *nbpf_tele_tuner(struct nbpf_tele_set *s, uint64_t comm_i
 /* Program entries merge by (name, tag, hook). */
 struct nbpf_tele_prog *nbpf_tele_prog(struct nbpf_tele_set *s, const char *name,
 				      const char *hook, const char *tag);
+/* The entry for a peer label ("other" once NBPF_TELE_MAX_PEERS are in use). */
+struct nbpf_tele_peer *nbpf_tele_peer(struct nbpf_tele_set *s, const char *peer);
 void nbpf_tele_free(struct nbpf_tele_set *s);
 
 /* Labels: "AllReduce", "RING", "LL128", "4M" ("other"/"unknown" for the last slots). */
@@ -83,5 +100,7 @@ double nbpf_tele_busbw_factor(int coll, uint32_t n_ranks);
  * histograms in seconds, byte and call counters.  Returns 0 or -EIO.
  */
 int nbpf_prom_write(FILE *f, const struct nbpf_tele_set *s);
+/* The per-peer net families only (prom_net.c); nbpf_prom_write includes them. */
+int nbpf_prom_write_net(FILE *f, const struct nbpf_tele_set *s);
 
 #endif

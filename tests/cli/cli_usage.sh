@@ -30,6 +30,15 @@ json() {
 	python3 -m json.tool "$TMP/out" > /dev/null 2>&1 ||
 		{ echo "FAIL: $1: not JSON:"; head -5 "$TMP/out"; fail=1; }
 }
+# json1 NAME: stdout of the last expect is exactly one JSON value (not JSON lines)
+json1() {
+	python3 -c 'import json,sys; json.loads(open(sys.argv[1]).read())' "$TMP/out" 2> /dev/null ||
+		{ echo "FAIL: $1: not exactly one JSON value:"; head -5 "$TMP/out"; fail=1; }
+}
+# err1 NAME PATTERN: stderr of the last expect names the problem (and once)
+err1() {
+	grep -q -- "$2" "$TMP/err" || { echo "FAIL: $1: no '$2' in:"; cat "$TMP/err"; fail=1; }
+}
 has() { # has NAME PATTERN: stdout of the last expect matches
 	grep -q -- "$2" "$TMP/out" || { echo "FAIL: $1: no '$2' in:"; head -5 "$TMP/out"; fail=1; }
 }
@@ -40,6 +49,80 @@ expect "--help" 0 "$BIN" --help; has "--help usage" "^usage: ncclbpf"
 expect "verb -h" 0 "$BIN" verify -h
 "$BIN" > /dev/null 2>&1; [ $? = 2 ] && echo "ok: no object" || { echo "FAIL: no object: not exit 2"; fail=1; }
 expect "unknown object" 2 "$BIN" frobnicate
+
+# ---- conventions: version, help per verb, -p, --opt=value, --, one error path
+expect "version" 0 "$BIN" version; has "version line" "^ncclbpf v[0-9]"; has "libbpf version" "^using libbpf v"
+has "features" "^features: .*btf"
+expect "--version" 0 "$BIN" --version; has "--version line" "^ncclbpf v[0-9]"
+expect "-j version" 0 "$BIN" -j version; json1 "-j version"
+python3 - "$TMP/out" <<'PY' || fail=1
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["version"] and d["libbpf_version"].startswith("v"), d
+assert isinstance(d["features"]["jit"], bool) and d["features"]["btf"] is True, d
+print("ok: version json fields")
+PY
+expect "version extra" 2 "$BIN" version foo
+expect "help verb" 0 "$BIN" help reload; has "help reload synopsis" "^usage: ncclbpf reload"
+has "help reload summary" "publish a new policy"
+[ "$(grep -c 'ncclbpf' "$TMP/out")" = 1 ] || { echo "FAIL: help reload shows other verbs"; fail=1; }
+expect "help object verb" 0 "$BIN" help map dump; has "help map dump" "^usage: ncclbpf map dump"
+[ "$(grep -c 'ncclbpf map' "$TMP/out")" = 1 ] || { echo "FAIL: help map dump shows other verbs"; fail=1; }
+expect "verb --help" 0 "$BIN" map dump --help; has "map dump --help" "^usage: ncclbpf map dump"
+expect "object -h" 0 "$BIN" map -h; has "map -h lists show" "ncclbpf map show"
+expect "help unknown" 2 "$BIN" help frob
+expect "every row has a summary" 0 "$BIN" help
+for o in ps prog map reload rollback top export verify sim bench version; do
+	"$BIN" help "$o" > "$TMP/h" 2>&1 || { echo "FAIL: help $o"; fail=1; }
+	[ "$(sed -n 2p "$TMP/h" | grep -c '^           [a-zA-Z]')" = 1 ] || { echo "FAIL: help $o: no summary"; fail=1; }
+done
+expect "-p version" 0 "$BIN" -p version; json1 "-p version"
+[ "$(wc -l < "$TMP/out")" -gt 3 ] || { echo "FAIL: -p not indented"; fail=1; }
+expect "-p verify" 0 "$BIN" -p verify "$OBJ"; json1 "-p verify"
+expect "-p help is text" 0 "$BIN" -p help map; has "-p help unindented" "^usage: ncclbpf map show"
+expect "-- ends options" 2 "$BIN" verify -- --strict-consistency; err1 "--" "no such file\\|cannot open"
+expect "unknown option names it" 2 "$BIN" verify "$OBJ" --frob; err1 "unknown option" "unknown option '--frob'"
+"$BIN" -j verify > "$TMP/out" 2> "$TMP/err"
+[ $? = 2 ] || { echo "FAIL: -j usage error: not exit 2"; fail=1; }
+json1 "-j usage error"; has "-j error doc" '"error":"verify: which object'
+[ -s "$TMP/err" ] && { echo "FAIL: -j usage error also wrote stderr"; fail=1; }
+cp /bin/true "$TMP/x86.o"
+expect "x86-64 object" 2 "$BIN" verify "$TMP/x86.o"; err1 "x86-64 object" "x86-64 object, not BPF: compile with clang -target bpf"
+[ "$(grep -o "x86.o" "$TMP/err" | wc -l)" = 1 ] || { echo "FAIL: x86-64 object: path not named once"; cat "$TMP/err"; fail=1; }
+expect "missing object named once" 2 "$BIN" verify "$TMP/nonexistent.o"
+[ "$(grep -o "nonexistent.o" "$TMP/err" | wc -l)" = 1 ] || { echo "FAIL: path doubled"; cat "$TMP/err"; fail=1; }
+expect "pid without plugin" 1 "$BIN" ps 1; err1 "pid 1" "pid 1 is not running the plugin"
+expect "-j pid without plugin" 1 "$BIN" -j ps 1; json1 "-j ps 1"
+expect "map show pid without plugin" 1 "$BIN" map dump 1 foo; err1 "map pid 1" "pid 1 is not running the plugin"
+expect "map id unknown" 1 "$BIN" map dump id 1; err1 "map id" "no map has id 1"
+expect "reload no target" 2 "$BIN" reload
+expect "reload modes exclude" 2 "$BIN" reload 1 "$OBJ" --now --at-call=5
+expect "reload --margin with --now" 2 "$BIN" reload 1 "$OBJ" --now --margin 5
+expect "reload --comm bad" 2 "$BIN" reload --comm zz "$OBJ"
+expect "reload selector, no match" 1 "$BIN" reload --exe no-such-exe-here "$OBJ" --now
+# Stale sockets: one nobody serves is neither listed nor counted as a refusal.
+CTL=$TMP/ctl; rm -rf "$CTL"; mkdir -m 700 "$CTL"
+python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])' "$CTL/$$.0123456789abcdef.sock"
+NCCLBPF_CTL_DIR=$CTL expect "ps, stale socket" 0 "$BIN" ps
+has "ps, stale socket: none" "no process is running ncclbpf"
+NCCLBPF_CTL_DIR=$CTL expect "reload all, stale socket" 1 "$BIN" reload all "$OBJ" --now
+err1 "stale socket skipped" "no process is running the plugin"
+grep -q "failed" "$TMP/err" && { echo "FAIL: a stale socket counted as a refusal"; fail=1; }
+NCCLBPF_CTL_DIR=$CTL expect "reload the stale pid" 1 "$BIN" reload $$ "$OBJ" --now
+err1 "stale pid named" "pid $$ is not running the plugin"
+rm -rf "$CTL"
+
+# -j: every verb prints exactly one JSON value, also with no process running
+for v in "ps" "prog list" "prog show" "map show" "verify $OBJ" "verify $OBJ:$ENVOBJ" \
+	 "sim $OBJ --sizes 1K:2K" "bench $OBJ --calls 100" "version" "prog dump $OBJ"; do
+	# shellcheck disable=SC2086
+	expect "-j $v" 0 "$BIN" -j $v; json1 "-j $v"
+done
+expect "verify list -j" 0 "$BIN" -j verify "$OBJ:$ENVOBJ"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d)==2 and d[0]["verdict"]=="accepted", d' "$TMP/out" ||
+	{ echo "FAIL: verify list -j: not two documents"; fail=1; }
+expect "verify list rejected" 1 "$BIN" verify "$OBJ:$REJECT"
+expect "verify list with program" 2 "$BIN" verify "$OBJ:$ENVOBJ" size_aware
 
 # ---- prog dump
 expect "prog no verb" 2 "$BIN" prog
@@ -83,7 +166,8 @@ expect "verify -j rejected" 1 "$BIN" -j verify "$REJECT"; json "verify -j reject
 expect "verify no programs" 0 "$BIN" verify "$ENVOBJ"; has "verify no programs msg" "no programs"
 expect "verify -j no programs" 0 "$BIN" -j verify "$ENVOBJ"; json "verify -j no programs"
 expect "verify program of none" 2 "$BIN" verify "$ENVOBJ" foo
-expect "verify unknown option" 2 "$BIN" verify "$OBJ" --strict
+expect "verify unknown option" 2 "$BIN" verify "$OBJ" --strictly
+expect "verify option prefix" 0 "$BIN" verify "$OBJ" --strict
 # A FIFO is refused without waiting for a writer (timeout turns a hang into exit 124).
 rm -f "$TMP/policy.fifo"; mkfifo "$TMP/policy.fifo"
 expect "verify fifo" 2 timeout 20 "$BIN" verify "$TMP/policy.fifo"
@@ -97,12 +181,24 @@ expect "verify garbage" 2 "$BIN" verify "$TMP/garbage.o"
 expect "sim default" 0 "$BIN" sim "$OBJ" --sizes 1K:4K
 [ "$(grep -c '^AllReduce ' "$TMP/out")" = 3 ] || { echo "FAIL: sim 1K:4K rows"; fail=1; }
 expect "sim -j" 0 "$BIN" -j sim "$OBJ" --coll allgather --ranks 16 --nodes 2 --sizes 1M:4M
-n=0
-while IFS= read -r l; do
-	printf '%s\n' "$l" | python3 -m json.tool > /dev/null 2>&1 || { echo "FAIL: sim -j line: $l"; fail=1; }
-	n=$((n + 1))
-done < "$TMP/out"
-[ "$n" = 3 ] || { echo "FAIL: sim -j: $n lines, expected 3"; fail=1; }
+json1 "sim -j"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d)==3, d' "$TMP/out" ||
+	{ echo "FAIL: sim -j: not 3 rows"; fail=1; }
+expect "sim --opt=value" 0 "$BIN" sim "$OBJ" --sizes=1K:4K --ranks=8
+[ "$(grep -c '^AllReduce ' "$TMP/out")" = 3 ] || { echo "FAIL: sim --sizes=1K:4K rows"; fail=1; }
+expect "sim channels" 0 "$BIN" sim "$POL/bad_channels.bpf.o" --sizes 1M:1M
+has "sim nccl channels" "RING/LL (16) "; has "sim policy channels marked" "(1 \*)"
+expect "sim -j channels" 0 "$BIN" -j sim "$POL/bad_channels.bpf.o" --sizes 1M:1M
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))[0]; assert d["nccl"]["n_channels"]==16 and d["policy"]["n_channels"]==1 and d["changed"]=={"algo_proto":False,"channels":True}, d' "$TMP/out" ||
+	{ echo "FAIL: sim -j channel fields"; fail=1; }
+expect "sim unchanged channels" 0 "$BIN" sim "$OBJ" --sizes 1K:1K
+grep -q '\*' "$TMP/out" && { echo "FAIL: sim marked an unchanged row"; fail=1; }
+expect "sim object list" 0 "$BIN" sim "$OBJ:$ENVOBJ" --sizes 1K:1K
+SA=$(dirname "$REJECT")/cli_shape_a.bpf.o SB=$(dirname "$REJECT")/cli_shape_b.bpf.o
+expect "sim one map, two shapes" 2 "$BIN" sim "$OBJ:$SA:$SB" --sizes 1K:1K
+err1 "two shapes: the map" "map shape_counts: "
+err1 "two shapes: both objects" "cli_shape_a.bpf.o declares it array key 4 value 8 max_entries 4, .*cli_shape_b.bpf.o declares it array key 4 value 4 max_entries 4"
+expect "sim list with a missing entry" 2 "$BIN" sim "$OBJ:$TMP/nonexistent.o"
 for s in 0:8 8 1G:8 8:2T abc:1K 8:1X :8 8:; do
 	expect "sim --sizes $s" 2 "$BIN" sim "$OBJ" --sizes "$s"
 done
@@ -125,8 +221,16 @@ d = json.load(open(sys.argv[1]))
 assert d["calls"] == 1000, d
 for k in ("policy", "none", "delta"):
     assert "p50_ns" in d[k] and "p99_ns" in d[k], d
+    assert "p50_ns" in d["profiler"][k] and d["profiler"][k]["p99_ns"] != 0 or k == "delta", d
+assert d["programs"] == {"tuner": 1, "profiler": 0}, d
 print("ok: bench json fields")
 PY
+expect "bench notes a missing profiler program" 0 "$BIN" bench "$OBJ" --calls 100
+has "bench profiler rows" "^profiler (v5, 100 collectives"
+has "bench no profiler program" "has no profiler program"
+expect "bench list" 0 "$BIN" -j bench "$POL/latency_hist.bpf.o:$OBJ" --calls 100
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["programs"]=={"tuner":1,"profiler":1}, d' "$TMP/out" ||
+	{ echo "FAIL: bench list: programs of both objects"; fail=1; }
 for n in 99 0 -5 abc 1e6 100000001 ""; do
 	expect "bench --calls '$n'" 2 "$BIN" bench "$OBJ" --calls "$n"
 done

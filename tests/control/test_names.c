@@ -455,9 +455,14 @@ static void test_export_enospc(const char *base)
 		ssize_t k;
 
 		child_begin();
-		/* A private mount namespace, so the tmpfs is ours alone. */
+		/*
+		 * A private mount namespace, so the tmpfs is ours alone.  1 MiB, not
+		 * less: once the filler is gone a rewrite holds the old file and its
+		 * replacement at once, and with other jobs' processes on the machine
+		 * (a parallel test run) the text is tens of KiB.
+		 */
 		if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
-		    mount("tmpfs", mnt, "tmpfs", 0, "size=16k,mode=0700"))
+		    mount("tmpfs", mnt, "tmpfs", 0, "size=1m,mode=0700"))
 			_exit(SKIP);
 		snprintf(filler, sizeof(filler), "%s/filler", mnt);
 		fd = open(filler, O_CREAT | O_WRONLY, 0600);

@@ -225,7 +225,7 @@ static void test_swaps(void)
 	CHECK(cli(NULL, 0, "map update %d ctl_cfg key 0 0 0 0 value 4 0 0 0", getpid()) == 0);
 	CHECK(step(&ch) == 0 && ch == 4);
 	CHECK(cli(msg, sizeof(msg), "map lookup %d ctl_cfg key 00000000", getpid()) == 0);
-	CHECK_STR_CONTAINS(msg, "04 00 00 00");
+	CHECK_STR_CONTAINS(msg, "key: 0  value: 4\n"); /* formatted with the map's BTF */
 	CHECK(cli(NULL, 0, "map lookup %d ctl_cfg key 0 0 0", getpid()) == 2); /* wrong size */
 	CHECK(cli(NULL, 0, "map dump %d no_such_map", getpid()) == 1);
 
@@ -363,6 +363,52 @@ static void test_rollback_pending(void)
 	CHECK_MSG(recs >= 2 && recs <= 3, "%" PRIu64 " image records kept", recs);
 }
 
+/*
+ * map show lists ids that dump by id reads; reload picks processes by
+ * communicator id and executable (a refused object keeps the test's
+ * policy, and -j says which pids were asked).
+ */
+static void test_cli_select(void)
+{
+	char out[65536], want[64], *l;
+	unsigned long long id;
+
+	CHECK(cli(out, sizeof(out), "map show %d", getpid()) == 0);
+	l = strstr(out, "name ctl_runs");
+	CHECK(l != NULL);
+	if (!l)
+		return;
+	while (l > out && l[-1] != '\n')
+		l--;
+	id = strtoull(l, NULL, 10);
+	CHECK(id > 0);
+	snprintf(want, sizeof(want), "pid %d", getpid());
+	CHECK_STR_CONTAINS(out, want);
+	CHECK(cli(out, sizeof(out), "-j map dump id %llu", id) == 0);
+	CHECK_STR_CONTAINS(out, "[{\"key\":0,\"value\":"); /* numbers, from BTF */
+	snprintf(want, sizeof(want), "\"pid\":%d,\"ok\":false", getpid());
+	CHECK(cli(out, sizeof(out), "-j reload --comm 0xabc %s --now", pol("ctl_bad")) == 1);
+	CHECK_STR_CONTAINS(out, want);
+	CHECK(cli(out, sizeof(out), "-j reload --comm=0xabc --exe test_ctl_reload %s --now",
+		  pol("ctl_bad")) == 1);
+	CHECK_STR_CONTAINS(out, want);
+	CHECK(cli(out, sizeof(out), "-j reload --comm 0xdef %s --now", pol("ctl_bad")) == 1);
+	CHECK(strstr(out, want) == NULL);
+	CHECK_STR_CONTAINS(out, "no process running the plugin matches");
+	CHECK(cli(out, sizeof(out), "-j rollback --exe no-such-exe --now") == 1);
+	CHECK_STR_CONTAINS(out, "matches");
+	/* --policy: the current image runs ctl_a or ctl_b, so exactly one of them selects us. */
+	{
+		bool a, b;
+
+		cli(out, sizeof(out), "-j reload --policy %s %s --now", pol("ctl_a"), pol("ctl_bad"));
+		a = strstr(out, want) != NULL;
+		cli(out, sizeof(out), "-j reload --policy %s %s --now", pol("ctl_b"), pol("ctl_bad"));
+		b = strstr(out, want) != NULL;
+		CHECK_MSG(a != b, "--policy ctl_a selected %d, ctl_b %d", a, b);
+	}
+}
+
 static void test_cli_views(void)
 {
 	char out[65536], path[512], cmd[1024];
@@ -381,11 +427,12 @@ static void test_cli_views(void)
 	CHECK(cli(out, sizeof(out), "map list %d", getpid()) == 0);
 	CHECK_STR_CONTAINS(out, "ctl_runs");
 	CHECK(cli(out, sizeof(out), "-j map dump %d ctl_runs", getpid()) == 0);
-	CHECK_STR_CONTAINS(out, "\"key\":\"00000000\"");
+	CHECK_STR_CONTAINS(out, "[{\"key\":0,\"value\":"); /* numbers, from BTF */
 	CHECK(cli(out, sizeof(out), "-j top %d 0.05 2", getpid()) == 0);
 	CHECK_STR_CONTAINS(out, "\"tuners\":[{\"comm_id\":\"0x0000000000000abc\"");
 	CHECK(cli(out, sizeof(out), "reload %d %s", getpid(), pol("ctl_bad")) == 1);
 	CHECK(cli(out, sizeof(out), "reload 999999999 %s", pol("ctl_a")) != 0);
+	test_cli_select();
 
 	snprintf(path, sizeof(path), "%s/metrics.prom", tmpdir);
 	CHECK(cli(NULL, 0, "export --textfile %s --count 1", path) == 0);
@@ -404,19 +451,47 @@ static void test_cli_views(void)
 		snprintf(cmd, sizeof(cmd),
 			 "timeout 20 %s export --listen 127.0.0.1:%d --count 1 & pid=$!; "
 			 "for i in 1 2 3 4 5 6 7 8 9 10; do sleep 0.2; "
-			 "curl -sf http://127.0.0.1:%d/metrics && break; done; wait $pid",
-			 CTL_CLI, port, port);
+			 "c=$(curl -s -o /dev/null -w '%%{http_code}' -X POST http://127.0.0.1:%d/metrics); "
+			 "[ \"$c\" = 405 ] && break; done; echo \"POST $c\"; "
+			 "curl -sf http://127.0.0.1:%d/metrics; wait $pid",
+			 CTL_CLI, port, port, port);
 		p = popen(cmd, "r");
 		CHECK(p != NULL);
 		n = p ? fread(out, 1, sizeof(out) - 1, p) : 0;
 		out[n] = 0;
 		CHECK(p && pclose(p) == 0);
+		CHECK_STR_CONTAINS(out, "POST 405"); /* other methods: 405, and no scrape counted */
 		CHECK_STR_CONTAINS(out, "# TYPE ncclbpf_collective_latency_seconds histogram");
 		CHECK_STR_CONTAINS(out, "ncclbpf_tuner_calls_total{communicator=\"0x0000000000000abc\"");
 	}
 	CHECK(cli(out, sizeof(out), "export") == 0);
 	CHECK_STR_CONTAINS(out, "ncclbpf_tuner_calls_total{communicator=\"0x0000000000000abc\",collective=\"AllReduce\"}");
 	CHECK_STR_CONTAINS(out, "ncclbpf_processes 1");
+	CHECK_STR_CONTAINS(out, "ncclbpf_build_info{version=\"");
+
+	/* A policy that declares its maps for export: they appear as its families. */
+	snprintf(path, sizeof(path), "%s/../../../policies/coll_stats.bpf.o:%s", CTL_BPF_DIR,
+		 pol("ctl_a"));
+	CHECK(cli(out, sizeof(out), "reload %d %s --now", getpid(), path) == 0);
+	CHECK(cli(out, sizeof(out), "export") == 0);
+	CHECK_STR_CONTAINS(out, "# TYPE ncclbpf_policy_collectives_total counter");
+	CHECK_STR_CONTAINS(out, "# TYPE ncclbpf_policy_collective_latency_seconds histogram");
+	/* The array's entries exist from the start: one histogram per collective. */
+	CHECK_STR_CONTAINS(out, "ncclbpf_policy_collective_latency_seconds_count{collective=\"AllReduce\"} 0");
+	if (access("/usr/bin/promtool", X_OK) == 0) {
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/metrics2.prom", tmpdir);
+		f = fopen(path, "w");
+		CHECK(f && fputs(out, f) >= 0);
+		if (f)
+			fclose(f);
+		snprintf(cmd, sizeof(cmd), "/usr/bin/promtool check metrics < %s", path);
+		st = system(cmd);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}	/* A struct value by field name, its array as a list: bpftool's formatted dump. */
+	CHECK(cli(out, sizeof(out), "-j map dump %d coll_latency", getpid()) == 0);
+	CHECK_STR_CONTAINS(out, "{\"key\":4,\"value\":{\"sum_ns\":0,\"buckets\":[0,0,");
 }
 
 int main(void)

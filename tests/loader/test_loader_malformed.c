@@ -263,7 +263,7 @@ static const struct mcase cases[] = {
 	{ "bad magic", bad_magic, 0, "not an ELF file (bad magic)" },
 	{ "32-bit", class32, 0, "not a 64-bit ELF object" },
 	{ "big endian", big_endian, 0, "not a little-endian ELF object" },
-	{ "machine", machine, 0, "not a BPF object (e_machine 62)" },
+	{ "machine", machine, 0, "x86-64 object, not BPF: compile with clang -target bpf" },
 	{ "e_type", exec_type, 0, "not a relocatable object (e_type 2)" },
 	{ "shoff outside", shoff_out, 0, "section header table at 0x" },
 	{ "huge section count", shnum_huge, 0, "5000 sections (limit 4096)" },

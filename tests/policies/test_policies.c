@@ -286,6 +286,40 @@ out:
 	ncclbpf_object__close(o);
 }
 
+/* net_peer_qos: leaves connections alone until an operator writes its maps. */
+static void test_net_peer_qos(void)
+{
+	struct ncclbpf_object *o = load("net_peer_qos");
+	struct ncclbpf_program *p = o ? ncclbpf_object__find_program(o, "net_peer_qos") : NULL;
+	struct ncclbpf_map *cfg = o ? ncclbpf_object__find_map(o, "net_qos_cfg") : NULL;
+	struct ncclbpf_map *bytes = o ? ncclbpf_object__find_map(o, "net_peer_bytes") : NULL;
+	struct ncclbpf_net_ctx x = { .event = NCCLBPF_NET_CONNECT, .peer_key = 0x0100007f,
+				     .peer_family = 2, .n_socks = 2, .tos = NCCLBPF_KEEP,
+				     .priority = NCCLBPF_KEEP };
+	uint32_t k, v;
+	uint64_t ret = 9, b = 0, key = 0x0100007f;
+
+	CHECK(p && cfg && bytes);
+	if (!p || !cfg || !bytes)
+		goto out;
+	CHECK(!ncclbpf_program__run(p, &x, sizeof(x), &ret) && ret == NCCLBPF_NET_APPLY);
+	CHECK(x.n_socks == 2 && x.tos == NCCLBPF_KEEP && x.priority == NCCLBPF_KEEP);
+	k = 0, v = 4;
+	CHECK(!ncclbpf_map__update(cfg, &k, &v, 0));
+	k = 1, v = 0x88;
+	CHECK(!ncclbpf_map__update(cfg, &k, &v, 0));
+	CHECK(!ncclbpf_program__run(p, &x, sizeof(x), &ret));
+	CHECK(x.n_socks == 4 && x.tos == 0x88);
+	x = (struct ncclbpf_net_ctx){ .event = NCCLBPF_NET_RECV_DONE, .peer_key = key,
+				      .bytes = 1000, .latency_ns = 5000 };
+	CHECK(!ncclbpf_program__run(p, &x, sizeof(x), &ret));
+	CHECK(!ncclbpf_program__run(p, &x, sizeof(x), &ret));
+	CHECK(!ncclbpf_map__lookup(bytes, &key, &b));
+	CHECK_EQ_U64(b, 2000);
+out:
+	ncclbpf_object__close(o);
+}
+
 int main(void)
 {
 	test_noop_and_bad_channels();
@@ -294,5 +328,6 @@ int main(void)
 	test_adaptive_channels();
 	test_slo_enforcer();
 	test_latency_hist();
+	test_net_peer_qos();
 	return check_summary("policies");
 }

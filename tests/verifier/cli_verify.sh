@@ -19,7 +19,7 @@ check() { # check NAME EXPECTED_RC ACTUAL_RC
 }
 
 "$BIN" verify "$SAFE" > "$TMP/safe.out" 2>&1; check "safe object" 0 $?
-grep -q ": accepted, [0-9]* insns, [0-9]* states, [0-9]* us$" "$TMP/safe.out" ||
+grep -q ": accepted, tag [0-9a-f]\{16\}, [0-9]* insns, [0-9]* states, [0-9]* us$" "$TMP/safe.out" ||
 	{ echo "FAIL: no summary line"; cat "$TMP/safe.out"; fail=1; }
 
 "$BIN" verify "$UNSAFE" > "$TMP/unsafe.out" 2>&1; check "unsafe object" 1 $?

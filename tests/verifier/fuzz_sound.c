@@ -225,7 +225,7 @@ static void stack_index(struct gen *g, uint8_t r)
 /* One plausible fragment; pending forward jumps are patched to land here or later. */
 static void fragment(struct gen *g, int depth)
 {
-	uint32_t k = take(g, 22);
+	uint32_t k = take(g, 25);
 	uint8_t r = reg(g), s = reg(g);
 	int small = (int)take(g, 70) - 3;
 
@@ -353,6 +353,9 @@ static void fragment(struct gen *g, int depth)
 				(int16_t)fz_fields[take(g, 8)].off : (int16_t)-(int)(take(g, 64) + 1);
 		else
 			emit(g, (take(g, 2) ? NBPF_ALU64 : NBPF_ALU) | NBPF_MOV | NBPF_X, v, s, 8 << take(g, 3), 0);
+		if (take(g, 2)) /* a second check: signed and unsigned ranges that meet after extension */
+			emit(g, (take(g, 2) ? NBPF_JMP : NBPF_JMP32) | jmp_ops[take(g, sizeof(jmp_ops))] | NBPF_K,
+			     v, 0, 5, take(g, 2) ? (int32_t)take(g, 24) - 12 : -(int32_t)take(g, 300));
 		emit(g, (take(g, 2) ? NBPF_JMP : NBPF_JMP32) | jmp_ops[take(g, sizeof(jmp_ops))] | NBPF_K,
 		     v, 0, 4, (int32_t)take(g, 24) - 12);
 		stack_index(g, v);
@@ -411,6 +414,91 @@ static void fragment(struct gen *g, int depth)
 		emit(g, NBPF_ALU64 | NBPF_MOV | NBPF_K, 0, 0, 0, 0);
 		break;
 	}
+	case 22: { /* checks on one extended copy of a value, an index through another */
+		uint8_t v = 3, a = 4, b = 5;
+
+		emit(g, NBPF_LDX | NBPF_MEM | NBPF_DW, v, 6, take(g, 2) ? 0 : 32, 0);
+		if (take(g, 2))
+			emit(g, NBPF_ALU64 | NBPF_RSH | NBPF_K, v, 0, 0, (int32_t)take(g, 40));
+		for (int c = 0; c < 2; c++) {
+			uint8_t d = c ? b : a;
+
+			emit(g, NBPF_ALU64 | NBPF_MOV | NBPF_X, d, v, 0, 0);
+			switch (take(g, 5)) {
+			case 0: /* mov32 */
+				emit(g, NBPF_ALU | NBPF_MOV | NBPF_X, d, v, 0, 0);
+				break;
+			case 1: /* movsx32 */
+				emit(g, NBPF_ALU64 | NBPF_MOV | NBPF_X, d, v, 32, 0);
+				break;
+			case 2: /* (x << k) >> 32 or s>> 32 */
+				emit(g, NBPF_ALU64 | NBPF_LSH | NBPF_K, d, 0, 0, (int32_t)take(g, 33));
+				emit(g, NBPF_ALU64 | (take(g, 2) ? NBPF_RSH : NBPF_ARSH) | NBPF_K, d, 0, 0,
+				     take(g, 4) ? 32 : (int32_t)take(g, 64));
+				break;
+			case 3: /* x >> j, then an extension */
+				emit(g, NBPF_ALU64 | NBPF_RSH | NBPF_K, d, 0, 0, (int32_t)take(g, 33));
+				emit(g, NBPF_ALU | NBPF_MOV | NBPF_X, d, d, 0, 0);
+				break;
+			default: /* a change of the value in between */
+				emit(g, NBPF_ALU64 | NBPF_ADD | NBPF_K, d, 0, 0, (int32_t)take(g, 3));
+				emit(g, NBPF_ALU | NBPF_MOV | NBPF_X, d, d, 0, 0);
+				break;
+			}
+			if (!c) { /* one or two checks on the first copy, skipping the rest */
+				int checks = 1 + (int)take(g, 2);
+
+				for (int i = 0; i < checks; i++)
+					emit(g, (take(g, 2) ? NBPF_JMP : NBPF_JMP32) |
+						     jmp_ops[take(g, sizeof(jmp_ops))] | NBPF_K,
+					     a, 0, (int16_t)(checks - i - 1 + 7), (int32_t)take(g, 24) - 4);
+			}
+		}
+		stack_index(g, b);
+		break;
+	}
+	case 23: { /* a known value on the left of a comparison (32 or 64 bits), then an index */
+		uint8_t v = r == 6 || r == 7 || r == 2 ? 9 : r;
+		bool w = take(g, 2);
+		int checks = 1 + (int)take(g, 2);
+
+		for (int i = 0; i < checks; i++) {
+			emit(g, (w ? NBPF_ALU : NBPF_ALU64) | NBPF_MOV | NBPF_K, 2, 0, 0,
+			     (int32_t)take(g, 24) - 8);
+			emit(g, (w ? NBPF_JMP32 : NBPF_JMP) | jmp_ops[take(g, sizeof(jmp_ops))] | NBPF_X,
+			     take(g, 2) ? 2 : v, 0, (int16_t)(2 * (checks - i - 1) + 4), 0);
+			g->p[g->len - 1].src = g->p[g->len - 1].dst == 2 ? v : 2;
+		}
+		if (w && take(g, 2))
+			emit(g, NBPF_ALU | NBPF_MOV | NBPF_X, v, v, 0, 0);
+		stack_index(g, v);
+		break;
+	}
+	case 24: { /* spill at one width, fill at the same or a narrower one, check one, index the other */
+		static const uint8_t w[4] = { NBPF_B, NBPF_H, NBPF_W, NBPF_DW };
+		static const int16_t wb[4] = { 1, 2, 4, 8 };
+		uint32_t ws = take(g, 4), wf = take(g, ws + 1);
+		int16_t off = (int16_t)(-8 * (int)(take(g, 6) + 1) + (take(g, 4) ? 0 : wb[ws] * (int)take(g, 2)));
+		uint8_t a = 3, b = 4;
+
+		emit(g, NBPF_LDX | NBPF_MEM | sizes[take(g, 4)], a, 6, (int16_t)(take(g, 2) ? 0 : 16), 0);
+		if (take(g, 2))
+			emit(g, NBPF_ALU64 | NBPF_AND | NBPF_K, a, 0, 0, (int32_t)take(g, 0x400));
+		emit(g, NBPF_STX | NBPF_MEM | w[ws], 10, a, off, 0);
+		if (take(g, 4) == 0) /* the register changes after the spill */
+			emit(g, NBPF_ALU64 | NBPF_ADD | NBPF_K, a, 0, 0, 1);
+		emit(g, NBPF_LDX | NBPF_MEM | w[wf], b, 10, (int16_t)(off + (take(g, 4) ? 0 : (int)take(g, 4))), 0);
+		if (take(g, 2)) {
+			uint8_t t = a;
+
+			a = b;
+			b = t;
+		}
+		emit(g, (take(g, 2) ? NBPF_JMP : NBPF_JMP32) | jmp_ops[take(g, sizeof(jmp_ops))] | NBPF_K,
+		     a, 0, 4, (int32_t)take(g, 24) - 4);
+		stack_index(g, b);
+		break;
+	}
 	default: /* copy between registers / pointers */
 		emit(g, NBPF_ALU64 | NBPF_MOV | NBPF_X, r == 6 ? 8 : r, s, 0, 0);
 		if (small >= 0 && small < 64)
@@ -457,6 +545,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct nbpf_verify_input in;
 	struct ncclbpf_verify_result res;
 	uint32_t n;
+
+	nbpf_verify_selfcheck = 1; /* pruning's shortcuts agree with the full tests */
 	int err;
 
 	if (!maps[0]) {

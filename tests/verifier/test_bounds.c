@@ -182,14 +182,14 @@ int main(void)
 		{
 			uint8_t jop = jops[rnd() % sizeof(jops)];
 			bool is32 = rnd() % 4 == 0, taken = cmp(jop, is32, va, vb);
-			int out = scalar_branch_outcome(&a, &b, jop, is32);
+			int out = scalar_branch_outcome(&a, &b, jop, is32, NULL, NULL);
 			struct vreg ra = a, rb = b;
 
 			if (out >= 0 && out != (int)taken && bad_out++ < 5)
 				fprintf(stderr, "outcome op %#x%s: %#llx vs %#llx decided %d, is %d\n", jop,
 					is32 ? "/32" : "", (unsigned long long)va, (unsigned long long)vb, out,
 					taken);
-			scalar_refine(&ra, &rb, jop, is32, taken);
+			scalar_refine(&ra, &rb, jop, is32, taken, NULL, NULL);
 			if ((!scalar_feasible(&ra) || !contains(&ra, va) || !scalar_feasible(&rb) ||
 			     !contains(&rb, vb)) && bad_br++ < 5)
 				fprintf(stderr, "refine op %#x%s taken %d: %#llx vs %#llx lost\n", jop,

@@ -18,7 +18,9 @@ static int verify(struct nbpf_insn *p, uint32_t n, const char *want_reason)
 {
 	struct nbpf_verify_input in = { .insns = p, .n_insns = n };
 	struct ncclbpf_verify_result r;
-	int err = nbpf_verify_insns(&in, ncclbpf_hook_find("tuner"), NULL, &r);
+	/* the instruction and state budgets decide here, not the machine's load */
+	struct ncclbpf_verify_opts o = { .sz = sizeof(o), .max_time_ms = 600000 };
+	int err = nbpf_verify_insns(&in, ncclbpf_hook_find("tuner"), &o, &r);
 
 	if (want_reason && !*want_reason) {
 		CHECK_MSG(err == 0 || (err == -EACCES && r.n_findings &&
@@ -106,7 +108,8 @@ int main(void)
 	{
 		struct nbpf_verify_input in = { .insns = p, .n_insns = n };
 		struct ncclbpf_verify_result r;
-		struct ncclbpf_verify_opts o = { .sz = sizeof(o), .max_states = 1000 };
+		struct ncclbpf_verify_opts o = { .sz = sizeof(o), .max_states = 1000,
+						 .max_time_ms = 600000 };
 		int err = nbpf_verify_insns(&in, ncclbpf_hook_find("tuner"), &o, &r);
 
 		CHECK(err == -EACCES && r.n_findings &&

@@ -23,6 +23,23 @@
 #define EM_BPF 247
 #endif
 
+
+/* The machine a wrong object was built for, in the words a user compiled it with. */
+static const char *machine_name(unsigned int m)
+{
+	switch (m) {
+	case EM_X86_64: return "x86-64";
+	case EM_386: return "i386";
+	case EM_AARCH64: return "aarch64";
+	case EM_ARM: return "arm";
+	case EM_PPC64: return "ppc64";
+	case EM_RISCV: return "riscv";
+	case EM_S390: return "s390";
+	case EM_NONE: return "machine-less (EM_NONE)";
+	default: return "non-BPF (e_machine other)";
+	}
+}
+
 static pthread_once_t elf_once = PTHREAD_ONCE_INIT;
 static int elf_ok;
 
@@ -107,7 +124,8 @@ static int check_header(struct nbpf_loader *ld, Elf64_Ehdr *eh)
 	if (eh->e_ident[EI_DATA] != ELFDATA2LSB)
 		return ld_err(ld, -EINVAL, "not a little-endian ELF object (use -target bpf or bpfel)");
 	if (eh->e_machine != EM_BPF)
-		return ld_err(ld, -EINVAL, "not a BPF object (e_machine %u)", eh->e_machine);
+		return ld_err(ld, -EINVAL, "%s object, not BPF: compile with clang -target bpf",
+			      machine_name(eh->e_machine));
 	if (eh->e_type != ET_REL)
 		return ld_err(ld, -EINVAL, "not a relocatable object (e_type %u)", eh->e_type);
 	if (eh->e_shentsize != sizeof(Elf64_Shdr))

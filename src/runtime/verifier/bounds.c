@@ -20,6 +20,12 @@ static inline uint64_t umin64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 static inline int64_t smax64(int64_t a, int64_t b) { return a > b ? a : b; }
 static inline int64_t smin64(int64_t a, int64_t b) { return a < b ? a : b; }
 
+static void mark_infeasible_(struct vreg *r)
+{
+	r->umin = 1;
+	r->umax = 0;
+}
+
 static void mark_unbounded(struct vreg *r)
 {
 	r->smin = S64_MIN;
@@ -71,11 +77,19 @@ static void deduce_bounds(struct vreg *r)
 		r->smax = (int64_t)(r->umax = umin64((uint64_t)r->smax, r->umax));
 		return;
 	}
-	if ((int64_t)r->umax >= 0) {
+	/*
+	 * The signed range crosses zero: as unsigned values it is two pieces,
+	 * [0, smax] and [(u64)smin, U64_MAX].  An unsigned range that misses
+	 * one piece lies in the other (an empty meet stays infeasible), e.g.
+	 * (s8)x below 0xff..ff00 unsigned is in [0, 127].
+	 */
+	if (r->umax < (uint64_t)r->smin) {
+		r->umax = umin64(r->umax, (uint64_t)r->smax);
 		r->smin = (int64_t)r->umin;
-		r->smax = (int64_t)(r->umax = umin64((uint64_t)r->smax, r->umax));
-	} else if ((int64_t)r->umin < 0) {
-		r->smin = (int64_t)(r->umin = umax64((uint64_t)r->smin, r->umin));
+		r->smax = (int64_t)r->umax;
+	} else if (r->umin > (uint64_t)r->smax) {
+		r->umin = umax64(r->umin, (uint64_t)r->smin);
+		r->smin = (int64_t)r->umin;
 		r->smax = (int64_t)r->umax;
 	}
 }
@@ -130,6 +144,11 @@ static void scalar_trunc(struct vreg *r, uint32_t size)
 void scalar_zext32(struct vreg *r)
 {
 	scalar_trunc(r, 4);
+}
+
+void scalar_zext_bytes(struct vreg *r, uint32_t size)
+{
+	scalar_trunc(r, size);
 }
 
 /* Sign-extends the low size bytes to 64 bits (alu32: then zero-extends 32). */
@@ -371,7 +390,7 @@ void scalar_alu(struct vreg *dst, const struct vreg *src, uint8_t op, bool alu32
 	struct vreg s = *src;
 	uint8_t taint = dst->taint | src->taint;
 
-	dst->id = 0;
+	reg_forget_links(dst);
 	if (alu32) {
 		if (op == NBPF_ARSH)
 			scalar_sext(dst, 4, false);
@@ -437,14 +456,79 @@ static int outcome64(const struct vreg *a, const struct vreg *b, uint8_t op)
 }
 
 /* 32-bit view of a: low half zero-extended, or sign-extended for signed ops. */
-static struct vreg view32(const struct vreg *a, bool sign)
+void scalar_meet(struct vreg *r, const struct vreg *b)
 {
-	struct vreg v = *a;
+	r->umin = umax64(r->umin, b->umin);
+	r->umax = umin64(r->umax, b->umax);
+	r->smin = smax64(r->smin, b->smin);
+	r->smax = smin64(r->smax, b->smax);
+	if ((r->var_off.value ^ b->var_off.value) & ~(r->var_off.mask | b->var_off.mask)) {
+		mark_infeasible_(r);
+		return;
+	}
+	r->var_off = tnum_intersect(r->var_off, b->var_off);
+	reg_bounds_sync(r);
+}
 
-	if (sign)
+static void meet_if_feasible(struct vreg *v, const struct vreg *b)
+{
+	struct vreg t = *v;
+
+	scalar_meet(&t, b);
+	if (scalar_feasible(&t))
+		*v = t;
+}
+
+/*
+ * Makes the two views of one low half agree: lo[0] zero-extended, lo[1]
+ * sign-extended.  The unsigned 32-bit range of lo[0], sign-extended, is
+ * one unsigned 64-bit interval ([umin, 0x7fffffff] and [0xff..ff80000000,
+ * sext(umax)] lie in [umin, sext(umax)]), which lo[1]'s signed range may
+ * meet on one side of zero only (the cross-sign deduction in
+ * deduce_bounds): (s8)w is [-128, 127], and below 0xffffff00 unsigned it
+ * is [0, 127].  lo[0] then takes what lo[1] implies.
+ */
+void scalar_meet_views(struct vreg lo[2])
+{
+	struct vreg s = lo[1], z;
+	uint64_t ext = ~(uint64_t)U32_MAX;
+	uint64_t zmin = lo[0].umin, zmax = lo[0].umax;
+
+	if (zmax > U32_MAX)
+		return;
+	s.umin = umax64(s.umin, zmin & 0x80000000u ? zmin | ext : zmin);
+	s.umax = umin64(s.umax, zmax & 0x80000000u ? zmax | ext : zmax);
+	reg_bounds_sync(&s);
+	if (!scalar_feasible(&s))
+		return;
+	lo[1] = s;
+	z = s;
+	scalar_trunc(&z, 4);
+	meet_if_feasible(&lo[0], &z);
+}
+
+/*
+ * 32-bit view of a: the low half zero-extended, or sign-extended for
+ * signed comparisons, narrowed by what the path knows of the low half
+ * beyond a's own bounds (lo, links.c; may be NULL).
+ */
+static struct vreg view32(const struct vreg *a, const struct vreg *lo, bool sign)
+{
+	struct vreg v = *a, l[2];
+
+	scalar_trunc(&v, 4);
+	if (lo) {
+		l[0] = lo[0];
+		l[1] = lo[1];
+		meet_if_feasible(&l[0], &v);
+		scalar_meet_views(l);
+		meet_if_feasible(&v, &l[0]);
+	}
+	if (sign) {
 		scalar_sext(&v, 4, false);
-	else
-		scalar_trunc(&v, 4);
+		if (lo)
+			meet_if_feasible(&v, &l[1]);
+	}
 	return v;
 }
 
@@ -453,10 +537,11 @@ static bool op_signed(uint8_t op)
 	return op == NBPF_JSGT || op == NBPF_JSGE || op == NBPF_JSLT || op == NBPF_JSLE;
 }
 
-int scalar_branch_outcome(const struct vreg *a, const struct vreg *b, uint8_t op, bool is32)
+int scalar_branch_outcome(const struct vreg *a, const struct vreg *b, uint8_t op, bool is32,
+			  const struct vreg *alo, const struct vreg *blo)
 {
 	if (is32) {
-		struct vreg a32 = view32(a, op_signed(op)), b32 = view32(b, op_signed(op));
+		struct vreg a32 = view32(a, alo, op_signed(op)), b32 = view32(b, blo, op_signed(op));
 
 		return outcome64(&a32, &b32, op);
 	}
@@ -593,11 +678,12 @@ static void writeback32(struct vreg *r, const struct vreg *v32)
 	r->var_off = tnum_intersect(r->var_off, TNUM(lo.value, lo.mask | ~(uint64_t)U32_MAX));
 }
 
-void scalar_refine(struct vreg *a, struct vreg *b, uint8_t op, bool is32, bool taken)
+void scalar_refine(struct vreg *a, struct vreg *b, uint8_t op, bool is32, bool taken,
+		   struct vreg *alo, struct vreg *blo)
 {
 	if (is32) {
 		bool sg = op_signed(op);
-		struct vreg a32 = view32(a, sg), b32 = view32(b, sg);
+		struct vreg a32 = view32(a, alo, sg), b32 = view32(b, blo, sg), as, bs;
 
 		refine64(&a32, &b32, op, taken);
 		reg_bounds_sync(&a32);
@@ -606,13 +692,31 @@ void scalar_refine(struct vreg *a, struct vreg *b, uint8_t op, bool is32, bool t
 			mark_infeasible(a);
 			return;
 		}
+		as = a32;
+		bs = b32;
 		if (sg) {
 			/* back to the zero-extended view */
 			scalar_trunc(&a32, 4);
 			scalar_trunc(&b32, 4);
+		} else {
+			scalar_sext(&as, 4, false);
+			scalar_sext(&bs, 4, false);
 		}
 		writeback32(a, &a32);
 		writeback32(b, &b32);
+		/* the refined low halves, both views, for the caller to keep (links.c) */
+		if (alo) {
+			meet_if_feasible(&alo[0], &a32);
+			meet_if_feasible(&alo[1], &as);
+			scalar_meet_views(alo);
+			writeback32(a, &alo[0]);
+		}
+		if (blo) {
+			meet_if_feasible(&blo[0], &b32);
+			meet_if_feasible(&blo[1], &bs);
+			scalar_meet_views(blo);
+			writeback32(b, &blo[0]);
+		}
 	} else {
 		refine64(a, b, op, taken);
 	}

@@ -200,7 +200,7 @@ int check_helper_call(struct venv *e, uint32_t pc, const struct nbpf_insn *in)
 	case NBPF_RET_INTEGER:
 		if ((h->flags & NBPF_HELPER_UNWIND) && r1.type == VT_SCALAR) {
 			*r0 = r1;
-			r0->id = 0;
+			reg_forget_links(r0);
 			break;
 		}
 		reg_mark_unknown(r0);

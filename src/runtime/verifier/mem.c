@@ -64,10 +64,11 @@ static void grow_slots(struct vframe *f, int64_t lo)
 /*
  * Writes size bytes at fp-relative o (constant).  An 8-byte aligned write of
  * a known register is a spill and keeps the register's full state.  A
- * 4-byte aligned write of a scalar is a narrow spill: the slot keeps the
- * truncated value (without its id: the copy is no longer the same value),
- * its spill bytes mark exactly the 4 bytes written, and only a 4-byte read
- * of exactly those bytes gets the value back (compilers keep 32-bit loop
+ * naturally aligned 1-, 2- or 4-byte write of a scalar is a narrow spill:
+ * the slot keeps the truncated value (with its id only when the value fits:
+ * otherwise the copy is not the same value), its spill bytes mark exactly
+ * the bytes written, and a read of exactly those bytes, or of their first
+ * bytes (narrow_fill), gets the value back (compilers keep 32-bit loop
  * counters whose address is taken, such as map keys, this way).
  */
 void stack_write_reg(struct vframe *f, int32_t o, uint32_t size, const struct vreg *v)
@@ -82,15 +83,17 @@ void stack_write_reg(struct vframe *f, int32_t o, uint32_t size, const struct vr
 		sl->spill = *v;
 		return;
 	}
-	if (size == 4 && !(o % 4) && v && v->type == VT_SCALAR) {
+	if (size < 8 && !(o % size) && v && v->type == VT_SCALAR) {
 		struct vslot *sl = &f->slots[stk_slot(o)];
 
 		if (slot_spill_mask(sl))
 			slot_scrub_spill(f, stk_slot(o));
 		sl->spill = *v;
-		sl->spill.id = 0;
-		scalar_zext32(&sl->spill);
-		for (int64_t i = o; i < (int64_t)o + 4; i++)
+		/* the same value, and linked to it, when it fits (narrow_fill) */
+		if (v->umax >> (8 * size))
+			reg_forget_links(&sl->spill);
+		scalar_zext_bytes(&sl->spill, size);
+		for (int64_t i = o; i < (int64_t)o + size; i++)
 			*stk_type(f, i) = SB_SPILL | t;
 		return;
 	}
@@ -99,6 +102,30 @@ void stack_write_reg(struct vframe *f, int32_t o, uint32_t size, const struct vr
 			slot_scrub_spill(f, stk_slot(i));
 	for (int64_t i = o; i < (int64_t)o + size; i++)
 		*stk_type(f, i) = SB_MISC | t;
+}
+
+/*
+ * A fill narrower than the spill it reads, from the spill's first bytes
+ * (its low bytes: the machine is little-endian), or a spill of 1 or 2
+ * bytes read back whole: the value truncated to size bytes.  It is still
+ * the same value (and keeps the id) when the spilled value fits.
+ */
+static bool narrow_fill(struct vframe *f, int64_t lo, uint32_t size, struct vreg *out)
+{
+	const struct vslot *sl = &f->slots[stk_slot(lo)];
+	uint32_t b = (uint32_t)(lo + 8 * ((int64_t)stk_slot(lo) + 1));
+	uint8_t m = slot_spill_mask(sl), want = (uint8_t)(((1u << size) - 1) << b);
+
+	if (size >= 8 || lo % size || sl->spill.type != VT_SCALAR || (m & want) != want ||
+	    (b && (m & (1u << (b - 1)))))
+		return false; /* not the first bytes of a spilled scalar */
+	if (out) {
+		*out = sl->spill;
+		if (out->umax >> (8 * size))
+			reg_forget_links(out);
+		scalar_zext_bytes(out, size);
+	}
+	return true;
 }
 
 /* Range [lo, hi) of byte offsets the access may touch, relative to the region base. */
@@ -135,6 +162,7 @@ static int stack_access(struct venv *e, uint32_t pc, uint8_t regno, const struct
 		}
 		if (cst) {
 			stack_write_reg(f, (int32_t)lo, size, stored);
+			vframe_touch(e, base->frameno); /* a caller's frame: restamp */
 			return 0;
 		}
 		/*
@@ -154,6 +182,7 @@ static int stack_access(struct venv *e, uint32_t pc, uint8_t regno, const struct
 			if (SB_KIND(*b) != SB_INVALID)
 				*b |= taint;
 		}
+		vframe_touch(e, base->frameno);
 		return 0;
 	}
 	/* read; a helper reads raw bytes, so a spilled pointer must not pass */
@@ -164,6 +193,8 @@ static int stack_access(struct venv *e, uint32_t pc, uint8_t regno, const struct
 			*out = f->slots[stk_slot(lo)].spill;
 		return 0;
 	}
+	if (!helper && cst && narrow_fill(f, lo, size, out))
+		return 0;
 	for (int64_t i = lo; i < hi; i++) {
 		uint8_t b = *stk_type(f, i), k = SB_KIND(b);
 

@@ -166,6 +166,8 @@ const struct vmsg_desc nbpf_vmsgs[VM_COUNT] = {
 	  "simplify control flow or split the program"),
 	M(VM_BUDGET_BRANCHES, "program too complex: too many pending branches", "The number of unexplored branches exceeded the limit (8192).",
 	  "simplify control flow or split the program"),
+	M(VM_BUDGET_TIME, "verification took too long", "Exploring all paths took longer than the wall-clock budget (default 1 s, `max_time_ms` in the verify options); the instruction budget is the deterministic limit, this one bounds the time a load or reload can take.",
+	  "simplify control flow (fewer independent branches, fewer nested calls) or split the program"),
 	M(VM_OOM, "out of memory during verification", "The verifier could not allocate memory.",
 	  "retry with more memory"),
 

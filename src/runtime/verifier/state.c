@@ -22,12 +22,22 @@
 #define JOIN_AFTER 4
 #define WIDEN_AFTER 8
 
+/* Bytes of a compact copy of s: its used bytes, then its class table. */
 size_t vstate_size(const struct vstate *s)
 {
-	const struct vframe *last = &s->frames[s->nframes - 1];
+	return vstate_used(s) + s->nlinks * sizeof(struct vlink);
+}
 
-	return offsetof(struct vstate, frames) + (s->nframes - 1) * sizeof(struct vframe) +
-	       offsetof(struct vframe, slots) + last->nslots * sizeof(struct vslot);
+/* A compact copy of s (working or compact) into d. */
+static inline void vstate_copy(struct vstate *d, const struct vstate *s)
+{
+	size_t used = vstate_used(s);
+
+	memcpy(d, s, used);
+	if (s->nlinks)
+		memcpy((char *)d + used, s->compact ? (const char *)s + used : (const char *)s->links_full,
+		       s->nlinks * sizeof(struct vlink));
+	d->compact = 1;
 }
 
 /*
@@ -40,7 +50,13 @@ void vstate_restore(struct vstate *d, const struct vstate *s)
 {
 	uint32_t li = s->nframes - 1, old = d->frames[li].nslots, now = s->frames[li].nslots;
 
-	memcpy(d, s, vstate_size(s));
+	size_t used = vstate_used(s);
+
+	memcpy(d, s, used);
+	if (s->nlinks)
+		memcpy(d->links_full, s->compact ? (const char *)s + used : (const char *)s->links_full,
+		       s->nlinks * sizeof(struct vlink));
+	d->compact = 0;
 	if (old > now)
 		memset(&d->frames[li].slots[now], 0, (old - now) * sizeof(struct vslot));
 }
@@ -53,7 +69,8 @@ void vstate_restore(struct vstate *d, const struct vstate *s)
  */
 struct vstate *vstate_push(struct venv *e, uint32_t pc)
 {
-	size_t need = vstate_size(e->cur);
+	/* room for classes a refinement of the pending copy may add (links.c) */
+	size_t need = vstate_used(e->cur) + MAX_LINKS * sizeof(struct vlink);
 	struct vstate *s;
 
 	if (e->n_stack == e->cap_stack) {
@@ -91,7 +108,7 @@ struct vstate *vstate_push(struct venv *e, uint32_t pc)
 		}
 	}
 	s = e->stack[e->n_stack++];
-	memcpy(s, e->cur, need);
+	vstate_copy(s, e->cur);
 	s->pc = pc;
 	if (s->parent)
 		s->parent->branches++;
@@ -189,9 +206,9 @@ void nbpf_vstate_chunk_flush(void)
 	}
 }
 
-static void *arena_alloc(struct venv *e, size_t n)
+static inline void *arena_alloc(void **arena, size_t n)
 {
-	struct achunk *c = e->arena;
+	struct achunk *c = *arena;
 
 	n = (n + 15) & ~(size_t)15;
 	if (!c || c->cap - c->used < n) {
@@ -200,8 +217,8 @@ static void *arena_alloc(struct venv *e, size_t n)
 		c = chunk_get(cap);
 		if (!c)
 			return NULL;
-		c->next = e->arena;
-		e->arena = c;
+		c->next = *arena;
+		*arena = c;
 	}
 	c->used += n;
 	return (char *)c->data + c->used - n;
@@ -258,13 +275,15 @@ static bool check_ids(struct idmap *m, uint32_t o, uint32_t c)
 	return true;
 }
 
-static bool range_within(const struct vreg *o, const struct vreg *c)
+static inline __attribute__((always_inline)) bool range_within(const struct vreg *o,
+							       const struct vreg *c)
 {
 	return o->umin <= c->umin && o->umax >= c->umax && o->smin <= c->smin &&
 	       o->smax >= c->smax && tnum_in(o->var_off, c->var_off);
 }
 
-static bool range_equal(const struct vreg *o, const struct vreg *c)
+static inline __attribute__((always_inline)) bool range_equal(const struct vreg *o,
+							      const struct vreg *c)
 {
 	return o->umin == c->umin && o->umax == c->umax && o->smin == c->smin &&
 	       o->smax == c->smax && o->var_off.value == c->var_off.value &&
@@ -285,6 +304,12 @@ static inline __attribute__((always_inline)) bool regsafe(const struct vreg *o, 
 			return false;
 		/* An old link between copies must exist in the new state too. */
 		if (o->id && !check_ids(m, o->id, c->id))
+			return false;
+		/* and so must a derivation (links.c): later copies join its class */
+		if (o->pad && (o->pad != c->pad || (o->aux >> 24) != (c->aux >> 24) ||
+			       !check_ids(m, o->aux & 0xffffff, c->aux & 0xffffff)))
+			return false;
+		if (exact && c->pad && !o->pad)
 			return false;
 		return true;
 	}
@@ -341,6 +366,72 @@ static bool stack_safe(const struct vframe *o, const struct vframe *c, struct id
 	return true;
 }
 
+int nbpf_verify_selfcheck;
+
+/* One constant spill (slot k holds v), for the sums of const_match. */
+static inline uint64_t slot_mix(uint32_t k, uint64_t v)
+{
+	uint64_t z = v + 0x9e3779b97f4a7c15ull * (k + 1);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* A full 8-byte spill of a constant scalar: pruning needs the same constant there. */
+static inline bool slot_const(const struct vslot *sl)
+{
+	return slot_spill_mask(sl) == 0xff && sl->spill.type == VT_SCALAR && !sl->spill.var_off.mask;
+}
+
+void vframe_touch(struct venv *e, uint32_t fi)
+{
+	struct vstate *s = e->cur;
+	struct vframe *f = &s->frames[fi];
+	uint16_t live;
+	uint32_t ids = 0;
+
+	if (fi + 1 >= s->nframes)
+		return; /* the innermost frame is always compared */
+	/* the registers the comparison looks at: callee-saved, live after the call */
+	live = e->live[s->frames[fi + 1].callsite + 1] & 0x3c0;
+	for (int r = 6; r <= 9; r++)
+		if ((live & (1u << r)) && f->regs[r].id)
+			ids = 1;
+	f->kmask = 0;
+	f->ksum = 0;
+	f->rsum = 0;
+	for (uint32_t k = 0; k < f->nslots; k++) {
+		const struct vslot *sl = &f->slots[k];
+
+		if (slot_spill_mask(sl) && sl->spill.id)
+			ids = 1;
+		if (slot_const(sl)) {
+			uint64_t m = slot_mix(k, sl->spill.var_off.value);
+
+			f->kmask |= 1ull << k;
+			f->ksum += m;
+			if (e->subs[f->subprog].rel_slots & (1ull << k))
+				f->rsum += m;
+		}
+	}
+	if (++e->next_gen >= UINT32_MAX >> 1)
+		e->next_gen = 1; /* unreachable within the budgets; never reuse 0 */
+	f->gen = e->next_gen << 1 | ids;
+}
+
+/* Two callers' frames known identical, with no ids to map: nothing to compare. */
+static bool frame_same(const struct vframe *o, const struct vframe *c)
+{
+	if (!o->gen || o->gen != c->gen || (o->gen & 1))
+		return false;
+	if (nbpf_verify_selfcheck &&
+	    (memcmp(o, c, offsetof(struct vframe, slots)) ||
+	     memcmp(o->slots, c->slots, o->nslots * sizeof(o->slots[0]))))
+		abort();
+	return true;
+}
+
 /* Whether every concrete state of c is one of o (exact: the same abstract state). */
 static bool states_equal(const struct venv *e, const struct vstate *o, const struct vstate *c,
 			 bool exact)
@@ -362,12 +453,38 @@ static bool states_equal(const struct venv *e, const struct vstate *o, const str
 	for (uint32_t i = 0; i < o->nrefs; i++)
 		if (!check_ids(&m, o->refs[i], c->refs[i]))
 			return false;
-	for (uint32_t f = 0; f < o->nframes; f++) {
+	for (uint32_t f = 0; f < o->nframes; f++)
+		if (o->frames[f].callsite != c->frames[f].callsite)
+			return false;
+	/* o's classes of extended copies (links.c), in order, with bounds as wide */
+	if (o->nlinks > c->nlinks || (exact && o->nlinks != c->nlinks))
+		return false;
+	for (uint32_t i = 0; i < o->nlinks; i++) {
+		const struct vlink *ol = &vstate_links(o)[i], *cl = &vstate_links(c)[i];
+		struct vreg ov, cv;
+
+		if (ol->kind != cl->kind || (ol->key >> 24) != (cl->key >> 24) ||
+		    !check_ids(&m, ol->key & 0xffffff, cl->key & 0xffffff) ||
+		    !check_ids(&m, ol->id, cl->id))
+			return false;
+		ov.var_off = ol->var_off, ov.umin = ol->umin, ov.umax = ol->umax;
+		ov.smin = ol->smin, ov.smax = ol->smax;
+		cv.var_off = cl->var_off, cv.umin = cl->umin, cv.umax = cl->umax;
+		cv.smin = cl->smin, cv.smax = cl->smax;
+		if (!(exact ? range_equal(&ov, &cv) : range_within(&ov, &cv)))
+			return false;
+	}
+	/*
+	 * Innermost frame first: paths that differ mostly differ where they
+	 * run, and callers' frames (up to 7 of 4.6 KiB each) are usually the
+	 * same on both sides; a failing test should not walk them first.
+	 */
+	for (uint32_t f = o->nframes; f-- > 0;) {
 		const struct vframe *of = &o->frames[f], *cf = &c->frames[f];
 		uint16_t live;
 
-		if (of->callsite != cf->callsite)
-			return false;
+		if (f + 1 < o->nframes && frame_same(of, cf))
+			continue;
 		if (f + 1 == o->nframes) {
 			uint8_t hr = e->fail_hint ? e->fail_hint[c->pc] : NBPF_REG_FP;
 
@@ -500,6 +617,8 @@ static void join_reg(struct vreg *c, const struct vreg *o, int level)
 		c->smax = INT64_MAX;
 		c->taint |= o->taint;
 		c->id = 0;
+		c->pad = 0;
+		c->aux = 0;
 		reg_bounds_sync(c);
 		return;
 	}
@@ -510,6 +629,10 @@ static void join_reg(struct vreg *c, const struct vreg *o, int level)
 	c->taint |= o->taint;
 	if (c->id != o->id)
 		c->id = 0;
+	if (c->pad != o->pad || c->aux != o->aux) {
+		c->pad = 0; /* the join holds values of either derivation */
+		c->aux = 0;
+	}
 	reg_bounds_sync(c);
 }
 
@@ -520,17 +643,26 @@ static void join_reg(struct vreg *c, const struct vreg *o, int level)
  * correlation between scalars, which is why it only happens once a prune
  * point already holds JOIN_AFTER explored states.
  */
-static bool try_join(const struct venv *e, const struct vstate *o, struct vstate *c, int level)
+static bool same_gen(const struct vframe *o, const struct vframe *c, bool outer)
+{
+	return outer && o->gen && o->gen == c->gen;
+}
+
+static inline __attribute__((always_inline)) bool can_join(const struct venv *e,
+							   const struct vstate *o,
+							   const struct vstate *c)
 {
 	if (o->nframes != c->nframes || o->nrefs != c->nrefs || o->nctrl != c->nctrl ||
 	    !eq32s(o->refs, c->refs, o->nrefs) || !eq32s(o->ctrl, c->ctrl, o->nctrl))
 		return false;
-	for (uint32_t f = 0; f < o->nframes; f++) {
+	for (uint32_t f = o->nframes; f-- > 0;) { /* innermost first, as in states_equal */
 		const struct vframe *of = &o->frames[f];
 		const struct vframe *cf = &c->frames[f];
 
 		if (of->callsite != cf->callsite || of->nslots != cf->nslots)
 			return false;
+		if (same_gen(of, cf, f + 1 < o->nframes))
+			continue; /* identical: joins to itself */
 		uint16_t rel = f + 1 == o->nframes ? e->relevant[c->pc]
 						    : e->relevant[o->frames[f + 1].callsite + 1];
 		uint16_t live = f + 1 == o->nframes ? e->live[c->pc]
@@ -553,10 +685,19 @@ static bool try_join(const struct venv *e, const struct vstate *o, struct vstate
 				return false;
 		}
 	}
+	return true;
+}
+
+static bool try_join(struct venv *e, const struct vstate *o, struct vstate *c, int level)
+{
+	if (!can_join(e, o, c))
+		return false;
 	for (uint32_t f = 0; f < o->nframes; f++) {
 		const struct vframe *of = &o->frames[f];
 		struct vframe *cf = &c->frames[f];
 
+		if (same_gen(of, cf, f + 1 < o->nframes))
+			continue;
 		for (int r = 0; r < NBPF_NREGS; r++) {
 			uint16_t live = f + 1 == o->nframes ? e->live[c->pc]
 							     : e->live[o->frames[f + 1].callsite + 1];
@@ -569,10 +710,102 @@ static bool try_join(const struct venv *e, const struct vstate *o, struct vstate
 				blur_slot(&cf->slots[k], &of->slots[k]);
 			else if (slot_spill_mask(&of->slots[k]))
 				join_reg(&cf->slots[k].spill, &of->slots[k].spill, level);
+		if (f + 1 < o->nframes)
+			vframe_touch(e, f); /* c is e->cur, and the join may have changed it */
 	}
 	if (!vcmp_equal(&o->cmp, &c->cmp))
 		c->cmp.code = 0; /* the join holds states where either side was taken */
+	/* classes of extended copies: kept only where both sides have the same */
+	if (o->nlinks != c->nlinks ||
+	    memcmp(vstate_links(o), vstate_links(c), o->nlinks * sizeof(struct vlink)))
+		c->nlinks = 0;
 	return true;
+}
+
+/*
+ * A key that two states must share for try_join to join them: what
+ * try_join requires to be equal in the innermost frame (layout, register
+ * types, pointers, relevant scalars and slots, initialised bytes), hashed.
+ * Computed once per visit and stored with each checkpoint, it turns the
+ * failing joins of a prune point into a comparison of two words each,
+ * without touching the checkpoints' states.  Callers' frames are left out:
+ * the key is a necessary condition only.
+ */
+static inline uint64_t mix64(uint64_t h, uint64_t v)
+{
+	h = (h ^ v) * 0xbf58476d1ce4e5b9ull;
+	return h ^ (h >> 29);
+}
+
+static uint64_t jkey_reg(uint64_t h, const struct vreg *r, bool relevant)
+{
+	h = mix64(h, r->type);
+	if (r->type == VT_NOT_INIT || (r->type == VT_SCALAR && !relevant))
+		return h;
+	if (r->type != VT_SCALAR)
+		h = mix64(mix64(h, (uint64_t)r->aux << 32 | (uint32_t)r->off),
+			  (uint64_t)r->frameno << 32 | r->id);
+	h = mix64(h, r->var_off.value);
+	h = mix64(h, r->var_off.mask);
+	h = mix64(h, r->umin ^ (r->umax << 1));
+	return mix64(h, (uint64_t)r->smin ^ ((uint64_t)r->smax << 1));
+}
+
+static uint64_t join_key(const struct venv *e, const struct vstate *s)
+{
+	const struct vframe *f = &s->frames[s->nframes - 1];
+	uint16_t live = e->live[s->pc], rel = e->relevant[s->pc];
+	uint64_t rs = e->subs[f->subprog].rel_slots;
+	uint64_t h = mix64(0x6a09e667f3bcc909ull, (uint64_t)s->nframes << 48 | (uint64_t)s->nrefs << 32 |
+					      (uint64_t)s->nctrl << 16 | f->nslots);
+
+	for (uint32_t i = 0; i < s->nrefs; i++)
+		h = mix64(h, s->refs[i]);
+	for (uint32_t i = 0; i < s->nctrl; i++)
+		h = mix64(h, s->ctrl[i]);
+	h = mix64(h, f->callsite);
+	for (int r = 0; r < NBPF_NREGS; r++)
+		if (live & (1u << r))
+			h = jkey_reg(h, &f->regs[r], rel & (1u << r));
+	for (uint32_t k = 0; k < f->nslots; k++) {
+		const struct vslot *sl = &f->slots[k];
+		bool relevant = rs & (1ull << k);
+		uint64_t inval = 0, kinds;
+
+		if (relevant) {
+			memcpy(&kinds, sl->stype, 8);
+			h = mix64(h, kinds);
+			if (slot_spill_mask(sl))
+				h = jkey_reg(h, &sl->spill, true);
+			continue;
+		}
+		for (int i = 0; i < 8; i++)
+			inval |= (uint64_t)(SB_KIND(sl->stype[i]) == SB_INVALID) << i;
+		h = mix64(h, inval);
+		/* a spilled pointer joins only with the same pointer, never blurs */
+		if (slot_spill_mask(sl) && sl->spill.type != VT_SCALAR)
+			h = jkey_reg(h, &sl->spill, true);
+	}
+	return h;
+}
+
+/*
+ * The callers' part: a relevant constant spill joins only with the same
+ * constant.  0 when some caller's frame has no summary (then only the
+ * innermost key is tested).
+ */
+static uint64_t join_key_outer(const struct venv *e, const struct vstate *s)
+{
+	uint64_t h = 0x1f83d9abfb41bd6bull;
+
+	for (uint32_t i = 0; i + 1 < s->nframes; i++) {
+		const struct vframe *f = &s->frames[i];
+
+		if (!f->gen)
+			return 0;
+		h = mix64(mix64(h, f->kmask & e->subs[f->subprog].rel_slots), f->rsum);
+	}
+	return h | 1;
 }
 
 void vstate_path_done(struct venv *e)
@@ -585,40 +818,125 @@ void vstate_path_done(struct venv *e)
 }
 
 /*
- * Quick rejection before states_equal: a checkpoint register holding a
- * constant scalar subsumes only that same constant, so the hash of the
- * current values over the checkpoint's constant registers must equal the
- * hash of its constants.  cv[r] is the current constant, or a value no
- * constant register hashes to when r is not a constant scalar (then the
- * full test would fail too; a collision only costs the full test).
+ * Quick rejection before states_equal: a checkpoint register or stack slot
+ * of the innermost frame holding a constant scalar (a slot: an 8-byte
+ * spill) subsumes only that same constant, so the current values over the
+ * checkpoint's constant places must hash as its constants do.  Paths that
+ * differ only in constants (offsets chosen by a branch, kept in spills
+ * because they reach an address) are told apart here instead of by a walk
+ * over their frames.
+ *
+ * Registers: v[r] is the current constant, or a value no constant hashes
+ * to when r holds none (then the full test would fail too; a collision
+ * only costs the full test).  Slots: a sum of per-slot mixes, so the
+ * checkpoint's sum is the current one minus the slots only the current
+ * state holds constant, usually none: the test costs what the two masks
+ * differ in, not the 64 zeroed slots of a cleared frame.
  */
 #define CV_NONCONST 0x9e3779b97f4a7c15ull
 
-static void const_values(const struct vstate *s, uint64_t cv[NBPF_REG_FP], uint16_t *mask)
+struct csum {
+	uint16_t rmask;           /* registers holding a constant scalar */
+	uint64_t smask;           /* slots holding an 8-byte spill of one */
+	uint64_t stotal;          /* sum of smix over smask */
+	uint64_t okey, osum;      /* callers' frames (see struct vnode) */
+	bool full;                /* the slot and caller parts are computed */
+	uint64_t v[NBPF_REG_FP];
+	uint64_t smix[NSLOTS];
+};
+
+/*
+ * The slot and caller summaries and the join keys pay off where a deep
+ * comparison is expensive: several frames, or many slots in use.  For the
+ * small states of most policies they would cost more than they save.
+ */
+static bool state_big(const struct vstate *s)
+{
+	return s->nframes > 1 || s->frames[0].nslots > 8;
+}
+
+/* full: the slot and caller parts too (else registers only). */
+static void const_values(const struct vstate *s, struct csum *cs, bool full)
 {
 	const struct vframe *f = &s->frames[s->nframes - 1];
 
-	*mask = 0;
+	cs->rmask = 0;
+	cs->smask = 0;
+	cs->stotal = 0;
+	cs->okey = 0;
+	cs->osum = 0;
+	cs->full = full;
 	for (int r = 0; r < NBPF_REG_FP; r++) {
 		const struct vreg *v = &f->regs[r];
 
 		if (v->type == VT_SCALAR && !v->var_off.mask) {
-			cv[r] = v->var_off.value;
-			*mask |= (uint16_t)(1u << r);
+			cs->v[r] = v->var_off.value;
+			cs->rmask |= (uint16_t)(1u << r);
 		} else {
-			cv[r] = CV_NONCONST ^ ((uint64_t)v->type << 56);
+			cs->v[r] = CV_NONCONST ^ ((uint64_t)v->type << 56);
 		}
+	}
+	if (!full)
+		return;
+	for (uint32_t k = 0; k < f->nslots; k++) {
+		const struct vslot *sl = &f->slots[k];
+
+		if (slot_const(sl)) {
+			cs->smix[k] = slot_mix(k, sl->spill.var_off.value);
+			cs->smask |= 1ull << k;
+			cs->stotal += cs->smix[k];
+		}
+	}
+	/*
+	 * Callers' frames carry their own summaries (vframe_touch).  Where
+	 * every caller's frame has one, the masks hashed (okey) and the sums
+	 * combined (osum) must match: equal masks with different sums mean a
+	 * constant differs.  okey 0: some frame has no summary, no test.
+	 */
+	cs->okey = s->nframes > 1 ? 0x510e527fade682d1ull : 0;
+	for (uint32_t i = 0; i + 1 < s->nframes; i++) {
+		const struct vframe *of = &s->frames[i];
+
+		if (!of->gen) {
+			cs->okey = 0;
+			break;
+		}
+		cs->okey = (cs->okey ^ of->kmask) * 0x100000001b3ull | 1;
+		cs->osum += of->ksum * (2 * i + 1);
 	}
 }
 
-static uint64_t const_hash(const uint64_t cv[NBPF_REG_FP], uint16_t mask)
+static uint64_t const_hash(const struct csum *cs, uint16_t rmask)
 {
 	uint64_t h = 0x243f6a8885a308d3ull;
 
-	for (int r = 0; mask; r++, mask >>= 1)
-		if (mask & 1)
-			h = (h ^ cv[r] ^ ((uint64_t)r << 59)) * 0x100000001b3ull;
+	for (int r = 0; rmask; r++, rmask >>= 1)
+		if (rmask & 1)
+			h = (h ^ cs->v[r] ^ ((uint64_t)r << 59)) * 0x100000001b3ull;
 	return h;
+}
+
+/*
+ * Whether the current constants may match checkpoint n's (false: they
+ * cannot).  cs holds the registers, and the rest when n has slot summaries.
+ */
+static bool const_match(const struct vnode *n, const struct csum *cs)
+{
+	if (n->sflags & NS_SLOTS) {
+		uint64_t extra = cs->smask & ~n->smask, sum = cs->stotal;
+
+		if (n->smask & ~cs->smask)
+			return false; /* a constant spill there, none here */
+		while (extra) {
+			sum -= cs->smix[__builtin_ctzll(extra)];
+			extra &= extra - 1;
+		}
+		if (sum != n->shash)
+			return false;
+		if (n->okey && n->okey == cs->okey && n->osum != cs->osum)
+			return false;
+	}
+	return !n->cmask || const_hash(cs, n->cmask) == n->chash;
 }
 
 /*
@@ -664,12 +982,14 @@ int vstate_visit(struct venv *e)
 	uint8_t joins;
 	uint32_t complete = 0;
 	bool joined = false;
-	uint64_t cv[NBPF_REG_FP];
-	uint16_t cmask = 0, live = e->live[pc];
-	bool have_cv = false;
+	struct csum cs;
+	uint16_t live = e->live[pc];
+	bool have_cv = false, big = state_big(cur);
 
 	if (cur->cmp.code && !vcmp_live(&cur->cmp, live))
 		cur->cmp.code = 0; /* useless from here on: do not let it split checkpoints */
+	if (cur->nlinks)
+		links_prune(e, cur);
 	for (link = &e->explored[pc]; (n = *link); link = &n->next) {
 		if (n->branches) {
 			/* the hash is only needed against checkpoints still being explored */
@@ -677,18 +997,22 @@ int vstate_visit(struct venv *e)
 				h = state_hash(e, cur);
 				hashed = true;
 			}
-			if (n->hash == h && states_equal(e, n->st, cur, true))
+			if (n->hash == h && (e->work += VWORK_CMP, states_equal(e, n->st, cur, true)))
 				return verr(e, pc, VM_LOOP_INFINITE, NULL,
 					    "the state at insn %u repeats", pc);
 			continue;
 		}
-		if (n->cmask && !have_cv) {
-			const_values(cur, cv, &cmask);
+		if ((n->cmask && !have_cv) || ((n->sflags & NS_SLOTS) && !(have_cv && cs.full))) {
+			const_values(cur, &cs, big || (n->sflags & NS_SLOTS));
 			have_cv = true;
 		}
-		if ((!n->cmask || const_hash(cv, n->cmask) == n->chash) &&
-		    states_equal(e, n->st, cur, false)) {
+		if (!const_match(n, &cs)) {
+			/* the quick test is a necessary condition of the full one */
+			if (nbpf_verify_selfcheck && states_equal(e, n->st, cur, false))
+				abort();
+		} else if ((e->work += VWORK_CMP, states_equal(e, n->st, cur, false))) {
 			/* move to front: a checkpoint that prunes once tends to prune again */
+			e->flags[pc] |= IF_HIT;
 			*link = n->next;
 			n->next = e->explored[pc];
 			e->explored[pc] = n;
@@ -697,17 +1021,36 @@ int vstate_visit(struct venv *e)
 		complete++;
 	}
 	if (complete >= JOIN_AFTER) {
-		for (n = e->explored[pc]; n && !joined; n = n->next)
-			if (!n->branches &&
+		/* keys pay for themselves on big states or long lists */
+		bool use_keys = big || complete >= WIDEN_AFTER;
+		uint64_t jk = use_keys ? join_key(e, cur) : 0, jo = use_keys ? join_key_outer(e, cur) : 0;
+
+		for (n = e->explored[pc]; n && !joined; n = n->next) {
+			bool keys = true;
+
+			if (use_keys && !n->branches) {
+				if (!(n->sflags & NS_JKEY)) {
+					n->jkey = join_key(e, n->st);
+					n->jokey = join_key_outer(e, n->st);
+					n->sflags |= NS_JKEY;
+				}
+				keys = n->jkey == jk && (!jo || !n->jokey || n->jokey == jo);
+			}
+			if (nbpf_verify_selfcheck && !n->branches && !keys && can_join(e, n->st, cur))
+				abort();
+			if (!n->branches && keys && (e->work += VWORK_CMP, true) &&
 			    (joined = try_join(e, n->st, cur,
 					       n->joins > 1 ? 2 : n->joins || complete >= WIDEN_AFTER)))
 				jn = n;
-
+		}
 		if (joined) {
 			hashed = false; /* cur changed */
 			for (n = e->explored[pc]; n; n = n->next)
-				if (!n->branches && states_equal(e, n->st, cur, false))
+				if (!n->branches &&
+				    (e->work += VWORK_CMP, states_equal(e, n->st, cur, false))) {
+					e->flags[pc] |= IF_HIT;
 					return 1;
+				}
 		}
 	}
 	/* Checkpoints cost memory and time: not closer than 4 insns, except at loop heads. */
@@ -724,6 +1067,15 @@ int vstate_visit(struct venv *e)
 	joins = jn ? (uint8_t)(jn->joins < 255 ? jn->joins + 1 : 255) : 0;
 	if (jn)
 		n = take_explored(e, pc, jn, vstate_size(cur));
+	/*
+	 * A full list where nothing ever pruned: these paths differ in what
+	 * the state keeps (constants that reach addresses, say), and one more
+	 * checkpoint would only replace another that never served, at the
+	 * price of copying up to 8 frames.  Loop heads still store: their
+	 * checkpoints on the path detect infinite loops.
+	 */
+	if (!n && e->n_explored[pc] >= MAX_PER_INSN && !(e->flags[pc] & (IF_HIT | IF_LOOP)))
+		return 0;
 	if (!n && e->n_explored[pc] >= MAX_PER_INSN)
 		n = take_explored(e, pc, NULL, vstate_size(cur));
 	if (!n) {
@@ -731,21 +1083,37 @@ int vstate_visit(struct venv *e)
 			return 0;
 		if (e->states >= e->max_states)
 			return verr(e, pc, VM_BUDGET_STATES, NULL, "%u states", e->states);
-		n = arena_alloc(e, sizeof(*n) + vstate_size(cur));
-		if (!n)
+		/*
+		 * Headers live apart from the states: the quick tests read only
+		 * headers, and 64 of them packed together stay in cache where
+		 * 64 states of up to 37 KiB each would not.
+		 */
+		if (!e->hslab_left) {
+			e->hslab = arena_alloc(&e->arena, 64 * sizeof(*n));
+			if (!e->hslab)
+				return venv_oom(e);
+			e->hslab_left = 64;
+		}
+		n = e->hslab++;
+		e->hslab_left--;
+		if (!(n->st = arena_alloc(&e->arena, vstate_size(cur))))
 			return venv_oom(e);
 		e->states++;
 		if (e->states > e->peak_states)
 			e->peak_states = e->states;
 	}
-	n->st = (struct vstate *)(n + 1);
-	memcpy(n->st, cur, vstate_size(cur));
+	vstate_copy(n->st, cur);
 	n->st->parent = NULL;
 	n->hash = hashed ? h : state_hash(e, cur);
-	if (joined || !have_cv)
-		const_values(cur, cv, &cmask);
-	n->cmask = cmask & live;
-	n->chash = const_hash(cv, n->cmask);
+	if (joined || !have_cv || (big && !cs.full))
+		const_values(cur, &cs, big);
+	n->cmask = cs.rmask & live;
+	n->smask = cs.smask;
+	n->shash = cs.stotal;
+	n->okey = cs.okey;
+	n->osum = cs.osum;
+	n->sflags = big ? NS_SLOTS : 0;
+	n->chash = const_hash(&cs, n->cmask);
 	n->branches = 1;
 	n->joins = joins;
 	n->parent = cur->parent;
@@ -757,9 +1125,9 @@ int vstate_visit(struct venv *e)
 	return 0;
 }
 
-void vstate_release_all(struct venv *e)
+static void arena_release(void **arena)
 {
-	struct achunk *c = e->arena;
+	struct achunk *c = *arena;
 
 	while (c) {
 		struct achunk *next = c->next;
@@ -767,7 +1135,14 @@ void vstate_release_all(struct venv *e)
 		chunk_put(c);
 		c = next;
 	}
-	e->arena = NULL;
+	*arena = NULL;
+}
+
+void vstate_release_all(struct venv *e)
+{
+	arena_release(&e->arena);
+	e->hslab = NULL;
+	e->hslab_left = 0;
 	for (uint32_t i = 0; i < e->n_bufs; i++)
 		free(e->stack[i]);
 	e->n_bufs = 0;

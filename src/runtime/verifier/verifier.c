@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -43,13 +44,21 @@ void for_each_reg_with_id(struct vstate *s, uint32_t id, void (*fn)(struct vreg 
 {
 	for (uint32_t f = 0; f < s->nframes; f++) {
 		struct vframe *fr = &s->frames[f];
+		bool hit = false;
 
 		for (int r = 0; r < NBPF_NREGS; r++)
-			if (fr->regs[r].id == id && fr->regs[r].type != VT_NOT_INIT)
+			if (fr->regs[r].id == id && fr->regs[r].type != VT_NOT_INIT) {
 				fn(&fr->regs[r], arg);
+				hit = true;
+			}
 		for (uint32_t k = 0; k < fr->nslots; k++)
-			if (SB_KIND(fr->slots[k].stype[0]) == SB_SPILL && fr->slots[k].spill.id == id)
+			if (slot_spill_mask(&fr->slots[k]) && fr->slots[k].spill.id == id) {
 				fn(&fr->slots[k].spill, arg);
+				hit = true;
+			}
+		/* a caller's frame changed: no longer the one its stamp names */
+		if (hit)
+			fr->gen = 0;
 	}
 }
 
@@ -228,8 +237,14 @@ static int do_alu(struct venv *e, uint32_t pc, const struct nbpf_insn *in)
 	struct vreg *dst = &f->regs[in->dst], src;
 	uint8_t op = NBPF_OP(in->code);
 	bool is64 = NBPF_CLASS(in->code) == NBPF_ALU64, x = NBPF_SRC(in->code) == NBPF_X;
-	uint8_t regs[3] = { in->dst, x ? in->src : 0xff, 0xff };
+	uint8_t regs[3];
 
+	/* a byte swap's source bit is its direction (to big endian), not a register */
+	if (op == NBPF_END)
+		x = false;
+	regs[0] = in->dst;
+	regs[1] = x ? in->src : 0xff;
+	regs[2] = 0xff;
 	if (x) {
 		src = f->regs[in->src];
 		if (src.type == VT_NOT_INIT)
@@ -242,20 +257,40 @@ static int do_alu(struct venv *e, uint32_t pc, const struct nbpf_insn *in)
 			const_reg(dst, src.var_off.value);
 			return 0;
 		}
-		if (in->off) {
+		if (in->off || !is64) {
+			struct vreg from;
+
 			if (is_ptr(&src))
-				return verr(e, pc, VM_PTR_ARITH, regs, "sign extension of a pointer");
-			scalar_sext(&src, (uint32_t)in->off / 8, !is64);
-			src.id = 0;
+				return verr(e, pc, VM_PTR_ARITH, regs, in->off ? "sign extension of a pointer"
+									: "32-bit move of a pointer");
+			/* an id on the source lets later extensions of it join this one's class */
+			if (!src.id && !src.pad && !reg_is_const(&src))
+				src.id = f->regs[in->src].id = ++e->next_id;
+			from = src;
+			if (in->off && !is64) {
+				/*
+				 * w = (s8/s16)w: the signed 32-bit range, e.g.
+				 * [-128, 127], is two pieces once zero-extended;
+				 * keep it as the low half's sign-extended view.
+				 */
+				struct vreg lo[2];
+
+				scalar_sext(&src, (uint32_t)in->off / 8, false);
+				lo[1] = src;
+				scalar_zext32(&src);
+				lo[0] = src;
+				reg_forget_links(&src);
+				*dst = src;
+				links_note32(e, e->cur, dst, lo);
+				return 0;
+			}
+			if (in->off)
+				scalar_sext(&src, (uint32_t)in->off / 8, !is64);
+			else
+				scalar_zext32(&src);
+			reg_forget_links(&src);
 			*dst = src;
-			return 0;
-		}
-		if (!is64) {
-			if (is_ptr(&src))
-				return verr(e, pc, VM_PTR_ARITH, regs, "32-bit move of a pointer");
-			scalar_zext32(&src);
-			src.id = 0;
-			*dst = src;
+			links_after_alu(e, in, &from, dst);
 			return 0;
 		}
 		if (src.type == VT_SCALAR && !src.id && !reg_is_const(&src))
@@ -285,17 +320,24 @@ static int do_alu(struct venv *e, uint32_t pc, const struct nbpf_insn *in)
 			if (reg_is_const(dst)) {
 				const_reg(dst, bswap_const(dst->var_off.value, in->imm, swap));
 			} else if (!swap) {
+				/* to little endian on a little-endian machine: a truncation */
 				if (in->imm < 64)
-					scalar_from_load(dst, (uint32_t)in->imm / 8, false);
-				dst->id = 0;
-				if (in->imm < 64) {
-					/* truncation keeps known low bits: recompute from scratch is fine */
-				}
+					scalar_zext_bytes(dst, (uint32_t)in->imm / 8);
 			} else {
-				scalar_from_load(dst, (uint32_t)in->imm / 8, false);
+				/*
+				 * A swap moves known bits: swap the tnum's value and
+				 * mask alike (the low imm bits, zero-extended) and take
+				 * the bounds from it.
+				 */
+				struct tnum t = tnum_cast(dst->var_off, (uint8_t)(in->imm / 8));
+
+				reg_mark_unknown(dst);
+				dst->var_off = TNUM(bswap_const(t.value, in->imm, true),
+						    bswap_const(t.mask, in->imm, true));
+				reg_bounds_sync(dst);
 			}
 			dst->taint = taint;
-			dst->id = 0;
+			reg_forget_links(dst);
 		}
 		return 0;
 	}
@@ -311,6 +353,14 @@ static int do_alu(struct venv *e, uint32_t pc, const struct nbpf_insn *in)
 	}
 	if (is_ptr(dst) || is_ptr(&src))
 		return ptr_arith(e, pc, in, dst, &src);
+	if (op == NBPF_LSH || op == NBPF_RSH || op == NBPF_ARSH) {
+		struct vreg from = *dst;
+
+		scalar_alu(dst, &src, op, !is64, in->off);
+		if (is64 && !x && (from.id || from.pad))
+			links_after_alu(e, in, &from, dst);
+		return 0;
+	}
 	scalar_alu(dst, &src, op, !is64, in->off);
 	if (op == NBPF_SUB && x) {
 		uint64_t k = mod_idiom(e, pc, in);
@@ -385,20 +435,40 @@ static void copy_bounds(struct vreg *r, void *arg)
 }
 
 /* Refines the state s for the branch outcome taken; false if infeasible. */
-static bool refine_state(struct vstate *s, const struct nbpf_insn *in, bool taken)
+static bool refine_state(struct venv *e, struct vstate *s, const struct nbpf_insn *in, bool taken)
 {
 	struct vframe *f = &s->frames[s->nframes - 1];
 	bool x = NBPF_SRC(in->code) == NBPF_X, is32 = NBPF_CLASS(in->code) == NBPF_JMP32;
-	struct vreg a = f->regs[in->dst], b;
+	struct vreg a = f->regs[in->dst], b, alo[2], blo[2];
+	bool la = false, lb = false;
 
 	if (x)
 		b = f->regs[in->src];
 	else
 		const_reg(&b, is32 ? (uint32_t)in->imm : (uint64_t)(int64_t)in->imm);
-	scalar_refine(&a, &b, NBPF_OP(in->code), is32, taken);
+	if (is32) {
+		/*
+		 * The low halves as the path knows them (links.c), refined in
+		 * place: where a class exists, or where the refinement may
+		 * start one (the upper half is unknown).
+		 */
+		la = links_lo32(s, &a, alo);
+		if (!la && a.type == VT_SCALAR && (a.var_off.mask >> 32)) {
+			links_lo32_plain(&a, alo);
+			la = true;
+		}
+		lb = x && links_lo32(s, &b, blo);
+		if (x && !lb && b.type == VT_SCALAR && (b.var_off.mask >> 32)) {
+			links_lo32_plain(&b, blo);
+			lb = true;
+		}
+	}
+	scalar_refine(&a, &b, NBPF_OP(in->code), is32, taken, la ? alo : NULL, lb ? blo : NULL);
 	if (!scalar_feasible(&a) || !scalar_feasible(&b))
 		return false;
 	f->regs[in->dst] = a;
+	if (la)
+		links_note32(e, s, &f->regs[in->dst], alo);
 	if (a.id) {
 		struct copyarg c = { &a };
 
@@ -406,12 +476,17 @@ static bool refine_state(struct vstate *s, const struct nbpf_insn *in, bool take
 	}
 	if (x && in->src != in->dst) {
 		f->regs[in->src] = b;
+		if (lb)
+			links_note32(e, s, &f->regs[in->src], blo);
 		if (b.id) {
 			struct copyarg c = { &b };
 
 			for_each_reg_with_id(s, b.id, copy_bounds, &c);
 		}
 	}
+	/* extended copies of the same value (links.c) */
+	if (s->nlinks && (!links_refined(s, &a) || (x && !links_refined(s, &b))))
+		return false;
 	return true;
 }
 
@@ -523,7 +598,13 @@ static int do_cond_jmp(struct venv *e, uint32_t pc, const struct nbpf_insn *in)
 		e->cur->pc = pc + 1;
 		return 0;
 	}
-	outcome = scalar_branch_outcome(a, &b, op, is32);
+	{
+		struct vreg alo[2], blo[2];
+		bool ka = is32 && links_lo32(e->cur, a, alo);
+		bool kb = is32 && links_lo32(e->cur, &b, blo);
+
+		outcome = scalar_branch_outcome(a, &b, op, is32, ka ? alo : NULL, kb ? blo : NULL);
+	}
 	if (outcome < 0)
 		outcome = cmp_fact_outcome(&e->cur->cmp, in);
 	tainted = (a->taint | b.taint) & TAINT_LOCAL;
@@ -545,12 +626,12 @@ static int do_cond_jmp(struct venv *e, uint32_t pc, const struct nbpf_insn *in)
 		return err;
 	cmp_fact_set(&other->cmp, in, true);
 	cmp_fact_set(&e->cur->cmp, in, false);
-	if (!refine_state(other, in, true)) {
+	if (!refine_state(e, other, in, true)) {
 		/* taken side impossible: drop it */
 		vstate_drop_top(e);
 		other = NULL;
 	}
-	if (!refine_state(e->cur, in, false)) {
+	if (!refine_state(e, e->cur, in, false)) {
 		if (!other) {
 			e->cur->pc = pc + 1; /* both infeasible cannot happen; keep exploring */
 			return 0;
@@ -640,6 +721,14 @@ static int do_insn(struct venv *e, bool *path_done)
 
 		if (v.type == VT_NOT_INIT)
 			return verr(e, pc, VM_UNINIT_REG, regs, NULL);
+		/*
+		 * A spill of an unknown scalar links the stack copy with the
+		 * register (as mov does): a check on the value filled back
+		 * refines the register, and the other way round.
+		 */
+		if (!atomic && f->regs[in->dst].type == VT_STACK && v.type == VT_SCALAR && !v.id &&
+		    !v.pad && !reg_is_const(&v) && (size == 8 || !(v.umax >> (8 * size))))
+			v.id = f->regs[in->src].id = ++e->next_id;
 		/* the stored bytes (and an atomic's fetched value) are written here */
 		ctrl_taint_write(s, &v);
 		if (atomic) {
@@ -701,8 +790,12 @@ static int do_insn(struct venv *e, bool *path_done)
 			return 0;
 		}
 		if (in->code == NBPF_OP_CALL) {
-			if (in->src == NBPF_PSEUDO_CALL)
-				return check_subprog_call(e, pc, in);
+			if (in->src == NBPF_PSEUDO_CALL) {
+				if ((err = check_subprog_call(e, pc, in)))
+					return err;
+				vframe_touch(e, s->nframes - 2); /* the caller's frame, as of now */
+				return 0;
+			}
 			if ((err = check_helper_call(e, pc, in)))
 				return err;
 			ctrl_taint_write(s, &f->regs[0]);
@@ -722,7 +815,11 @@ static void init_state(struct venv *e)
 	struct vstate *s = e->cur;
 	struct vframe *f;
 
-	memset(s, 0, sizeof(*s));
+	/*
+	 * The header and the main frame; a call clears the frame it pushes,
+	 * so the other 7 frames (37 KiB) need no clearing here.
+	 */
+	memset(s, 0, offsetof(struct vstate, frames) + sizeof(s->frames[0]));
 	s->nframes = 1;
 	f = &s->frames[0];
 	f->callsite = UINT32_MAX;
@@ -730,6 +827,33 @@ static void init_state(struct venv *e)
 	f->regs[1].type = VT_CTX;
 	const_reg(&f->regs[NBPF_REG_FP], 0);
 	f->regs[NBPF_REG_FP].type = VT_STACK;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/*
+ * The wall-clock budget.  The instruction budget bounds work
+ * deterministically, but what one processed instruction costs varies by
+ * orders of magnitude (a prune point may compare against 64 checkpoints of
+ * 8 frames each), so time is bounded as well: a load or reload must answer
+ * quickly whatever the program.  Checked every VWORK_CHECK work units.
+ */
+static int time_exhausted(struct venv *e, uint32_t pc)
+{
+	uint64_t now;
+
+	e->next_check = e->work + VWORK_CHECK;
+	if (!e->deadline_ns || (now = mono_ns()) < e->deadline_ns)
+		return 0;
+	e->timed_out = true;
+	return verr(e, pc, VM_BUDGET_TIME, NULL, "%u instructions processed, %u states",
+		    e->insns_processed, e->states);
 }
 
 /* Names the loop head with the most stored states: where exploration went round. */
@@ -760,6 +884,8 @@ static int explore(struct venv *e)
 			return -ENOMEM;
 		if (++e->insns_processed > e->max_insns)
 			return budget_exhausted(e, pc);
+		if (++e->work >= e->next_check && (err = time_exhausted(e, pc)))
+			return err;
 		e->flags[pc] |= IF_SEEN;
 		if (e->cur->nctrl)
 			ctrl_leave(e, pc);
@@ -853,8 +979,23 @@ static int analyze(struct venv *e)
 	return explore(e);
 }
 
+/* max_time_ms arrived after the first release: read it only from callers that know it. */
+static uint32_t opts_max_time_ms(const struct ncclbpf_verify_opts *opts)
+{
+	if (!opts || opts->sz < offsetof(struct ncclbpf_verify_opts, max_time_ms) +
+				    sizeof(opts->max_time_ms) || !opts->max_time_ms)
+		return NBPF_VERIFY_MAX_TIME_MS;
+	return opts->max_time_ms;
+}
+
+static uint64_t deadline_from(const struct ncclbpf_verify_opts *opts)
+{
+	return mono_ns() + (uint64_t)opts_max_time_ms(opts) * 1000000ull;
+}
+
 static void venv_setup(struct venv *e, const struct nbpf_verify_input *in,
-		       const struct ncclbpf_hook_desc *hook, const struct ncclbpf_verify_opts *opts)
+		       const struct ncclbpf_hook_desc *hook, const struct ncclbpf_verify_opts *opts,
+		       uint64_t deadline_ns)
 {
 	memset(e, 0, sizeof(*e));
 	e->insns = in->insns;
@@ -873,10 +1014,13 @@ static void venv_setup(struct venv *e, const struct nbpf_verify_input *in,
 	e->max_insns = opts && opts->max_insns_processed ? opts->max_insns_processed
 							 : NBPF_VERIFY_MAX_INSNS;
 	e->max_states = opts && opts->max_states ? opts->max_states : NBPF_VERIFY_MAX_STATES;
+	e->deadline_ns = deadline_ns;
+	e->next_check = VWORK_CHECK; /* a short program never reads the clock again */
 }
 
-int nbpf_verify_insns(const struct nbpf_verify_input *in, const struct ncclbpf_hook_desc *hook,
-		      const struct ncclbpf_verify_opts *opts, struct ncclbpf_verify_result *res)
+static int verify_insns(const struct nbpf_verify_input *in, const struct ncclbpf_hook_desc *hook,
+			const struct ncclbpf_verify_opts *opts, struct ncclbpf_verify_result *res,
+			uint64_t deadline_ns)
 {
 	struct venv e;
 	int err;
@@ -884,7 +1028,7 @@ int nbpf_verify_insns(const struct nbpf_verify_input *in, const struct ncclbpf_h
 	if (!in || !hook || !res || (!in->insns && in->n_insns))
 		return nbpf_err(-EINVAL, "verify: instructions, hook and result are required");
 	memset(res, 0, sizeof(*res));
-	venv_setup(&e, in, hook, opts);
+	venv_setup(&e, in, hook, opts, deadline_ns);
 	e.map_writes = in->n_maps ? calloc(in->n_maps, 1) : NULL;
 	err = analyze(&e);
 	if (e.oom || err == -ENOMEM) {
@@ -923,6 +1067,12 @@ int nbpf_verify_insns(const struct nbpf_verify_input *in, const struct ncclbpf_h
 	return 0;
 }
 
+int nbpf_verify_insns(const struct nbpf_verify_input *in, const struct ncclbpf_hook_desc *hook,
+		      const struct ncclbpf_verify_opts *opts, struct ncclbpf_verify_result *res)
+{
+	return verify_insns(in, hook, opts, res, deadline_from(opts));
+}
+
 /*
  * Which maps any program of the object writes: each program is explored in
  * collect mode (no hook restrictions, no findings) and records the maps it
@@ -930,8 +1080,12 @@ int nbpf_verify_insns(const struct nbpf_verify_input *in, const struct ncclbpf_h
  * so a program it rejects is rejected for real too and never runs: the
  * writes seen before the rejection are kept (conservative), nothing more.
  */
-void nbpf_object_map_writes(const struct ncclbpf_object *obj, uint8_t *written, bool fast)
+/* false when an exploration ran out of time: the set may then miss writes. */
+static bool object_map_writes(const struct ncclbpf_object *obj, uint8_t *written, bool fast,
+			      uint64_t deadline_ns)
 {
+	bool complete = true;
+
 	static const struct ncclbpf_hook_desc any = {
 		.name = "any", .section = "", .ctx_type = "context", .ctx_size = 0,
 		.ret_min = INT64_MIN, .ret_max = INT64_MAX,
@@ -949,13 +1103,20 @@ void nbpf_object_map_writes(const struct ncclbpf_object *obj, uint8_t *written, 
 		if (fast && !nbpf_writeset_scan(q->insns, (uint32_t)q->n_insns, obj->maps,
 					(uint32_t)obj->n_maps, written))
 			continue;
-		venv_setup(&e, &in, &any, NULL);
+		venv_setup(&e, &in, &any, NULL, deadline_ns);
 		e.collect = true;
 		e.map_writes = written;
 		analyze(&e);
+		complete &= !e.timed_out;
 		free(e.findings);
 		venv_free(&e);
 	}
+	return complete;
+}
+
+void nbpf_object_map_writes(const struct ncclbpf_object *obj, uint8_t *written, bool fast)
+{
+	object_map_writes(obj, written, fast, 0);
 }
 
 /*
@@ -972,7 +1133,13 @@ static struct {
 static unsigned wcache_next;
 static pthread_mutex_t wcache_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void object_writes(const struct ncclbpf_object *obj, uint8_t *written)
+/*
+ * A discovery cut short by the deadline is not cached: its set may miss a
+ * write.  The verification that follows shares the deadline and is refused
+ * for time too, so the incomplete set decides nothing.
+ */
+static void object_writes(const struct ncclbpf_object *obj, uint8_t *written,
+			  uint64_t deadline_ns)
 {
 	bool cacheable = obj->tag[0] != 0;
 
@@ -988,7 +1155,8 @@ static void object_writes(const struct ncclbpf_object *obj, uint8_t *written)
 		}
 		pthread_mutex_unlock(&wcache_lock);
 	}
-	nbpf_object_map_writes(obj, written, true);
+	if (!object_map_writes(obj, written, true, deadline_ns))
+		cacheable = false;
 	if (cacheable) {
 		uint8_t *copy = malloc(obj->n_maps);
 
@@ -1022,6 +1190,7 @@ int nbpf_verify(struct ncclbpf_program *prog, const struct ncclbpf_hook_desc *ho
 {
 	struct nbpf_verify_input in;
 	uint8_t *written = NULL;
+	uint64_t deadline_ns = deadline_from(opts); /* one budget for discovery and verification */
 	int err;
 
 	if (!prog || !hook || !res)
@@ -1036,10 +1205,10 @@ int nbpf_verify(struct ncclbpf_program *prog, const struct ncclbpf_hook_desc *ho
 		written = calloc(in.n_maps, 1);
 		if (!written)
 			return nbpf_err(-ENOMEM, "verify: out of memory");
-		object_writes(prog->obj, written);
+		object_writes(prog->obj, written, deadline_ns);
 		in.map_written = written;
 	}
-	err = nbpf_verify_insns(&in, hook, opts, res);
+	err = verify_insns(&in, hook, opts, res, deadline_ns);
 	free(written);
 	return err;
 }

@@ -47,8 +47,16 @@ void nbpf_object_map_writes(const struct ncclbpf_object *obj, uint8_t *written, 
 /* Forgets the per-object write-set cache (benchmarks of a first verification). */
 void nbpf_verify_cache_flush(void);
 
+/*
+ * Tests set this to check, at every comparison that skips two callers'
+ * frames as identical by their stamps, that they really are (abort()
+ * otherwise).  Costs a frame comparison each time; never set in production.
+ */
+extern int nbpf_verify_selfcheck;
+
 /* Default budgets. */
 #define NBPF_VERIFY_MAX_INSNS  1000000u
 #define NBPF_VERIFY_MAX_STATES 16384u
+#define NBPF_VERIFY_MAX_TIME_MS 1000u
 
 #endif

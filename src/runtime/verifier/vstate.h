@@ -7,7 +7,9 @@
 #define NCCLBPF_VERIFIER_VSTATE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "../helpers.h"
 #include "../insn.h"
@@ -38,6 +40,8 @@ enum vtype {
  * One register.  A pointer's address is base + off + (a value in var_off
  * and [smin, smax] / [umin, umax]); a scalar is exactly var_off/bounds with
  * off 0.  id ties copies together (null checks, bounds checks, references).
+ * A scalar's pad (DV_*) and aux describe how it derives from another
+ * value's id (links.c); a pointer's aux is its map or record size.
  */
 struct vreg {
 	uint8_t type;
@@ -76,13 +80,24 @@ struct vslot {
 /*
  * A frame.  Slots at or above nslots are all zero (invalid), so a stored
  * state keeps only the slots in use of its innermost frame (vstate_size).
+ *
+ * gen stamps a caller's frame (any frame but the innermost): two such
+ * frames, in any two states of one run, with the same nonzero gen have the
+ * same content, so pruning skips comparing them.  A frame is stamped anew
+ * when it becomes a caller and whenever it is written while it is one
+ * (vframe_touch: stores through pointers into it); what cannot restamp
+ * (refinements of linked copies) sets 0, which means "compare".  Bit 0:
+ * the frame holds register ids that the comparison must map.  With a
+ * stamp come kmask/ksum, the frame's constant spills (state.c: const_match).
  */
 struct vframe {
 	struct vreg regs[NBPF_NREGS];
 	uint32_t callsite;    /* insn of the call that made this frame (main: UINT32_MAX) */
 	uint32_t subprog;
 	uint32_t nslots;
-	uint32_t pad;
+	uint32_t gen;
+	uint64_t kmask, ksum;  /* valid while gen != 0 */
+	uint64_t rsum;         /* ksum over the slots that reach addresses (rel_slots) */
 	struct vslot slots[NSLOTS];
 };
 
@@ -91,15 +106,19 @@ static inline uint32_t stk_slot(int64_t o)
 	return (uint32_t)((-o - 1) / 8);
 }
 
-/* Bit i set when byte i of the slot holds (part of) a spilled register. */
+/*
+ * Bit i set when byte i of the slot holds (part of) a spilled register.
+ * All 8 bytes at once (pruning asks this of every slot of every frame it
+ * compares): kind SB_SPILL is bit 1 without bit 0; the multiply gathers
+ * bit 0 of each byte into the top byte, byte i to bit i.
+ */
 static inline uint8_t slot_spill_mask(const struct vslot *sl)
 {
-	uint8_t m = 0;
+	uint64_t x, z;
 
-	for (int i = 0; i < 8; i++)
-		if (SB_KIND(sl->stype[i]) == SB_SPILL)
-			m |= (uint8_t)(1u << i);
-	return m;
+	memcpy(&x, sl->stype, 8);
+	z = (x >> 1) & ~x & 0x0101010101010101ull;
+	return (uint8_t)((z * 0x0102040810204080ull) >> 56);
 }
 
 static inline uint8_t *stk_type(struct vframe *f, int64_t o)
@@ -111,6 +130,25 @@ static inline uint8_t *stk_type(struct vframe *f, int64_t o)
 
 #define MAX_REFS 16
 #define MAX_CTRL 16
+#define MAX_LINKS 4
+
+/* Scalar derivations (links.c); DV_SELF is the value of the id itself. */
+#define DV_SELF 0
+#define DV_RSH  1
+#define DV_TOP  2
+#define DV_ZEXT 3
+#define DV_SEXT 4
+
+/* A class of equal extended copies (links.c): key is base id | j << 24. */
+struct vlink {
+	uint32_t key;
+	uint32_t id;
+	uint8_t kind;
+	uint8_t pad[7];
+	struct tnum var_off;
+	int64_t smin, smax;
+	uint64_t umin, umax;
+};
 
 struct vnode;
 
@@ -146,6 +184,8 @@ struct vstate {
 	uint32_t nframes;
 	uint32_t nrefs;
 	uint32_t nctrl;
+	uint16_t nlinks;
+	uint16_t compact;         /* a copy: the class table follows the used bytes */
 	uint32_t refs[MAX_REFS];  /* live ring buffer reservations (ids) */
 	/* Active rank-local branch conditions: (frame << 24 | immediate post-dominator). */
 	uint32_t ctrl[MAX_CTRL];
@@ -153,7 +193,33 @@ struct vstate {
 	uint32_t last_ckpt;       /* insns_processed when it was stored */
 	struct vcmp cmp;          /* last forked comparison (see struct vcmp) */
 	struct vframe frames[NBPF_MAX_CALL_DEPTH];
+	/* only in a working state; use vstate_links() */
+	struct vlink links_full[MAX_LINKS];
 };
+
+/* Bytes of a state up to its innermost frame's last slot in use. */
+static inline size_t vstate_used(const struct vstate *s)
+{
+	const struct vframe *last = &s->frames[s->nframes - 1];
+
+	return offsetof(struct vstate, frames) + (s->nframes - 1) * sizeof(struct vframe) +
+	       offsetof(struct vframe, slots) + last->nslots * sizeof(struct vslot);
+}
+
+/*
+ * The class table (links.c): in a working state at links_full, in a copy
+ * (pending branch, checkpoint) right after its used bytes, so that the
+ * many states without classes carry none.
+ */
+static inline struct vlink *vstate_links(const struct vstate *s)
+{
+	return s->compact ? (struct vlink *)((char *)s + vstate_used(s))
+			  : (struct vlink *)s->links_full;
+}
+
+/* struct vnode sflags: summaries computed for big states only (state.c: state_big). */
+#define NS_SLOTS 0x01  /* smask, shash, okey, osum */
+#define NS_JKEY  0x02  /* jkey, jokey (computed on first use) */
 
 /* A checkpoint stored at a prune point. */
 struct vnode {
@@ -163,7 +229,13 @@ struct vnode {
 	uint32_t hash;
 	uint16_t cmask;        /* live innermost registers holding a constant scalar */
 	uint8_t joins;         /* joins in the chain that produced this state (widening) */
+	uint8_t sflags;        /* NS_*: which summaries below are valid */
 	uint64_t chash;        /* hash of those constants (a quick necessary test) */
+	uint64_t smask;        /* innermost stack slots holding an 8-byte constant spill */
+	uint64_t shash;        /* sum of their mixes (state.c: const_match) */
+	uint64_t jkey;         /* what try_join needs equal, hashed (state.c: join_key) */
+	uint64_t okey, osum;   /* callers' frames' constant spills (valid: okey != 0) */
+	uint64_t jokey;        /* their relevant ones, for joins (valid: != 0) */
 	struct vstate *st;
 };
 
@@ -187,6 +259,9 @@ struct venv {
 	bool collect;          /* write-set discovery: no findings, no consistency */
 	bool track_ctrl;       /* the hook has decision fields: follow control dependence */
 	uint32_t max_insns, max_states;
+	uint64_t deadline_ns;    /* CLOCK_MONOTONIC; 0: none */
+	uint64_t work, next_check; /* work units done, and when to look at the clock next */
+	bool timed_out;
 
 	/* Static facts. */
 	uint8_t *flags;        /* per insn: IF_* */
@@ -206,8 +281,11 @@ struct venv {
 	size_t *stack_bytes;     /* capacity of each buffer in stack[] */
 	uint32_t n_stack, cap_stack, n_bufs;
 	void *arena;             /* checkpoints: bump-allocated, released at the end of the run */
+	struct vnode *hslab;     /* their headers, apart (a prune point walks 64 of them): */
+	uint32_t hslab_left;     /* taken from slabs of 64 in the same arena */
 	struct vstate *cur;
 	uint32_t next_id;
+	uint32_t next_gen;       /* frame stamps (struct vframe) */
 	uint32_t insns_processed, states, peak_states;
 	bool have_ret;
 	int64_t ret_min, ret_max;
@@ -220,6 +298,15 @@ struct venv {
 	int oom;
 };
 
+/*
+ * Work units between two looks at the clock: an instruction counts 1, a
+ * state comparison VWORK_CMP (it may walk 8 frames).  At about 0.1 to 4 us
+ * per 1,000 units here, the wall-clock budget overshoots by well under a
+ * millisecond.
+ */
+#define VWORK_CHECK 1024u
+#define VWORK_CMP 8u
+
 /* Per-insn static flags. */
 #define IF_PRUNE   0x01   /* prune point: jump target, after branch/call */
 #define IF_LDDW2   0x02   /* second slot of a lddw */
@@ -227,6 +314,7 @@ struct venv {
 #define IF_WARNED  0x08   /* a consistency warning was recorded here */
 #define IF_LOOP    0x10   /* target of a backward jump: always checkpointed */
 #define IF_LOOPEXIT 0x20  /* conditional jump that can leave a loop */
+#define IF_HIT     0x40   /* a checkpoint here has pruned a path */
 
 /* ---- bounds.c: scalar domain ---- */
 void reg_mark_unknown(struct vreg *r);
@@ -238,15 +326,51 @@ void scalar_alu(struct vreg *dst, const struct vreg *src, uint8_t op, bool alu32
 /* Truncates/extends a scalar for a load or MOVSX of size bytes. */
 void scalar_from_load(struct vreg *r, uint32_t size, bool sign);
 void scalar_zext32(struct vreg *r);
+/* Keeps the low size bytes, zero-extended, with the bounds that survive. */
+void scalar_zext_bytes(struct vreg *r, uint32_t size);
 void scalar_sext(struct vreg *r, uint32_t size, bool alu32);
 /*
  * Branch refinement: given dst OP src taken (taken=true) or not, narrows
  * both (scalars).  Returns 1 if always taken, 0 if never, -1 if unknown.
  */
-int scalar_branch_outcome(const struct vreg *a, const struct vreg *b, uint8_t op, bool is32);
-void scalar_refine(struct vreg *a, struct vreg *b, uint8_t op, bool is32, bool taken);
+/*
+ * alo/blo (may be NULL): for is32, what the path knows of the operands'
+ * low halves beyond their own bounds, as two views: [0] zero-extended,
+ * [1] sign-extended; scalar_refine narrows them by what the branch says.
+ */
+int scalar_branch_outcome(const struct vreg *a, const struct vreg *b, uint8_t op, bool is32,
+			  const struct vreg *alo, const struct vreg *blo);
+void scalar_refine(struct vreg *a, struct vreg *b, uint8_t op, bool is32, bool taken,
+		   struct vreg *alo, struct vreg *blo);
+/* Makes a low half's zero- and sign-extended views (lo[0], lo[1]) agree. */
+void scalar_meet_views(struct vreg lo[2]);
+/* r := values both r and b allow (both describe one value). */
+void scalar_meet(struct vreg *r, const struct vreg *b);
 /* Whether the scalar's bounds are consistent (false: the path is infeasible). */
 bool scalar_feasible(const struct vreg *r);
+
+/* ---- links.c ---- */
+/* Clears a register's id and, for a scalar, its derivation. */
+static inline void reg_forget_links(struct vreg *r)
+{
+	r->id = 0;
+	if (r->type == VT_SCALAR || r->type == VT_NOT_INIT) {
+		r->aux = 0;
+		r->pad = 0;
+	}
+}
+/* After a mov32/movsx32/shift computed dst from the value from. */
+void links_after_alu(struct venv *e, const struct nbpf_insn *in, const struct vreg *from,
+		     struct vreg *dst);
+/* After a branch refined r (and its id's copies): its class and sibling; false if infeasible. */
+bool links_refined(struct vstate *s, const struct vreg *r);
+void links_prune(const struct venv *e, struct vstate *s);
+/* r's low half as the path knows it: lo[0] zero-, lo[1] sign-extended; true if beyond r's bounds. */
+bool links_lo32(struct vstate *s, const struct vreg *r, struct vreg lo[2]);
+/* r's low half from r's bounds alone: lo[0] zero-, lo[1] sign-extended. */
+void links_lo32_plain(const struct vreg *r, struct vreg lo[2]);
+/* After a 32-bit comparison refined r's low half to lo (r: the register in the state). */
+void links_note32(struct venv *e, struct vstate *s, struct vreg *r, const struct vreg lo[2]);
 
 /* ---- check_struct.c ---- */
 int vcheck_structure(struct venv *e);
@@ -267,6 +391,8 @@ void vstate_restore(struct vstate *d, const struct vstate *s);
 int vstate_visit(struct venv *e);
 void vstate_path_done(struct venv *e);
 void vstate_release_all(struct venv *e);
+/* Restamps caller frame fi of the current state after a write to it (see struct vframe). */
+void vframe_touch(struct venv *e, uint32_t fi);
 
 /* ---- mem.c ---- */
 int check_mem_access(struct venv *e, uint32_t pc, uint8_t regno, int32_t off, uint32_t size,

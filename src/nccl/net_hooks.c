@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * net_hooks.c - runs SEC("net") programs around the net plugin's calls
+ * and applies what the contract lets them change (src/nccl/hooks.c):
+ * the number of data sockets of a new send connection, and the IP TOS /
+ * IPv6 traffic class and SO_PRIORITY of a connection.
+ *
+ * Fail open: no image, no net program, a program that fails to run or an
+ * output outside its range changes nothing (the refusal is counted on
+ * the context's registry entry, as for the tuner).  Every program of the
+ * image runs, in object order, on the same context, so a later program
+ * sees the outputs of an earlier one; any NCCLBPF_NET_SKIP keeps the
+ * connection as configured.
+ *
+ * Cost when no net program is loaded: one relaxed load of the published
+ * image, plus a scan of its program list when there is one.  Post and
+ * completion events are timed (two clock reads per message) only while a
+ * net program is loaded.
+ */
+#include <arpa/inet.h>
+#include <string.h>
+
+#include "epoch.h"
+#include "host/host.h"
+#include "net_core.h"
+
+#define NET_MAX_SOCKS_OUT 64
+#define NET_MAX_PRIORITY  6  /* above needs CAP_NET_ADMIN: refused, never half-applied */
+
+static void count_refusal(struct net_ctx *ctx, enum nbpf_refuse why)
+{
+	if (ctx->cm)
+		atomic_fetch_add_explicit(&ctx->cm->refused[why], 1, memory_order_relaxed);
+}
+
+void net_hook_refuse(struct net_ctx *ctx)
+{
+	count_refusal(ctx, NBPF_REFUSE_RANGE);
+}
+
+/* Runs every net program; returns false when none ran. *skip: one said SKIP. */
+static bool run_programs(struct net_ctx *ctx, struct ncclbpf_net_ctx *x, bool *skip)
+{
+	struct nbpf_image *img;
+	bool ran = false;
+
+	*skip = false;
+	if (!atomic_load_explicit(&nbpf_host_published, memory_order_relaxed))
+		return false;
+	nbpf_epoch_enter();
+	img = atomic_load_explicit(&nbpf_host_published, memory_order_acquire);
+	for (uint32_t i = 0; img && i < img->n_progs; i++) {
+		const struct nbpf_host_prog *hp = &img->progs[i];
+		uint64_t ret = 0;
+
+		if (hp->hook != NCCLBPF_HOOK_NET)
+			continue;
+		if (hp->func) {
+			ret = hp->func(x, sizeof(*x));
+		} else if (ncclbpf_program__run(hp->prog, x, sizeof(*x), &ret)) {
+			count_refusal(ctx, NBPF_REFUSE_ERROR);
+			*skip = true;
+		}
+		*skip |= ret == NCCLBPF_NET_SKIP;
+		ran = true;
+		if (ctx->cm) {
+			if (atomic_load_explicit(&ctx->cm->image_gen, memory_order_relaxed) !=
+			    img->generation)
+				atomic_store_explicit(&ctx->cm->image_gen, img->generation,
+						      memory_order_relaxed);
+			/*
+			 * One thread drives a context's data path (NCCL's proxy
+			 * progress thread; v6..v10 share one context between
+			 * communicators, where a count may be lost): no locked add.
+			 */
+			_Atomic uint64_t *runs = &ctx->cm->prog[hp->slot].runs;
+
+			atomic_store_explicit(runs, atomic_load_explicit(runs, memory_order_relaxed) + 1,
+					      memory_order_relaxed);
+		}
+	}
+	nbpf_epoch_exit();
+	return ran;
+}
+
+uint64_t net_peer_key(const union nnet_addr *a)
+{
+	const uint32_t *w;
+
+	if (!a)
+		return 0;
+	if (a->sa.sa_family == AF_INET)
+		return a->in.sin_addr.s_addr;
+	if (a->sa.sa_family != AF_INET6)
+		return 0;
+	w = (const uint32_t *)(const void *)&a->in6.sin6_addr;
+	return ((uint64_t)(w[0] ^ w[2]) << 32 | (w[1] ^ w[3])) | (1ull << 63);
+}
+
+static void ctx_init(struct ncclbpf_net_ctx *x, const struct net_ctx *ctx, uint32_t event,
+		     int dev, const union nnet_addr *peer)
+{
+	memset(x, 0, sizeof(*x));
+	x->comm_id = ctx->comm_id;
+	x->event = event;
+	x->dev = (uint32_t)dev;
+	x->tag = -1;
+	x->tos = NCCLBPF_KEEP;
+	x->priority = NCCLBPF_KEEP;
+	x->abi_version = (uint32_t)ctx->abi;
+	x->peer_key = net_peer_key(peer);
+	if (peer && peer->sa.sa_family == AF_INET) {
+		x->peer_family = AF_INET;
+		x->peer_port = ntohs(peer->in.sin_port);
+		memcpy(&x->peer_addr[0], &peer->in.sin_addr, 4);
+	} else if (peer && peer->sa.sa_family == AF_INET6) {
+		x->peer_family = AF_INET6;
+		x->peer_port = ntohs(peer->in6.sin6_port);
+		memcpy(x->peer_addr, &peer->in6.sin6_addr, 16);
+	}
+}
+
+/* Takes tos/priority outputs that are in range; counts the others. */
+static void take_marking(struct net_ctx *ctx, const struct ncclbpf_net_ctx *x, int *tos, int *prio)
+{
+	if (x->tos != NCCLBPF_KEEP) {
+		if (x->tos >= 0 && x->tos <= 255)
+			*tos = x->tos;
+		else
+			count_refusal(ctx, NBPF_REFUSE_RANGE);
+	}
+	if (x->priority != NCCLBPF_KEEP) {
+		if (x->priority >= 0 && x->priority <= NET_MAX_PRIORITY)
+			*prio = x->priority;
+		else
+			count_refusal(ctx, NBPF_REFUSE_RANGE);
+	}
+}
+
+void net_hook_connect(struct net_ctx *ctx, int dev, const union nnet_addr *peer,
+		      struct nnet_conn_opts *opts)
+{
+	struct ncclbpf_net_ctx x;
+	uint32_t def = (uint32_t)(nnet_settings()->nthreads * nnet_settings()->nsocks_per_thread);
+	bool skip;
+
+	ctx_init(&x, ctx, NCCLBPF_NET_CONNECT, dev, peer);
+	x.n_socks = def;
+	if (!run_programs(ctx, &x, &skip) || skip)
+		return;
+	if (x.n_socks != def) {
+		if (x.n_socks >= 1 && x.n_socks <= NET_MAX_SOCKS_OUT)
+			opts->nsocks = (int)x.n_socks;
+		else
+			count_refusal(ctx, NBPF_REFUSE_RANGE);
+	}
+	take_marking(ctx, &x, &opts->tos, &opts->priority);
+}
+
+void net_hook_accept(struct net_comm *c)
+{
+	struct ncclbpf_net_ctx x;
+	int tos = -1, prio = -1;
+	bool skip;
+
+	ctx_init(&x, c->ctx, NCCLBPF_NET_ACCEPT, c->dev, c->tc ? nnet_comm_peer(c->tc) : NULL);
+	x.n_socks = (uint32_t)nnet_comm_nsocks(c->tc);
+	if (!run_programs(c->ctx, &x, &skip) || skip)
+		return;
+	take_marking(c->ctx, &x, &tos, &prio);
+	if (!c->tc) {
+		if (tos >= 0 || prio >= 0)
+			count_refusal(c->ctx, NBPF_REFUSE_RANGE); /* an inner plugin's sockets are its own */
+		return;
+	}
+	if ((tos >= 0 || prio >= 0) && nnet_comm_set_tos(c->tc, tos, prio))
+		count_refusal(c->ctx, NBPF_REFUSE_ERROR);
+}
+
+bool net_hook_msg(struct net_comm *c, uint32_t event, size_t bytes, int tag, uint64_t latency_ns)
+{
+	struct ncclbpf_net_ctx x;
+	bool skip;
+
+	if (!atomic_load_explicit(&nbpf_host_published, memory_order_relaxed))
+		return false;
+	ctx_init(&x, c->ctx, event, c->dev, c->tc ? nnet_comm_peer(c->tc) : NULL);
+	x.bytes = bytes;
+	x.tag = tag;
+	x.latency_ns = latency_ns;
+	x.n_socks = c->tc ? (uint32_t)nnet_comm_nsocks(c->tc) : 0;
+	return run_programs(c->ctx, &x, &skip);
+}

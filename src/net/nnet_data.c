@@ -1,0 +1,495 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * nnet_data.c - the data path: requests, the control stream and the helper
+ * threads that move slices on the data sockets.
+ *
+ * The caller's thread (NCCL's proxy progress thread) drives the control
+ * socket without blocking from isend/irecv/test: headers and small
+ * messages go through it at once, so a small message costs no thread
+ * hand-off.  A large message is cut into slices queued to the helper
+ * threads; each helper owns sockets first, first + nthreads, ... and
+ * moves their slices with non-blocking I/O, sleeping in poll() only while
+ * every socket it owns would block, and on its condition variable while
+ * it has nothing queued.  A request is done when its control part is
+ * through and its pending slice count reaches zero.
+ *
+ * Request handles carry the slot's generation in their top 16 bits
+ * (user-space addresses fit in 47), so testing a finished request, or a
+ * request whose slot has been reused since, is refused with -EINVAL.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "nnet_internal.h"
+
+#define REQ_GEN_SHIFT 48
+#define REQ_PTR_MASK  ((UINT64_C(1) << REQ_GEN_SHIFT) - 1)
+#define HELPER_POLL_MS 100
+
+static int io_err(ssize_t n)
+{
+	if (n == 0)
+		return -ECONNRESET;
+	if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+		return 0;
+	return errno == EPIPE || errno == ENOTCONN || errno == ECONNABORTED ? -ECONNRESET
+									     : -errno;
+}
+
+void nnet_comm_fail(struct nnet_comm *c, int err)
+{
+	int zero = 0;
+
+	if (!atomic_compare_exchange_strong(&c->err, &zero, err))
+		return;
+	/* Wake both ends: our helpers leave poll(), the peer sees EOF instead of waiting. */
+	shutdown(c->ctrl_fd, SHUT_RDWR);
+	for (int i = 0; i < c->nsocks; i++)
+		shutdown(c->socks[i].fd, SHUT_RDWR);
+}
+
+/* ---- helper threads ------------------------------------------------------ */
+
+/* Moves bytes of the head slice of sock; 1 if it moved any, 0 if it would block, <0 error. */
+static int slice_io(struct nnet_comm *c, struct nnet_slice *s, int fd)
+{
+	int moved = 0;
+
+	while (s->done < s->len) {
+		ssize_t n = c->send ? send(fd, s->ptr + s->done, s->len - s->done,
+					   MSG_DONTWAIT | MSG_NOSIGNAL)
+				    : recv(fd, s->ptr + s->done, s->len - s->done, MSG_DONTWAIT);
+
+		if (n <= 0) {
+			int err = io_err(n);
+
+			return err ? err : moved;
+		}
+		s->done += (size_t)n;
+		moved = 1;
+	}
+	return 1;
+}
+
+/* One pass over the helper's sockets; returns whether anything moved. */
+static int helper_pass(struct nnet_helper *hp, struct pollfd *pfd, int *npfd)
+{
+	struct nnet_comm *c = hp->comm;
+	int moved = 0;
+
+	*npfd = 0;
+	for (int i = hp->first; i < c->nsocks; i += hp->stride) {
+		struct nnet_sock *sk = &c->socks[i];
+		struct nnet_slice *s;
+		int r;
+
+		pthread_mutex_lock(&hp->mu);
+		s = sk->head != sk->tail ? &sk->q[sk->head % NNET_MAX_REQS] : NULL;
+		pthread_mutex_unlock(&hp->mu);
+		if (!s)
+			continue;
+		/* The head slot is ours until head moves: the producer only writes at tail. */
+		r = slice_io(c, s, sk->fd);
+		if (r < 0)
+			return r;
+		moved |= r;
+		if (s->done == s->len) {
+			atomic_fetch_sub_explicit(&s->req->pending, 1, memory_order_release);
+			pthread_mutex_lock(&hp->mu);
+			sk->head++;
+			pthread_mutex_unlock(&hp->mu);
+			moved = 1;
+		} else {
+			pfd[*npfd].fd = sk->fd;
+			pfd[*npfd].events = c->send ? POLLOUT : POLLIN;
+			pfd[*npfd].revents = 0;
+			(*npfd)++;
+		}
+	}
+	return moved;
+}
+
+static bool helper_has_work(struct nnet_helper *hp)
+{
+	struct nnet_comm *c = hp->comm;
+
+	for (int i = hp->first; i < c->nsocks; i += hp->stride)
+		if (c->socks[i].head != c->socks[i].tail)
+			return true;
+	return false;
+}
+
+static void helper_drop_all(struct nnet_helper *hp)
+{
+	struct nnet_comm *c = hp->comm;
+
+	pthread_mutex_lock(&hp->mu);
+	for (int i = hp->first; i < c->nsocks; i += hp->stride)
+		c->socks[i].head = c->socks[i].tail;
+	pthread_mutex_unlock(&hp->mu);
+}
+
+static void *helper_main(void *arg)
+{
+	struct nnet_helper *hp = arg;
+	struct pollfd pfd[NNET_MAX_SOCKS];
+
+	for (;;) {
+		int npfd, r;
+
+		pthread_mutex_lock(&hp->mu);
+		while (!hp->stop && !helper_has_work(hp))
+			pthread_cond_wait(&hp->cv, &hp->mu);
+		if (hp->stop) {
+			pthread_mutex_unlock(&hp->mu);
+			break;
+		}
+		pthread_mutex_unlock(&hp->mu);
+		r = helper_pass(hp, pfd, &npfd);
+		if (r < 0) {
+			nnet_comm_fail(hp->comm, r);
+			helper_drop_all(hp);
+		} else if (r == 0 && npfd) {
+			poll(pfd, (nfds_t)npfd, HELPER_POLL_MS);
+		}
+	}
+	return NULL;
+}
+
+static void helpers_stop(struct nnet_comm *c)
+{
+	for (int t = 0; t < c->nthreads; t++) {
+		struct nnet_helper *hp = &c->helpers[t];
+
+		if (!hp->started)
+			continue;
+		pthread_mutex_lock(&hp->mu);
+		hp->stop = true;
+		pthread_cond_signal(&hp->cv);
+		pthread_mutex_unlock(&hp->mu);
+	}
+	for (int t = 0; t < c->nthreads; t++) {
+		struct nnet_helper *hp = &c->helpers[t];
+
+		if (hp->started)
+			pthread_join(hp->tid, NULL);
+		pthread_cond_destroy(&hp->cv);
+		pthread_mutex_destroy(&hp->mu);
+		hp->started = false;
+	}
+}
+
+int nnet_comm_start(struct nnet_comm *c)
+{
+	const struct nnet_settings *st = nnet_settings();
+	int err;
+
+	c->nthreads = st->nthreads < c->nsocks ? st->nthreads : c->nsocks;
+	c->min_chunk = st->min_chunk;
+	atomic_init(&c->err, 0);
+	for (int i = 0; i < NNET_MAX_REQS; i++) {
+		c->reqs[i].comm = c;
+		atomic_init(&c->reqs[i].pending, 0);
+	}
+	pthread_mutex_init(&c->mu, NULL);
+	for (int t = 0; t < c->nthreads; t++) {
+		struct nnet_helper *hp = &c->helpers[t];
+
+		hp->comm = c;
+		hp->first = t;
+		hp->stride = c->nthreads;
+		pthread_mutex_init(&hp->mu, NULL);
+		pthread_cond_init(&hp->cv, NULL);
+	}
+	for (int t = 0; t < c->nthreads; t++) {
+		err = -pthread_create(&c->helpers[t].tid, NULL, helper_main, &c->helpers[t]);
+		if (err) {
+			helpers_stop(c);
+			pthread_mutex_destroy(&c->mu);
+			return err;
+		}
+		c->helpers[t].started = true;
+	}
+	return 0;
+}
+
+int nnet_close(struct nnet_comm *c)
+{
+	if (!c)
+		return 0;
+	/* shutdown wakes helpers blocked in poll(); the error it causes is moot now. */
+	nnet_comm_fail(c, -ECONNRESET);
+	helpers_stop(c);
+	close(c->ctrl_fd);
+	for (int i = 0; i < c->nsocks; i++)
+		close(c->socks[i].fd);
+	pthread_mutex_destroy(&c->mu);
+	free(c);
+	return 0;
+}
+
+/* ---- requests and the control stream ------------------------------------ */
+
+static void *req_handle(struct nnet_req *r)
+{
+	return (void *)((uintptr_t)r | ((uintptr_t)r->gen << REQ_GEN_SHIFT));
+}
+
+static struct nnet_req *req_decode(void *h, uint16_t *gen)
+{
+	uintptr_t v = (uintptr_t)h;
+	struct nnet_req *r = (struct nnet_req *)(v & REQ_PTR_MASK);
+
+	*gen = (uint16_t)(v >> REQ_GEN_SHIFT);
+	if (!r || ((uintptr_t)r & (_Alignof(struct nnet_req) - 1)))
+		return NULL;
+	return r;
+}
+
+/* Queues the slices of a large message to the helpers owning their sockets. */
+static void dispatch(struct nnet_comm *c, struct nnet_req *r)
+{
+	size_t chunk = c->min_chunk ? c->min_chunk : 1;
+	size_t n = (r->size + chunk - 1) / chunk;
+
+	if (n > (size_t)c->nsocks)
+		n = (size_t)c->nsocks;
+	chunk = (r->size + n - 1) / n;
+	atomic_store_explicit(&r->pending, (int)n, memory_order_relaxed);
+	for (size_t i = 0; i < n; i++) {
+		int sock = (int)((c->sliced + i) % (uint64_t)c->nsocks);
+		struct nnet_helper *hp = &c->helpers[sock % c->nthreads];
+		struct nnet_sock *sk = &c->socks[sock];
+		size_t off = i * chunk;
+
+		pthread_mutex_lock(&hp->mu);
+		sk->q[sk->tail % NNET_MAX_REQS] = (struct nnet_slice){
+			.req = r, .ptr = r->data + off,
+			.len = off + chunk <= r->size ? chunk : r->size - off,
+		};
+		sk->tail++;
+		pthread_cond_signal(&hp->cv);
+		pthread_mutex_unlock(&hp->mu);
+	}
+	c->sliced++;
+}
+
+static bool is_inline(const struct nnet_comm *c, size_t size)
+{
+	return size <= c->min_chunk;
+}
+
+static int ctrl_send(struct nnet_comm *c, struct nnet_req *r)
+{
+	size_t body = is_inline(c, r->size) ? r->size : 0;
+	size_t total = sizeof(r->hdr) + body;
+
+	while (r->ctrl_off < total) {
+		struct iovec iov[2];
+		struct msghdr msg = { .msg_iov = iov };
+		size_t off = r->ctrl_off;
+		ssize_t n;
+
+		if (off < sizeof(r->hdr)) {
+			iov[msg.msg_iovlen++] = (struct iovec){ (char *)&r->hdr + off,
+								sizeof(r->hdr) - off };
+			off = sizeof(r->hdr);
+		}
+		if (body)
+			iov[msg.msg_iovlen++] = (struct iovec){ r->data + (off - sizeof(r->hdr)),
+								total - off };
+		n = sendmsg(c->ctrl_fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n < 0)
+			return io_err(n);
+		if (n == 0)
+			return 0;
+		r->ctrl_off += (size_t)n;
+	}
+	return 1;
+}
+
+static int ctrl_recv(struct nnet_comm *c, struct nnet_req *r, uint64_t seq)
+{
+	for (;;) {
+		size_t total = sizeof(r->hdr);
+		ssize_t n;
+
+		if (r->ctrl_off >= sizeof(r->hdr)) {
+			if (r->hdr.seq != seq)
+				return -EPROTO;
+			if (r->hdr.size > r->size)
+				return -EMSGSIZE;
+			total += is_inline(c, r->hdr.size) ? r->hdr.size : 0;
+		}
+		if (r->ctrl_off == total)
+			break;
+		if (r->ctrl_off < sizeof(r->hdr))
+			n = recv(c->ctrl_fd, (char *)&r->hdr + r->ctrl_off,
+				 sizeof(r->hdr) - r->ctrl_off, MSG_DONTWAIT);
+		else
+			n = recv(c->ctrl_fd, r->data + (r->ctrl_off - sizeof(r->hdr)),
+				 total - r->ctrl_off, MSG_DONTWAIT);
+		if (n <= 0)
+			return io_err(n);
+		r->ctrl_off += (size_t)n;
+	}
+	r->size = r->hdr.size;
+	return 1;
+}
+
+/* Moves the control stream as far as it goes without blocking; under c->mu. */
+static int ctrl_progress(struct nnet_comm *c)
+{
+	while (c->ctrl_seq < c->post_seq) {
+		struct nnet_req *r = &c->reqs[c->ctrl_seq % NNET_MAX_REQS];
+		int done = r->send ? ctrl_send(c, r) : ctrl_recv(c, r, c->ctrl_seq);
+
+		if (done <= 0)
+			return done;
+		r->ctrl_done = true;
+		if (!is_inline(c, r->size))
+			dispatch(c, r);
+		c->ctrl_seq++;
+	}
+	return 0;
+}
+
+static int post(struct nnet_comm *c, bool send, void *data, size_t size, void **req)
+{
+	struct nnet_req *r;
+	int err;
+
+	if (!req)
+		return -EINVAL;
+	*req = NULL;
+	if (!c || c->send != send || (!data && size))
+		return -EINVAL;
+	pthread_mutex_lock(&c->mu);
+	err = atomic_load(&c->err);
+	if (err)
+		goto out;
+	r = &c->reqs[c->post_seq % NNET_MAX_REQS];
+	if (r->state != NNET_REQ_FREE)
+		goto out; /* NNET_MAX_REQS in flight: NCCL retries */
+	r->state = NNET_REQ_POSTED;
+	r->send = send;
+	r->ctrl_done = false;
+	r->data = data;
+	r->size = size;
+	r->ctrl_off = 0;
+	r->hdr = (struct nnet_hdr){ .size = size, .seq = c->post_seq };
+	memset(r->user, 0, sizeof(r->user));
+	atomic_store_explicit(&r->pending, 0, memory_order_relaxed);
+	c->post_seq++;
+	*req = req_handle(r);
+	err = ctrl_progress(c);
+	if (err) {
+		nnet_comm_fail(c, err);
+		*req = NULL;
+	}
+out:
+	pthread_mutex_unlock(&c->mu);
+	return err;
+}
+
+int nnet_isend(struct nnet_comm *c, void *data, size_t size, void **req)
+{
+	return post(c, true, data, size, req);
+}
+
+int nnet_irecv(struct nnet_comm *c, void *data, size_t capacity, void **req)
+{
+	return post(c, false, data, capacity, req);
+}
+
+int nnet_test(void *req, int *done, size_t *size)
+{
+	uint16_t gen;
+	struct nnet_req *r = req_decode(req, &gen);
+	struct nnet_comm *c;
+	int err;
+
+	if (done)
+		*done = 0;
+	if (!r || !done)
+		return -EINVAL;
+	c = r->comm;
+	pthread_mutex_lock(&c->mu);
+	if (r->state != NNET_REQ_POSTED || r->gen != gen) {
+		err = -EINVAL;
+		goto out;
+	}
+	err = atomic_load(&c->err);
+	if (!err)
+		err = ctrl_progress(c);
+	if (err) {
+		nnet_comm_fail(c, err);
+		err = atomic_load(&c->err);
+		goto out;
+	}
+	if (r->ctrl_done && atomic_load_explicit(&r->pending, memory_order_acquire) == 0) {
+		*done = 1;
+		if (size)
+			*size = r->size;
+		r->state = NNET_REQ_FREE;
+		r->gen++;
+	}
+out:
+	pthread_mutex_unlock(&c->mu);
+	return err;
+}
+
+uint64_t *nnet_req_user(void *req)
+{
+	uint16_t gen;
+	struct nnet_req *r = req_decode(req, &gen);
+
+	return r && r->gen == gen && r->state == NNET_REQ_POSTED ? r->user : NULL;
+}
+
+int nnet_comm_set_tos(struct nnet_comm *c, int tos, int priority)
+{
+	int fam, err = 0;
+
+	if (!c)
+		return -EINVAL;
+	fam = c->peer.sa.sa_family;
+	for (int i = -1; i < c->nsocks && !err; i++) {
+		int fd = i < 0 ? c->ctrl_fd : c->socks[i].fd;
+
+		if (tos >= 0 &&
+		    setsockopt(fd, fam == AF_INET6 ? IPPROTO_IPV6 : IPPROTO_IP,
+			       fam == AF_INET6 ? IPV6_TCLASS : IP_TOS, &tos, sizeof(tos)))
+			err = -errno;
+		if (!err && priority >= 0 &&
+		    setsockopt(fd, SOL_SOCKET, SO_PRIORITY, &priority, sizeof(priority)))
+			err = -errno;
+	}
+	return err;
+}
+
+int nnet_comm_nsocks(const struct nnet_comm *c)
+{
+	return c ? c->nsocks : 0;
+}
+
+int nnet_comm_dev(const struct nnet_comm *c)
+{
+	return c ? c->dev : -1;
+}
+
+const union nnet_addr *nnet_comm_peer(const struct nnet_comm *c)
+{
+	return c ? &c->peer : NULL;
+}
+
+int nnet_comm_fd(const struct nnet_comm *c, int i)
+{
+	if (!c || i < -1 || i >= c->nsocks)
+		return -1;
+	return i < 0 ? c->ctrl_fd : c->socks[i].fd;
+}

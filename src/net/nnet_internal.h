@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * nnet_internal.h - the transport's private structures, shared by the
+ * connection code (nnet_conn.c) and the data path (nnet_data.c).
+ *
+ * Wire format.  A connection is one control socket and nsocks data
+ * sockets, each opening with a struct nnet_hello.  Every message starts
+ * with a struct nnet_hdr on the control socket.  A message of at most
+ * min_chunk bytes follows its header there; a larger one is cut into
+ * nslices <= nsocks contiguous slices, slice i on data socket
+ * (first + i) % nsocks where first counts the sliced messages, so both
+ * ends derive the same placement from the size alone and every data socket
+ * carries its slices in message order.
+ */
+#ifndef NCCLBPF_NET_INTERNAL_H
+#define NCCLBPF_NET_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "nnet.h"
+
+#define NNET_MAGIC       0x6e63636c62706631ull /* "ncclbpf1" */
+#define NNET_HELLO_CTRL  0xffffffffu
+
+/* The listener's handle; connect() keeps its state id in it. */
+struct nnet_handle {
+	uint64_t magic;
+	uint64_t token;          /* random per listener: stray connections are refused */
+	union nnet_addr addr;
+	uint32_t nsocks_hint;    /* listener's default, for information */
+	uint32_t pad;
+	uint64_t connect_id;     /* 0 until connect() starts; then its state's id */
+};
+_Static_assert(sizeof(struct nnet_handle) <= NNET_HANDLE_SIZE, "handle fits NCCL's");
+
+struct nnet_hello {
+	uint64_t magic;
+	uint64_t token;          /* the listener's */
+	uint64_t conn_id;        /* random per connection: groups its sockets */
+	uint32_t index;          /* data socket index, or NNET_HELLO_CTRL */
+	uint32_t nsocks;
+};
+
+struct nnet_hdr {
+	uint64_t size;
+	uint64_t seq;            /* message number: a desynchronised stream is an error */
+};
+
+struct nnet_req;
+
+/* One slice of a message on one data socket. */
+struct nnet_slice {
+	struct nnet_req *req;
+	char *ptr;
+	size_t len;
+	size_t done;
+};
+
+/* A data socket; its queue is filled by the progress path, drained by one helper. */
+struct nnet_sock {
+	int fd;
+	unsigned head, tail;     /* under the helper's mutex */
+	struct nnet_slice q[NNET_MAX_REQS];
+};
+
+struct nnet_helper {
+	pthread_t tid;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct nnet_comm *comm;
+	int first, stride;       /* owns sockets first, first + stride, ... */
+	bool stop;               /* under mu */
+	bool started;
+};
+
+enum nnet_req_state { NNET_REQ_FREE = 0, NNET_REQ_POSTED };
+
+struct nnet_req {
+	_Alignas(64) struct nnet_comm *comm;
+	uint16_t gen;            /* bumped when the slot is freed: stale handles fail */
+	uint8_t state;           /* enum nnet_req_state; owner: the comm mutex */
+	bool send;
+	bool ctrl_done;          /* header (and inline data) through */
+	char *data;
+	size_t size;             /* send: size; recv: capacity, then the size received */
+	size_t ctrl_off;         /* bytes of header + inline data moved */
+	struct nnet_hdr hdr;
+	atomic_int pending;      /* slices not yet moved by the helpers */
+	uint64_t user[3];
+};
+
+struct nnet_comm {
+	pthread_mutex_t mu;      /* serialises the calls on this comm */
+	bool send;
+	int dev;
+	int ctrl_fd;
+	int nsocks, nthreads;
+	union nnet_addr peer;
+	atomic_int err;          /* first fatal error (negative errno), sticky */
+	uint64_t post_seq;       /* messages posted */
+	uint64_t ctrl_seq;       /* messages whose control part is done */
+	uint64_t sliced;         /* sliced messages so far (placement) */
+	size_t min_chunk;
+	struct nnet_req reqs[NNET_MAX_REQS];
+	struct nnet_sock socks[NNET_MAX_SOCKS];
+	struct nnet_helper helpers[NNET_MAX_THREADS];
+};
+
+/* nnet_data.c */
+int nnet_comm_start(struct nnet_comm *c);
+void nnet_comm_fail(struct nnet_comm *c, int err);
+
+/* nnet_conn.c */
+int nnet_sock_opts(int fd);
+uint64_t nnet_random64(void);
+void nnet_conn_cleanup(void);
+
+#endif

@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: MIT
+/*
+ * With cli_shape_a.bpf.c: one map name, two value sizes.  Objects of one
+ * policy share maps by name, so the pair must be refused as a whole.
+ */
+#include <ncclbpf/policy.h>
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 4);
+	__type(key, __u32);
+	__type(value, __u32);
+} shape_counts SEC(".maps");
+
+SEC("profiler")
+int shape_b(const struct ncclbpf_coll_record *rec)
+{
+	__u32 k = 0;
+	__u32 *v = bpf_map_lookup_elem(&shape_counts, &k);
+
+	if (v)
+		*v += 1;
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * test_nnet.c - the transport layer on its own (src/net, no NCCL ABI, no
+ * host): NCCL_SOCKET_IFNAME grammar, IPv6 through NCCL_SOCKET_FAMILY, the
+ * number of sockets a connection opens (settings and per-connection
+ * option, seen on both ends), TOS / priority visible with getsockopt, and
+ * traffic from two threads on two comms at once (a TSan target).
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/ip.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "check.h"
+#include "net/nnet.h"
+
+static void ifname_grammar(void)
+{
+	CHECK(nnet_ifname_match("eth", "eth0"));
+	CHECK(nnet_ifname_match("eth", "eth10"));
+	CHECK(!nnet_ifname_match("eth", "lo"));
+	CHECK(nnet_ifname_match("ib,eth", "eth1"));
+	CHECK(nnet_ifname_match("=eth0", "eth0"));
+	CHECK(!nnet_ifname_match("=eth0", "eth01"));
+	CHECK(!nnet_ifname_match("=eth", "eth0"));
+	CHECK(!nnet_ifname_match("^docker,lo", "lo"));
+	CHECK(!nnet_ifname_match("^docker,lo", "docker0"));
+	CHECK(nnet_ifname_match("^docker,lo", "eth0"));
+	CHECK(nnet_ifname_match("^=docker", "docker0"));
+	CHECK(!nnet_ifname_match("^=docker0", "docker0"));
+	CHECK(!nnet_ifname_match("", "eth0"));
+	CHECK(nnet_ifname_match("^", "eth0"));
+	CHECK(!nnet_ifname_match(NULL, "eth0"));
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static int pair(const struct nnet_conn_opts *opts, struct nnet_comm **s, struct nnet_comm **r)
+{
+	char handle[NNET_HANDLE_SIZE];
+	struct nnet_listen *l;
+	uint64_t end = now_ms() + 10000;
+	int err = nnet_listen(0, handle, &l);
+
+	*s = *r = NULL;
+	while (!err && (!*s || !*r) && now_ms() < end) {
+		if (!*s)
+			err = nnet_connect(0, handle, opts, s);
+		if (!err && !*r)
+			err = nnet_accept(l, r);
+	}
+	nnet_close_listen(l);
+	return err ? err : (*s && *r) ? 0 : -ETIMEDOUT;
+}
+
+static int wait_req(void *req, size_t *size)
+{
+	uint64_t end = now_ms() + 10000;
+	int done = 0, err = 0;
+
+	while (!err && !done && now_ms() < end)
+		err = nnet_test(req, &done, size);
+	return err ? err : done ? 0 : -ETIMEDOUT;
+}
+
+static int roundtrip(struct nnet_comm *s, struct nnet_comm *r, size_t n)
+{
+	char *a = malloc(n + 1), *b = malloc(n + 1);
+	void *sr, *rr;
+	size_t got = 0;
+	int err;
+
+	for (size_t i = 0; i < n; i++)
+		a[i] = (char)(i * 13);
+	err = nnet_irecv(r, b, n, &rr);
+	if (!err)
+		err = nnet_isend(s, a, n, &sr);
+	if (!err)
+		err = wait_req(sr, NULL);
+	if (!err)
+		err = wait_req(rr, &got);
+	if (!err && (got != n || memcmp(a, b, n)))
+		err = -EBADMSG;
+	free(a);
+	free(b);
+	return err;
+}
+
+static void socket_counts(void)
+{
+	struct nnet_conn_opts o = { .nsocks = 5, .tos = -1, .priority = -1 };
+	struct nnet_comm *s, *r;
+
+	/* Settings: NCCL_SOCKET_NTHREADS=3 x NCCL_NSOCKS_PERTHREAD=2 (main sets them). */
+	CHECK(pair(NULL, &s, &r) == 0);
+	CHECK_EQ_U64(nnet_comm_nsocks(s), 6);
+	CHECK_EQ_U64(nnet_comm_nsocks(r), 6);
+	CHECK(roundtrip(s, r, 3u << 20) == 0);
+	nnet_close(s);
+	nnet_close(r);
+	/* Per connection: the receiver learns the count from the connector. */
+	CHECK(pair(&o, &s, &r) == 0);
+	CHECK_EQ_U64(nnet_comm_nsocks(s), 5);
+	CHECK_EQ_U64(nnet_comm_nsocks(r), 5);
+	CHECK(nnet_comm_fd(s, 4) >= 0 && nnet_comm_fd(s, 5) < 0);
+	CHECK(roundtrip(s, r, (1u << 20) + 17) == 0);
+	nnet_close(s);
+	nnet_close(r);
+}
+
+static int get_tos(int fd, int family)
+{
+	int v = -1;
+	socklen_t len = sizeof(v);
+
+	if (family == AF_INET6)
+		getsockopt(fd, IPPROTO_IPV6, IPV6_TCLASS, &v, &len);
+	else
+		getsockopt(fd, IPPROTO_IP, IP_TOS, &v, &len);
+	return v;
+}
+
+static int get_prio(int fd)
+{
+	int v = -1;
+	socklen_t len = sizeof(v);
+
+	getsockopt(fd, SOL_SOCKET, SO_PRIORITY, &v, &len);
+	return v;
+}
+
+static void tos_and_priority(void)
+{
+	struct nnet_conn_opts o = { .nsocks = 2, .tos = 0x88, .priority = 4 };
+	struct nnet_comm *s, *r;
+	int fam;
+
+	CHECK(pair(&o, &s, &r) == 0);
+	fam = nnet_comm_peer(s)->sa.sa_family;
+	for (int i = -1; i < 2; i++) {
+		CHECK_EQ_U64(get_tos(nnet_comm_fd(s, i), fam), 0x88);
+		CHECK_EQ_U64(get_prio(nnet_comm_fd(s, i)), 4);
+	}
+	/* Later, on an established connection (the accept side). */
+	CHECK(get_tos(nnet_comm_fd(r, 0), fam) == 0);
+	CHECK(nnet_comm_set_tos(r, 0xb8, 2) == 0);
+	for (int i = -1; i < 2; i++) {
+		CHECK_EQ_U64(get_tos(nnet_comm_fd(r, i), fam), 0xb8);
+		CHECK_EQ_U64(get_prio(nnet_comm_fd(r, i)), 2);
+	}
+	CHECK(roundtrip(s, r, 100) == 0);
+	nnet_close(s);
+	nnet_close(r);
+}
+
+struct flow { struct nnet_comm *s, *r; int err; };
+
+static void *flow_main(void *arg)
+{
+	struct flow *f = arg;
+
+	for (int i = 0; i < 20 && !f->err; i++)
+		f->err = roundtrip(f->s, f->r, (size_t)(i * 37) << 12);
+	return NULL;
+}
+
+static void two_threads(void)
+{
+	struct flow f[2] = { 0 };
+	pthread_t t[2];
+
+	for (int i = 0; i < 2; i++)
+		CHECK(pair(NULL, &f[i].s, &f[i].r) == 0);
+	for (int i = 0; i < 2; i++)
+		pthread_create(&t[i], NULL, flow_main, &f[i]);
+	for (int i = 0; i < 2; i++) {
+		pthread_join(t[i], NULL);
+		CHECK_EQ_U64(f[i].err, 0);
+		nnet_close(f[i].s);
+		nnet_close(f[i].r);
+	}
+}
+
+static void ipv6(void)
+{
+	struct nnet_comm *s, *r;
+	const struct nnet_dev *d;
+
+	setenv("NCCL_SOCKET_FAMILY", "AF_INET6", 1);
+	CHECK(nnet_init() == 0);
+	d = nnet_dev_get(0);
+	if (!d) {
+		printf("ipv6: skipped (no IPv6 address on lo)\n");
+		nnet_fini();
+		unsetenv("NCCL_SOCKET_FAMILY");
+		return;
+	}
+	CHECK_EQ_U64(d->addr.sa.sa_family, AF_INET6);
+	CHECK(pair(NULL, &s, &r) == 0);
+	CHECK_EQ_U64(nnet_comm_peer(s)->sa.sa_family, AF_INET6);
+	CHECK(roundtrip(s, r, (2u << 20) + 1) == 0);
+	CHECK(roundtrip(s, r, 0) == 0);
+	nnet_close(s);
+	nnet_close(r);
+	nnet_fini();
+	unsetenv("NCCL_SOCKET_FAMILY");
+}
+
+int main(void)
+{
+	ifname_grammar();
+	setenv("NCCL_SOCKET_IFNAME", "=lo", 1);
+	setenv("NCCL_SOCKET_NTHREADS", "3", 1);
+	setenv("NCCL_NSOCKS_PERTHREAD", "2", 1);
+	CHECK(nnet_init() == 0);
+	CHECK_EQ_U64(nnet_ndev(), 1);
+	CHECK(nnet_dev_get(0) && !strcmp(nnet_dev_get(0)->name, "lo"));
+	CHECK_EQ_U64(nnet_dev_get(0)->addr.sa.sa_family, AF_INET);
+	CHECK(nnet_dev_get(1) == NULL);
+	socket_counts();
+	tos_and_priority();
+	two_threads();
+	nnet_fini();
+	ipv6();
+	/* An exclusion that leaves nothing: no devices, not a failure. */
+	setenv("NCCL_SOCKET_IFNAME", "=no_such_if", 1);
+	CHECK(nnet_init() == 0);
+	CHECK_EQ_U64(nnet_ndev(), 0);
+	nnet_fini();
+	return check_summary("net_transport");
+}
