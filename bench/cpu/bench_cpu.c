@@ -248,8 +248,8 @@ static double time_batch(const struct runner *r, struct bctx *ctxs, size_t batch
 		for (size_t i = 0; i < batch; i++) {
 			uint64_t ret = 0;
 
-			nbpf_interp_run(r->insns, r->n, r->env, &ctxs[i % NCTX], sizeof(*ctxs), NULL, 0,
-					&ret);
+			nbpf_interp_run_verified(r->insns, r->n, r->env, &ctxs[i % NCTX],
+						 sizeof(*ctxs), &ret);
 			acc += ret;
 		}
 	}
@@ -399,6 +399,11 @@ int main(int argc, char **argv)
 			free(ct);
 			rn.fn = bp->native;
 			rj.fn = img->func;
+			/* The interpreter as a prepared program runs: checked once, then trusted. */
+			if (nbpf_interp_check(insns, n)) {
+				fprintf(stderr, "bench_cpu: %s: %s\n", bp->name, ncclbpf_errmsg());
+				rc = 1;
+			}
 			ri.kind = 1;
 			ri.insns = insns;
 			ri.n = n;

@@ -227,9 +227,10 @@ static int parse_size(const char *s, size_t *out)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: nccl_sweep [--op allreduce|allgather|reducescatter|broadcast|reduce]\n"
-		   "                  [--min-bytes N[K|M|G]] [--max-bytes N[K|M|G]] [--factor F]\n"
-		   "                  [--iters N] [--warmup N] [--ngpus N] [--csv FILE]\n"
-		   "                  [--label STR] [--no-check]\n");
+		   "                  [-b|--min-bytes N[K|M|G]] [-e|--max-bytes N[K|M|G]] [-f|--factor F]\n"
+		   "                  [-n|--iters N] [-w|--warmup N] [-g|--ngpus N] [-c|--check 0|1]\n"
+		   "                  [--csv FILE] [--label STR] [--no-check]\n"
+		   "short options mean what they mean to nccl-tests' *_perf binaries\n");
 }
 
 static int parse_args(int argc, char **argv, struct opts *o)
@@ -242,7 +243,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "iters", required_argument, 0, 'n' },
 		{ "warmup", required_argument, 0, 'w' },
 		{ "ngpus", required_argument, 0, 'g' },
-		{ "csv", required_argument, 0, 'c' },
+		{ "check", required_argument, 0, 'c' },
+		{ "csv", required_argument, 0, 'v' },
 		{ "label", required_argument, 0, 'l' },
 		{ "no-check", no_argument, 0, 'C' },
 		{ "help", no_argument, 0, 'h' },
@@ -253,7 +255,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	*o = (struct opts){ .op = OP_ALLREDUCE, .min_bytes = 8, .max_bytes = 1ull << 30,
 			    .factor = 2.0, .iters = 20, .warmup = 5, .ngpus = 0,
 			    .label = "", .check = 1 };
-	while ((c = getopt_long(argc, argv, "o:b:e:f:n:w:g:c:l:Ch", lopts, NULL)) != -1) {
+	/* Short options follow nccl-tests; --op, --csv and --label have no short form. */
+	while ((c = getopt_long(argc, argv, "b:e:f:n:w:g:c:h", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			for (i = 0; i < 5 && strcmp(optarg, op_names[i]); i++)
@@ -275,7 +278,14 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'n': o->iters = atoi(optarg); break;
 		case 'w': o->warmup = atoi(optarg); break;
 		case 'g': o->ngpus = atoi(optarg); break;
-		case 'c': o->csv = optarg; break;
+		case 'c':
+			if (strcmp(optarg, "0") && strcmp(optarg, "1")) {
+				fprintf(stderr, "nccl_sweep: -c/--check takes 0 or 1\n");
+				return -EINVAL;
+			}
+			o->check = optarg[0] == '1';
+			break;
+		case 'v': o->csv = optarg; break;
 		case 'l': o->label = optarg; break;
 		case 'C': o->check = 0; break;
 		case 'h': usage(stdout); exit(0);
@@ -389,6 +399,9 @@ int main(int argc, char **argv)
 	printf("# %12s %12s %10s %12s %12s %8s\n", "size(B)", "count", "time(us)",
 	       "algbw(GB/s)", "busbw(GB/s)", "#wrong");
 
+	double busbw_sum = 0;
+	long n_sizes = 0, wrong_sum = 0;
+
 	for (double s = (double)o.min_bytes; s <= (double)o.max_bytes; s *= o.factor) {
 		size_t send_cnt, recv_cnt, bytes;
 		double t_us, algbw, busbw;
@@ -407,9 +420,15 @@ int main(int argc, char **argv)
 		if (csv)
 			fprintf(csv, "%s,%s,%d,%zu,%.3f,%.3f,%.3f,%ld\n", o.label, op_names[o.op],
 				n, bytes, t_us, algbw, busbw, wrong);
+		busbw_sum += busbw;
+		wrong_sum += wrong;
+		n_sizes++;
 		fflush(stdout);
 	}
-	ret = 0;
+	/* nccl-tests' closing lines, so scripts that parse them read ours too. */
+	printf("# Out of bounds values : %ld %s\n", wrong_sum, wrong_sum ? "FAILED" : "OK");
+	printf("# Avg bus bandwidth    : %g \n", n_sizes ? busbw_sum / (double)n_sizes : 0.0);
+	ret = wrong_sum ? 1 : 0;
 cleanup:
 	for (int i = 0; i < n; i++)
 		if (comms[i])

@@ -286,6 +286,19 @@ int ncclbpf_map__delete(struct ncclbpf_map *map, const void *key);
 /* key NULL: first key.  -ENOENT after the last. */
 int ncclbpf_map__next_key(struct ncclbpf_map *map, const void *key, void *next_key);
 
+/*
+ * Lock health of a map, shared by every process that uses it.  A lock
+ * whose holder died is taken over and repaired by the next writer; a call
+ * that cannot get a lock in time fails with -EBUSY instead of waiting (see
+ * docs/maps.md).
+ */
+struct ncclbpf_map_lock_stats {
+	uint64_t timeouts;    /* calls that failed with -EBUSY: no lock in time */
+	uint64_t recoveries;  /* locks taken over from a dead holder */
+	uint64_t discarded;   /* values a dead writer left half-written: removed or zeroed */
+};
+int ncclbpf_map__lock_stats(const struct ncclbpf_map *map, struct ncclbpf_map_lock_stats *st);
+
 /* Ring buffer consumer: calls fn for each committed record; returns count or -errno. */
 typedef int (*ncclbpf_ringbuf_fn)(void *user, const void *data, uint32_t size);
 int ncclbpf_ringbuf__consume(struct ncclbpf_map *map, ncclbpf_ringbuf_fn fn, void *user);

@@ -263,10 +263,20 @@ static int find_map(int pid, const char *name, struct map_info *mi, bool list, s
 				cli_rec_json_fields(stdout, r);
 				printf(",\"type_name\":\"%s\"}", type_name(t));
 			} else {
+				uint64_t lt = 0, lr = 0, ld = 0;
+
 				printf("%-24s %-13s key %-3s value %-5s max_entries %-7s %s\n",
 				       nbpf_ctl_rec_get(r, "name"), type_name(t),
 				       nbpf_ctl_rec_get(r, "key_size"), nbpf_ctl_rec_get(r, "value_size"),
 				       nbpf_ctl_rec_get(r, "max_entries"), nbpf_ctl_rec_get(r, "path"));
+				nbpf_ctl_rec_u64(r, "lock_timeouts", &lt);
+				nbpf_ctl_rec_u64(r, "lock_recoveries", &lr);
+				nbpf_ctl_rec_u64(r, "lock_discarded", &ld);
+				/* Only when something went wrong: a dead writer or a stuck lock. */
+				if (lt || lr || ld)
+					printf("%-24s locks: %" PRIu64 " calls timed out (-EBUSY), %" PRIu64
+					       " taken over from dead holders, %" PRIu64 " values discarded\n",
+					       "", lt, lr, ld);
 			}
 			first = false;
 			found = 0;
@@ -474,7 +484,10 @@ int cmd_map(struct cli *c, int argc, char **argv)
 		while (!(err = ncclbpf_map__next_key(map, prev, next))) {
 			memcpy(key, next, ncclbpf_map__key_size(map));
 			prev = key;
-			if (ncclbpf_map__lookup(map, key, val))
+			err = ncclbpf_map__lookup(map, key, val);
+			if (err == -EBUSY) /* a writer stuck or dead in it: say so, go on */
+				fprintf(stderr, "ncclbpf: dump: %s\n", ncclbpf_errmsg());
+			if (err)
 				continue; /* deleted meanwhile */
 			print_entry(c, map, &mb, key, val, &first);
 		}

@@ -1,6 +1,6 @@
 /*
  * cmd_sim.c - `ncclbpf sim OBJ`: the decision table of a policy without
- * GPUs.  Loads the real plugin library through the NCCL emulator (the
+ * GPUs; `ncclbpf sim --serve [OBJ]`: a live emulated job to operate on.  Loads the real plugin library through the NCCL emulator (the
  * same dlopen and ABI calls NCCL makes, cost tables from the emulator's
  * model of an NVLink node) and prints, per message size, NCCL's own pick
  * and what NCCL runs once the policy's outputs are applied.
@@ -10,12 +10,66 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "emulator/emu.h"
 #include "emulator/emu_cli.h"
+#include "emulator/emu_job.h"
+
+static volatile sig_atomic_t serve_stop;
+
+static void serve_signal(int sig)
+{
+	serve_stop = 1;
+}
+
+/*
+ * `sim --serve`: a live emulated job for the operator verbs.  Runs until
+ * SIGINT/SIGTERM or --duration, then prints what it did (one JSON document
+ * under -j).
+ */
+static int serve(struct cli *c, const char *obj, const struct emu_topo *topo, unsigned rate,
+		 double duration)
+{
+	struct emu_job_opts o = { .sz = sizeof(o), .policy = obj, .topo = *topo, .rate = rate,
+				  .duration_s = duration, .stop = &serve_stop };
+	struct sigaction sa = { .sa_handler = serve_signal };
+	struct emu_job_stats st;
+	char plugin[4096], err[512] = "";
+	int rc;
+
+	if (emu_cli_plugin_path(plugin, sizeof(plugin)))
+		return cli_usage_error("sim: cannot find libnccl-ncclbpf.so (set NCCLBPF_PLUGIN)");
+	o.plugin = plugin;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	if (!c->json) {
+		printf("pid %d: %d ranks of one communicator, %s; try `ncclbpf ps`, `ncclbpf top %d`, "
+		       "`ncclbpf reload %d OBJ`; Ctrl-C ends it\n",
+		       (int)getpid(), topo->n_ranks, obj ? obj : "no policy", (int)getpid(), (int)getpid());
+		fflush(stdout);
+	}
+	rc = emu_job_run(&o, &st, err, sizeof(err));
+	if (rc)
+		return cli_err(0, "sim --serve: %s", err), CLI_NO;
+	if (c->json)
+		printf("{\"pid\":%d,\"ranks\":%d,\"collectives\":%llu,\"diverged\":%llu,"
+		       "\"tuner_errors\":%llu,\"profiler_errors\":%llu}\n",
+		       (int)getpid(), topo->n_ranks, (unsigned long long)st.collectives,
+		       (unsigned long long)st.diverged, (unsigned long long)st.tuner_errors,
+		       (unsigned long long)st.profiler_errors);
+	else
+		printf("pid %d: %llu collectives per rank, %llu on which ranks disagreed, "
+		       "%llu tuner and %llu profiler errors\n",
+		       (int)getpid(), (unsigned long long)st.collectives, (unsigned long long)st.diverged,
+		       (unsigned long long)st.tuner_errors, (unsigned long long)st.profiler_errors);
+	return st.diverged || st.tuner_errors || st.profiler_errors ? CLI_NO : CLI_OK;
+}
 
 static int parse_int(const char *s, int min, int max, int *out)
 {
@@ -67,8 +121,14 @@ int cmd_sim(struct cli *c, int argc, char **argv)
 		{ "nodes", required_argument, NULL, 'n' },
 		{ "sizes", required_argument, NULL, 's' },
 		{ "nvls", no_argument, NULL, 'v' },
+		{ "serve", no_argument, NULL, 'S' },
+		{ "rate", required_argument, NULL, 'R' },
+		{ "duration", required_argument, NULL, 'D' },
 		{ 0 },
 	};
+	bool serving = false;
+	int rate = 1000;
+	double duration = 0;
 	bool first = true;
 	int opt;
 
@@ -90,6 +150,17 @@ int cmd_sim(struct cli *c, int argc, char **argv)
 		} else if (opt == 's') {
 			if (parse_range(v, &lo, &hi))
 				return cli_usage_error("sim: --sizes: expected MIN:MAX with suffixes K/M/G, 0 < MIN <= MAX <= 1T, got '%s'", v ? v : "");
+		} else if (opt == 'S') {
+			serving = true;
+		} else if (opt == 'R') {
+			if (parse_int(v, 0, 10000000, &rate))
+				return cli_usage_error("sim: --rate: expected collectives per second 0..10000000 (0: as fast as possible), got '%s'", v ? v : "");
+		} else if (opt == 'D') {
+			char *end;
+
+			duration = v ? strtod(v, &end) : -1;
+			if (!v || *end || !(duration >= 0) || duration > 1e7)
+				return cli_usage_error("sim: --duration: expected seconds >= 0, got '%s'", v ? v : "");
 		} else {
 			topo.nvls = true; /* NCCL_NVLS_ENABLE=1 on NVSwitch nodes */
 		}
@@ -100,6 +171,13 @@ int cmd_sim(struct cli *c, int argc, char **argv)
 		else
 			return cli_usage_error("sim: unexpected argument '%s'", argv[i]);
 	}
+	if (serving && topo.n_ranks > 64)
+		return cli_usage_error("sim: --serve runs every rank in this process: at most 64 --ranks");
+	if (serving)
+		return obj && cli_check_spec(obj, "sim") ? CLI_USAGE
+						  : serve(c, obj, &topo, (unsigned)rate, duration);
+	if (rate != 1000 || duration)
+		return cli_usage_error("sim: --rate and --duration go with --serve");
 	if (!obj)
 		return cli_usage_error("sim: which object? (ncclbpf help sim)");
 	if (topo.n_nodes > topo.n_ranks)

@@ -59,8 +59,10 @@ const struct cli_cmd cli_cmds[] = {
 	{ "verify", NULL, cmd_verify, "verify OBJ[:OBJ...] [PROGRAM] [--strict-consistency]",
 	  "verify every program of the objects against its hook; a rejection names the source line" },
 	{ "sim", NULL, cmd_sim,
-	  "sim OBJ[:OBJ...] [--coll NAME] [--ranks N] [--nodes N] [--sizes MIN:MAX] [--nvls]",
-	  "the policy's decision table against NCCL's over message sizes, in an emulated NCCL" },
+	  "sim OBJ[:OBJ...] [--coll NAME] [--ranks N] [--nodes N] [--sizes MIN:MAX] [--nvls] | "
+	  "sim --serve [OBJ[:OBJ...]] [--ranks N] [--rate N] [--duration S]",
+	  "the policy's decision table against NCCL's over message sizes, in an emulated NCCL; "
+	  "--serve runs a live emulated job (tuner and profiler calls of every rank) until stopped" },
 	{ "bench", NULL, cmd_bench, "bench OBJ[:OBJ...] [--calls N]",
 	  "time getCollInfo and the profiler path per collective, with and without the policy" },
 	{ "version", NULL, cmd_version, "version",

@@ -11,6 +11,7 @@
  *          refused(csv by reason) image_gen colls_seen events_dropped
  *          colls_abandoned colls_unrun coll_calls(csv)
  *   map    name type key_size value_size max_entries path
+ *          lock_timeouts lock_recoveries lock_discarded
  *   tele   comm coll size count bytes sum_ns gpu_timed hist(csv) mix(csv)
  *   npeer  (from the registered telemetry source: src/nccl/net_ctl.c)
  */
@@ -103,6 +104,7 @@ static void spec_entry(const char *spec, uint32_t o, char *out, size_t n)
 static void put_maps(struct nbpf_ctl_buf *b, const struct nbpf_image *img)
 {
 	const struct ncclbpf_map *seen[256];
+	struct ncclbpf_map_lock_stats ls;
 	size_t n_seen = 0;
 
 	for (uint32_t o = 0; img && o < img->n_objs; o++) {
@@ -131,6 +133,11 @@ static void put_maps(struct nbpf_ctl_buf *b, const struct nbpf_image *img)
 			nbpf_ctl_buf_u64(b, "value_size", ncclbpf_map__value_size(map));
 			nbpf_ctl_buf_u64(b, "max_entries", ncclbpf_map__max_entries(map));
 			nbpf_ctl_buf_str(b, "path", ncclbpf_map__path(map) ? ncclbpf_map__path(map) : "");
+			if (!ncclbpf_map__lock_stats(map, &ls)) {
+				nbpf_ctl_buf_u64(b, "lock_timeouts", ls.timeouts);
+				nbpf_ctl_buf_u64(b, "lock_recoveries", ls.recoveries);
+				nbpf_ctl_buf_u64(b, "lock_discarded", ls.discarded);
+			}
 		}
 	}
 }
@@ -413,6 +420,7 @@ int nbpf_ctl_handle(const struct nbpf_ctl_msg *req, struct nbpf_ctl_buf *b, char
 		put_proc(b);
 		nbpf_host_lock();
 		put_images(b, nbpf_host_current(), true);
+		put_maps(b, nbpf_host_current());
 		nbpf_host_unlock();
 		put_prog_stats(b);
 		nbpf_host_comm_foreach(put_comm, &w);

@@ -107,6 +107,16 @@ void cli_tele_merge(struct nbpf_tele_set *s, const struct nbpf_ctl_msg *m)
 		add_list(c->hist, NBPF_LAT_BUCKETS, nbpf_ctl_rec_get(r, "hist"));
 		add_list(&c->mix[0][0], NBPF_TELE_ALGOS * NBPF_TELE_PROTOS, nbpf_ctl_rec_get(r, "mix"));
 	}
+	for (uint32_t i = 0; i < m->n_recs; i++) {
+		const struct nbpf_ctl_rec *r = &m->recs[i];
+		struct nbpf_tele_map *tm;
+
+		if (strcmp(r->kind, "map") || !(tm = nbpf_tele_map(s, nbpf_ctl_rec_get(r, "name") ?: "?")))
+			continue;
+		tm->lock_timeouts += get_u64(r, "lock_timeouts");
+		tm->lock_recoveries += get_u64(r, "lock_recoveries");
+		tm->lock_discarded += get_u64(r, "lock_discarded");
+	}
 	/* Program statistics: "prog" names a slot, "progstat" counts it. */
 	for (uint32_t i = 0; i < m->n_recs; i++) {
 		const struct nbpf_ctl_rec *r = &m->recs[i];

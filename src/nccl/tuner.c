@@ -330,11 +330,12 @@ static nbpf_nccl_result_t get_coll_info_table(void *ctx, int coll, size_t n_byte
 		ctx_keep(&c);
 	}
 	ret = tuner_exec(t, hp, &c);
-	/* ... and the rest only when an output needs it to be applied. */
-	if (!(t->ctx_use & NBPF_CTX_PICK) &&
-	    (c.algo != NCCLBPF_KEEP || c.proto != NCCLBPF_KEEP || c.n_channels != NCCLBPF_KEEP))
-		nbpf_tuner_table_scan((float *)table, num_algo, num_proto, &c);
-	nbpf_tuner_apply_table(&c, ret, (float *)table, num_algo, num_proto, n_channels, &o);
+	/* ... and the rest only when applying an output depends on it. */
+	if (t->ctx_use & NBPF_CTX_PICK)
+		nbpf_tuner_apply_table(&c, ret, (float *)table, num_algo, num_proto, n_channels, &o);
+	else
+		nbpf_tuner_apply_table_unscanned(&c, ret, (float *)table, num_algo, num_proto,
+						 n_channels, &o);
 	count_outcome(t, &o);
 	return calls_done(t);
 }

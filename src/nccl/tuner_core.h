@@ -306,6 +306,54 @@ static inline void nbpf_tuner_apply_table(const struct ncclbpf_tuner_ctx *c, uin
 	nbpf_tuner_apply_channels(c, final_algo, n_channels, o);
 }
 
+/*
+ * nbpf_tuner_apply_table for a program that did not read NCCL's pick, so
+ * c->nccl_algo/nccl_proto (and, when it did not read it either, avail_mask)
+ * are not filled.  The common answer -- both algo and proto set, naming an
+ * offered cell -- depends on that one cell only: it becomes 0.0 and the
+ * channel bound checks against that algorithm, with no scan of the table.
+ * A channel count alone depends on NCCL's pick only through the CollNet
+ * rule, so it needs no pick when no CollNet cell is offered.  Anything
+ * else (one of the two set, a cell that is not offered, channels with a
+ * CollNet cell offered) scans first and takes the full path.  Same decisions as scan + apply_table
+ * (tests/tuner/test_tuner_core.c checks it on random tables).
+ */
+static inline void nbpf_tuner_apply_table_unscanned(struct ncclbpf_tuner_ctx *c, uint64_t ret,
+						    float *table, int num_algo, int num_proto,
+						    int *n_channels, struct nbpf_tuner_outcome *o)
+{
+	int a = c->algo, p = c->proto;
+
+	if (a == NCCLBPF_KEEP && p == NCCLBPF_KEEP && c->n_channels == NCCLBPF_KEEP) {
+		nbpf_tuner_ret_ok(ret, o); /* nothing to apply, nothing to read */
+		return;
+	}
+	if (a == NCCLBPF_KEEP && p == NCCLBPF_KEEP) {
+		/* Channels only: NCCL's pick matters only if it could be a CollNet cell. */
+		bool collnet = false;
+
+		for (int i = 0; i < num_algo && i < NCCLBPF_NUM_ALGOS; i++)
+			for (int j = 0; nbpf_is_collnet(i) && j < num_proto; j++)
+				collnet |= nbpf_cost_offered(table[i * num_proto + j]);
+		if (!collnet) {
+			if (nbpf_tuner_ret_ok(ret, o))
+				nbpf_tuner_apply_channels(c, -1, n_channels, o);
+			return;
+		}
+	} else if (a >= 0 && a < NCCLBPF_NUM_ALGOS && a < num_algo && p >= 0 &&
+		   p < NCCLBPF_NUM_PROTOS && p < num_proto &&
+		   nbpf_cost_offered(table[a * num_proto + p])) {
+		if (!nbpf_tuner_ret_ok(ret, o))
+			return;
+		table[a * num_proto + p] = 0.0f;
+		o->applied = true;
+		nbpf_tuner_apply_channels(c, a, n_channels, o);
+		return;
+	}
+	nbpf_tuner_table_scan(table, num_algo, num_proto, c);
+	nbpf_tuner_apply_table(c, ret, table, num_algo, num_proto, n_channels, o);
+}
+
 /* v2 shape: writes the algorithm and protocol out-pointers (both or neither). */
 static inline void nbpf_tuner_apply_v2(const struct ncclbpf_tuner_ctx *c, uint64_t ret,
 				       int *algorithm, int *protocol, int *n_channels,

@@ -1,10 +1,12 @@
 /*
  * interp.c - the reference interpreter (RFC 9669, CPU v4).
  *
- * One switch on the full opcode byte per instruction; registers live in a
- * local array.  Every frame of a bpf-to-bpf call chain gets its own
- * NBPF_STACK_SIZE bytes carved from one block on the C stack, zeroed when
- * the frame is entered so runs are deterministic.  The interpreter trusts
+ * A threaded jump table (or one switch) on the full opcode byte per
+ * instruction (interp_loop.h); registers live in a local array.  Every
+ * frame of a bpf-to-bpf call chain gets its own NBPF_STACK_SIZE bytes
+ * carved from one block on the C stack, zeroed when the frame is entered
+ * so runs are deterministic -- except for verified programs, which never
+ * read a byte they did not write (nbpf_interp_run_verified).  The interpreter trusts
  * its input for memory safety unless a checker is given; control flow
  * (jump targets, falling off the end, call depth, lddw pairs, unknown
  * opcodes) is always checked because that costs one compare per jump.
@@ -13,6 +15,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "error.h"
@@ -518,200 +521,38 @@ range:
 
 #define FAIL(err, ...) do { rc = nbpf_err(err, __VA_ARGS__); goto out; } while (0)
 
-/*
- * The dispatch loop: one switch on the full opcode byte.  The common ALU
- * and conditional-jump opcodes expand to their own cases with the
- * operation a constant, so the inlined helpers fold to one or two machine
- * instructions; the rest share per-class code.  validate() has already
- * proven encodings, registers and jump targets, so the loop checks only
- * what depends on values: call depth, helpers, maps, the budget and,
- * with a checker, memory.
- */
+/* The dispatch loop (interp_loop.h), general and for verified programs. */
+#define INTERP_FN interp_general
+#define INTERP_VERIFIED 0
+#include "interp_loop.h"
+#undef INTERP_FN
+#undef INTERP_VERIFIED
+#define INTERP_FN interp_verified
+#define INTERP_VERIFIED 1
+#include "interp_loop.h"
+#undef INTERP_FN
+#undef INTERP_VERIFIED
+
 int nbpf_interp_run(const struct nbpf_insn *insns, uint32_t n, const struct nbpf_env *env,
 		    void *ctx, uint64_t ctx_len, const struct nbpf_checker *checker,
 		    uint64_t max_steps, uint64_t *ret)
 {
-	uint8_t stack[STACK_TOTAL] __attribute__((aligned(16)));
-	struct frame frames[NBPF_MAX_CALL_DEPTH];
-	struct run rn = { .checker = checker, .stack = stack, .depth = 0 };
-	uint64_t r[NBPF_NREGS];
-	uint64_t steps = 0;
-	const int host_le = is_host_le();
-	uint32_t pc = 0;
-	int rc = 0;
-
 	if (!insns || !ret)
 		return nbpf_err(-EINVAL, "interp: no program or no result pointer");
 	if (!n)
 		return nbpf_err(-EINVAL, "interp: empty program");
-	rc = validate(insns, n);
-	if (rc)
-		return rc;
-	memset(r, 0, sizeof(r));
-	memset(stack + STACK_TOTAL - NBPF_STACK_SIZE, 0, NBPF_STACK_SIZE);
-	r[1] = (uint64_t)(uintptr_t)ctx;
-	r[2] = ctx_len;
-	r[NBPF_REG_FP] = (uint64_t)(uintptr_t)(stack + STACK_TOTAL);
+	return interp_general(insns, n, env, ctx, ctx_len, checker, max_steps, ret);
+}
 
-	for (;;) {
-		const struct nbpf_insn *in;
-		uint32_t cur = pc;
-		uint8_t code;
+int nbpf_interp_check(const struct nbpf_insn *insns, uint32_t n)
+{
+	if (!insns || !n)
+		return nbpf_err(-EINVAL, "interp: empty program");
+	return validate(insns, n);
+}
 
-		if (max_steps && ++steps > max_steps)
-			FAIL(-E2BIG, "insn %u: instruction budget of %" PRIu64 " exhausted", pc,
-			     max_steps);
-		in = &insns[pc++];
-		code = in->code;
-
-		switch (code) {
-#define ALU_CASES(OP)									\
-		case NBPF_ALU64 | OP | NBPF_K:						\
-			(void)alu64(OP, in->off, &r[in->dst], (uint64_t)(int64_t)in->imm);	\
-			continue;							\
-		case NBPF_ALU64 | OP | NBPF_X:						\
-			(void)alu64(OP, in->off, &r[in->dst], r[in->src]);		\
-			continue;							\
-		case NBPF_ALU | OP | NBPF_K:						\
-			(void)alu32(OP, in->off, &r[in->dst], (uint32_t)in->imm);	\
-			continue;							\
-		case NBPF_ALU | OP | NBPF_X:						\
-			(void)alu32(OP, in->off, &r[in->dst], (uint32_t)r[in->src]);	\
-			continue;
-		ALU_CASES(NBPF_ADD) ALU_CASES(NBPF_SUB) ALU_CASES(NBPF_MUL) ALU_CASES(NBPF_DIV)
-		ALU_CASES(NBPF_OR) ALU_CASES(NBPF_AND) ALU_CASES(NBPF_LSH) ALU_CASES(NBPF_RSH)
-		ALU_CASES(NBPF_NEG) ALU_CASES(NBPF_MOD) ALU_CASES(NBPF_XOR) ALU_CASES(NBPF_MOV)
-		ALU_CASES(NBPF_ARSH)
-#undef ALU_CASES
-#define JMP_CASES(OP)									\
-		case NBPF_JMP | OP | NBPF_K:						\
-			if (cond(OP, r[in->dst], (uint64_t)(int64_t)in->imm, 0))	\
-				pc += (uint32_t)(int32_t)in->off;			\
-			continue;							\
-		case NBPF_JMP | OP | NBPF_X:						\
-			if (cond(OP, r[in->dst], r[in->src], 0))			\
-				pc += (uint32_t)(int32_t)in->off;			\
-			continue;							\
-		case NBPF_JMP32 | OP | NBPF_K:						\
-			if (cond(OP, r[in->dst], (uint64_t)(int64_t)in->imm, 1))	\
-				pc += (uint32_t)(int32_t)in->off;			\
-			continue;							\
-		case NBPF_JMP32 | OP | NBPF_X:						\
-			if (cond(OP, r[in->dst], r[in->src], 1))			\
-				pc += (uint32_t)(int32_t)in->off;			\
-			continue;
-		JMP_CASES(NBPF_JEQ) JMP_CASES(NBPF_JGT) JMP_CASES(NBPF_JGE) JMP_CASES(NBPF_JSET)
-		JMP_CASES(NBPF_JNE) JMP_CASES(NBPF_JSGT) JMP_CASES(NBPF_JSGE) JMP_CASES(NBPF_JLT)
-		JMP_CASES(NBPF_JLE) JMP_CASES(NBPF_JSLT) JMP_CASES(NBPF_JSLE)
-#undef JMP_CASES
-		case NBPF_OP_JA:
-			pc += (uint32_t)(int32_t)in->off;
-			continue;
-		case NBPF_OP_GOTOL:
-			pc += (uint32_t)in->imm;
-			continue;
-		case NBPF_ALU64 | NBPF_END:
-			r[in->dst] = bswap(r[in->dst], in->imm);
-			continue;
-		case NBPF_ALU | NBPF_END | NBPF_TO_LE:
-		case NBPF_ALU | NBPF_END | NBPF_TO_BE:
-			/* to-le on a little-endian host only truncates, to-be swaps. */
-			if ((NBPF_SRC(code) == NBPF_TO_BE) == host_le)
-				r[in->dst] = bswap(r[in->dst], in->imm);
-			else
-				r[in->dst] = trunc_width(r[in->dst], in->imm);
-			continue;
-		case NBPF_OP_EXIT:
-			if (rn.depth == 0) {
-				*ret = r[0];
-				goto out;
-			}
-			rn.depth--;
-			memcpy(&r[6], frames[rn.depth].saved, sizeof(frames[0].saved));
-			r[NBPF_REG_FP] = frames[rn.depth].fp;
-			pc = frames[rn.depth].ret_pc;
-			continue;
-		case NBPF_OP_CALL:
-			if (in->src == NBPF_PSEUDO_CALL) {
-				if (rn.depth + 1 >= NBPF_MAX_CALL_DEPTH)
-					FAIL(-ELOOP, "insn %u: call depth exceeds %d frames", cur,
-					     NBPF_MAX_CALL_DEPTH);
-				memcpy(frames[rn.depth].saved, &r[6], sizeof(frames[0].saved));
-				frames[rn.depth].fp = r[NBPF_REG_FP];
-				frames[rn.depth].ret_pc = pc;
-				rn.depth++;
-				r[NBPF_REG_FP] = (uint64_t)(uintptr_t)stack + STACK_TOTAL -
-						 (uint64_t)rn.depth * NBPF_STACK_SIZE;
-				memset((void *)(uintptr_t)(r[NBPF_REG_FP] - NBPF_STACK_SIZE), 0,
-				       NBPF_STACK_SIZE);
-				pc += (uint32_t)in->imm;
-				continue;
-			}
-			if (in->src != 0)
-				FAIL(-ENOTSUP, "insn %u: call with pseudo source %u is not supported", cur,
-				     in->src);
-			/* fall through */
-		case NBPF_OP_CALLX: {
-			int32_t id = code == NBPF_OP_CALLX ? (int32_t)r[in->dst] : in->imm;
-			const struct nbpf_helper *h = env && env->helper ? env->helper(id) : NULL;
-			uint64_t args[5] = { r[1], r[2], r[3], r[4], r[5] };
-
-			if (!h || !h->fn)
-				FAIL(-ENOENT, "insn %u: call to unknown helper %d", cur, id);
-			r[0] = h->fn(args[0], args[1], args[2], args[3], args[4]);
-			if (checker && checker->helper_ret)
-				checker->helper_ret(checker->user, h, args, r[0]);
-			if ((h->flags & NBPF_HELPER_UNWIND) && args[0] == 0) {
-				*ret = 0;
-				goto out;
-			}
-			continue;
-		}
-		case NBPF_OP_LDDW:
-			rc = do_lddw(insns, n, cur, env, &r[in->dst]);
-			if (rc)
-				goto out;
-			pc++;
-			continue;
-		default:
-			break;
-		}
-
-		/* Memory: loads, stores, atomics (encodings already validated). */
-		{
-			uint32_t sz = size_bytes(code);
-
-			if (NBPF_CLASS(code) == NBPF_LDX) {
-				uint64_t addr = r[in->src] + (uint64_t)(int64_t)in->off;
-				uint64_t v;
-
-				if (checker && (rc = check_access(&rn, cur, addr, sz, 0)))
-					goto out;
-				v = load(addr, sz);
-				if (NBPF_MODE(code) == NBPF_MEMSX)
-					v = sz == 1 ? (uint64_t)(int64_t)(int8_t)v :
-					    sz == 2 ? (uint64_t)(int64_t)(int16_t)v :
-						      (uint64_t)(int64_t)(int32_t)v;
-				r[in->dst] = v;
-				continue;
-			}
-			uint64_t addr = r[in->dst] + (uint64_t)(int64_t)in->off;
-
-			if (checker && (rc = check_access(&rn, cur, addr, sz, 1)))
-				goto out;
-			if (NBPF_MODE(code) == NBPF_ATOMIC) {
-				uint64_t old = atomic_rmw(addr, sz == 8, in->imm, r[in->src], r[0]);
-
-				if (in->imm == NBPF_CMPXCHG)
-					r[0] = old;
-				else if (in->imm & NBPF_FETCH)
-					r[in->src] = old;
-				continue;
-			}
-			store(addr, sz, NBPF_CLASS(code) == NBPF_STX ? r[in->src] :
-					(uint64_t)(int64_t)in->imm);
-		}
-	}
-out:
-	return rc;
+int nbpf_interp_run_verified(const struct nbpf_insn *insns, uint32_t n,
+			     const struct nbpf_env *env, void *ctx, uint64_t ctx_len, uint64_t *ret)
+{
+	return interp_verified(insns, n, env, ctx, ctx_len, NULL, 0, ret);
 }

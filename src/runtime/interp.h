@@ -44,4 +44,20 @@ int nbpf_interp_run(const struct nbpf_insn *insns, uint32_t n, const struct nbpf
 		    void *ctx, uint64_t ctx_len, const struct nbpf_checker *checker,
 		    uint64_t max_steps, uint64_t *ret);
 
+/*
+ * The static checks nbpf_interp_run makes on every run (opcodes,
+ * encodings, registers, jump targets, lddw pairs, no fall-through off the
+ * end), once: 0 or -EINVAL with the instruction in ncclbpf_errmsg().
+ */
+int nbpf_interp_check(const struct nbpf_insn *insns, uint32_t n);
+
+/*
+ * nbpf_interp_run for a program that passed nbpf_interp_check and the
+ * verifier (so it reads no register or stack byte before writing it):
+ * no per-run validation, no clearing of registers or stack frames, no
+ * checker, no step budget.
+ */
+int nbpf_interp_run_verified(const struct nbpf_insn *insns, uint32_t n,
+			     const struct nbpf_env *env, void *ctx, uint64_t ctx_len, uint64_t *ret);
+
 #endif

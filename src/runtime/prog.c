@@ -82,6 +82,9 @@ int ncclbpf_program__prepare(struct ncclbpf_program *prog, const struct ncclbpf_
 			return err;
 		/* Default engine: the interpreter is the fallback (other architectures). */
 	}
+	/* Checked once here, so runs take the interpreter's verified path. */
+	if (!img && (err = nbpf_interp_check(prog->insns, prog->n_insns)))
+		return err;
 	prog->hook = hook;
 	prog->jit = img;
 	prog->func = img ? img->func : NULL;
@@ -120,7 +123,7 @@ int ncclbpf_program__run(const struct ncclbpf_program *prog, void *ctx, uint64_t
 			.helper = nbpf_helper_find,
 		};
 
-		err = nbpf_interp_run(prog->insns, prog->n_insns, &env, ctx, ctx_len, NULL, 0, &r0);
+		err = nbpf_interp_run_verified(prog->insns, prog->n_insns, &env, ctx, ctx_len, &r0);
 	}
 	nbpf_epoch_exit();
 	if (!err && ret)

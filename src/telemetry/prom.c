@@ -124,11 +124,25 @@ struct nbpf_tele_prog *nbpf_tele_prog(struct nbpf_tele_set *s, const char *name,
 	return p;
 }
 
+struct nbpf_tele_map *nbpf_tele_map(struct nbpf_tele_set *s, const char *name)
+{
+	struct nbpf_tele_map *p;
+
+	for (size_t i = 0; i < s->n_maps; i++)
+		if (!strcmp(s->maps[i].name, name))
+			return &s->maps[i];
+	p = grow((void **)&s->maps, &s->n_maps, &s->cap_maps, sizeof(*p));
+	if (p)
+		snprintf(p->name, sizeof(p->name), "%s", name);
+	return p;
+}
+
 void nbpf_tele_free(struct nbpf_tele_set *s)
 {
 	free(s->cells);
 	free(s->tuners);
 	free(s->progs);
+	free(s->maps);
 	free(s->peers);
 	memset(s, 0, sizeof(*s));
 }
@@ -310,6 +324,32 @@ int nbpf_prom_write(FILE *f, const struct nbpf_tele_set *s)
 		fputs("ncclbpf_program_run_seconds_total{", f);
 		prog_labels(f, &s->progs[i]);
 		fprintf(f, "} %.9f\n", (double)s->progs[i].ns * 1e-9);
+	}
+
+	/* Only with maps to show: a job without any should not grow the exposition. */
+	for (size_t i = 0; i < s->n_maps; i++) {
+		if (!i)
+			family(f, "ncclbpf_map_lock_timeouts_total", "counter",
+			       "Map calls that failed with -EBUSY: no lock in time.");
+		fputs("ncclbpf_map_lock_timeouts_total{", f);
+		label_str(f, "map", s->maps[i].name);
+		fprintf(f, "} %" PRIu64 "\n", s->maps[i].lock_timeouts);
+	}
+	for (size_t i = 0; i < s->n_maps; i++) {
+		if (!i)
+			family(f, "ncclbpf_map_lock_recoveries_total", "counter",
+			       "Map locks taken over from a dead holder.");
+		fputs("ncclbpf_map_lock_recoveries_total{", f);
+		label_str(f, "map", s->maps[i].name);
+		fprintf(f, "} %" PRIu64 "\n", s->maps[i].lock_recoveries);
+	}
+	for (size_t i = 0; i < s->n_maps; i++) {
+		if (!i)
+			family(f, "ncclbpf_map_lock_discarded_total", "counter",
+			       "Map values a dead writer left half-written, then removed or zeroed.");
+		fputs("ncclbpf_map_lock_discarded_total{", f);
+		label_str(f, "map", s->maps[i].name);
+		fprintf(f, "} %" PRIu64 "\n", s->maps[i].lock_discarded);
 	}
 	nbpf_prom_write_net(f, s);
 	return ferror(f) ? -EIO : 0;

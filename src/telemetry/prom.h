@@ -44,6 +44,12 @@ struct nbpf_tele_prog {
 	uint64_t runs, ns;
 };
 
+/* Lock health of the maps of one name (summed over processes). */
+struct nbpf_tele_map {
+	char name[64];
+	uint64_t lock_timeouts, lock_recoveries, lock_discarded;
+};
+
 /*
  * Net plugin traffic with one peer address (summed over processes).  The
  * label set is bounded: each process reports at most 32 peers plus
@@ -64,6 +70,8 @@ struct nbpf_tele_set {
 	size_t n_tuners, cap_tuners;
 	struct nbpf_tele_prog *progs;
 	size_t n_progs, cap_progs;
+	struct nbpf_tele_map *maps;
+	size_t n_maps, cap_maps;
 	struct nbpf_tele_peer *peers;
 	size_t n_peers, cap_peers;
 	uint32_t processes;
@@ -76,6 +84,7 @@ struct nbpf_tele_tuner *nbpf_tele_tuner(struct nbpf_tele_set *s, uint64_t comm_i
 /* Program entries merge by (name, tag, hook). */
 struct nbpf_tele_prog *nbpf_tele_prog(struct nbpf_tele_set *s, const char *name,
 				      const char *hook, const char *tag);
+struct nbpf_tele_map *nbpf_tele_map(struct nbpf_tele_set *s, const char *name);
 /* The entry for a peer label ("other" once NBPF_TELE_MAX_PEERS are in use). */
 struct nbpf_tele_peer *nbpf_tele_peer(struct nbpf_tele_set *s, const char *peer);
 void nbpf_tele_free(struct nbpf_tele_set *s);

@@ -239,4 +239,33 @@ expect "bench unknown option" 2 "$BIN" bench "$OBJ" --bogus
 expect "bench no object" 2 "$BIN" bench
 expect "bench garbage" 2 "$BIN" bench "$TMP/garbage.o" --calls 100
 
+# ---- sim --serve: a live emulated job that the operator verbs work on
+expect "serve bad rate" 2 "$BIN" sim --serve --rate abc
+expect "serve too many ranks" 2 "$BIN" sim --serve --ranks 65
+expect "duration without serve" 2 "$BIN" sim "$OBJ" --duration 3
+"$BIN" -j sim --serve "$POL/latency_hist.bpf.o:$OBJ" --duration 8 --rate 500 --ranks 4 \
+	> "$TMP/serve.out" 2> "$TMP/serve.err" &
+SP=$!
+i=0
+while [ $i -lt 50 ] && ! "$BIN" ps "$SP" > /dev/null 2>&1; do sleep 0.1; i=$((i + 1)); done
+expect "serve ps" 0 "$BIN" -j ps "$SP"; json "serve ps -j"
+python3 - "$TMP/out" "$SP" <<'PY' || fail=1
+import json, sys
+d = json.load(open(sys.argv[1]))
+procs = d if isinstance(d, list) else d.get("processes", [d])
+p = [p for p in procs if p.get("pid") == int(sys.argv[2])]
+assert p, d
+s = json.dumps(p[0])
+assert "latency_hist_record" in s and "size_aware" in s, s
+print("ok: serve ps shows the job's programs")
+PY
+expect "serve reload (agreed call)" 0 "$BIN" reload "$SP" "$POL/noop.bpf.o"
+expect "serve export" 0 "$BIN" export "$SP"; has "serve export latency" "ncclbpf_collective_latency_seconds_bucket"
+wait "$SP"; rc=$?
+if [ "$rc" = 0 ] && python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["collectives"] > 0 and d["diverged"] == 0, d' "$TMP/serve.out"; then
+	echo "ok: serve ran and no rank disagreed"
+else
+	echo "FAIL: serve: exit $rc"; cat "$TMP/serve.out" "$TMP/serve.err" | tail -5; fail=1
+fi
+
 exit $fail

@@ -433,6 +433,17 @@ static void test_warn_once(const char *base)
 
 /* ---- export --textfile through ENOSPC ------------------------------------- */
 
+/* The whole file, however the kernel splits the reads. */
+static ssize_t read_all(int fd, char *buf, size_t max)
+{
+	size_t n = 0;
+	ssize_t k;
+
+	while (n < max && (k = read(fd, buf + n, max - n)) > 0)
+		n += (size_t)k;
+	return (ssize_t)n;
+}
+
 static void test_export_enospc(const char *base)
 {
 	char mnt[512], errf[512], prom[600];
@@ -449,7 +460,8 @@ static void test_export_enospc(const char *base)
 	CHECK(mkdir(mnt, 0700) == 0);
 	pid = fork();
 	if (pid == 0) {
-		char filler[600], buf[4096] = { 0 }, text[8192];
+		static char text[1 << 20];
+		char filler[600], buf[4096] = { 0 };
 		int fd, n_err = 0;
 		pid_t ex;
 		ssize_t k;
@@ -484,7 +496,7 @@ static void test_export_enospc(const char *base)
 		unlink(filler);
 		CHECK_MSG(wait_child(ex) == 0, "the exporter gave up");
 		fd = open(prom, O_RDONLY);
-		k = fd >= 0 ? read(fd, text, sizeof(text) - 1) : -1;
+		k = fd >= 0 ? read_all(fd, text, sizeof(text) - 1) : -1;
 		text[k > 0 ? k : 0] = 0;
 		if (fd >= 0)
 			close(fd);

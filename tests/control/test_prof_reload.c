@@ -37,8 +37,7 @@ static int ctl(int type, const char *req)
 
 	if (err)
 		fprintf(stderr, "control request failed: %s\n", em);
-	else
-		nbpf_ctl_msg_free(&m);
+	nbpf_ctl_msg_free(&m); /* filled on failure too (ctl_client.h) */
 	return err;
 }
 

@@ -426,6 +426,8 @@ static void test_cli_views(void)
 	CHECK_STR_CONTAINS(out, "\"refused\":{");
 	CHECK(cli(out, sizeof(out), "map list %d", getpid()) == 0);
 	CHECK_STR_CONTAINS(out, "ctl_runs");
+	CHECK(cli(out, sizeof(out), "-j map list %d", getpid()) == 0);
+	CHECK_STR_CONTAINS(out, "\"lock_timeouts\"");
 	CHECK(cli(out, sizeof(out), "-j map dump %d ctl_runs", getpid()) == 0);
 	CHECK_STR_CONTAINS(out, "[{\"key\":0,\"value\":"); /* numbers, from BTF */
 	CHECK(cli(out, sizeof(out), "-j top %d 0.05 2", getpid()) == 0);
@@ -437,6 +439,16 @@ static void test_cli_views(void)
 	snprintf(path, sizeof(path), "%s/metrics.prom", tmpdir);
 	CHECK(cli(NULL, 0, "export --textfile %s --count 1", path) == 0);
 	CHECK(access(path, R_OK) == 0);
+	{
+		FILE *f = fopen(path, "r");
+		size_t n = f ? fread(out, 1, sizeof(out) - 1, f) : 0;
+
+		out[n] = 0;
+		if (f)
+			fclose(f);
+		/* Map lock health, from the map files' shared counters. */
+		CHECK_STR_CONTAINS(out, "ncclbpf_map_lock_timeouts_total{map=\"ctl_runs\"} 0");
+	}
 	if (access("/usr/bin/promtool", X_OK) == 0) {
 		snprintf(cmd, sizeof(cmd), "/usr/bin/promtool check metrics < %s", path);
 		st = system(cmd);

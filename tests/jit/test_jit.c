@@ -354,6 +354,287 @@ static void test_array_inline(void)
 		     "add %r2, -4\ncall 1\nexit", &env, NULL, 0, 0);
 }
 
+/* Compiles src and counts the callee-saved registers its prologue pushes. */
+static int count_pushes(const char *src, const struct nbpf_env *env)
+{
+	struct nbpf_insn *insns = NULL;
+	struct nbpf_jit_image *img = NULL;
+	uint32_t n = 0;
+	int ret = -1;
+
+	if (nbpf_asm(src, strlen(src), &insns, &n) == 0 && nbpf_jit_compile(insns, n, env, &img) == 0) {
+		const uint8_t *c = img->mem;
+		size_t k = 0;
+
+		ret = 0;
+		/* push rbx (53), push r12-r15 (41 54..57) */
+		while (k < img->code_size && (c[k] == 0x53 || (c[k] == 0x41 && k + 1 < img->code_size &&
+							       c[k + 1] >= 0x54 && c[k + 1] <= 0x57))) {
+			k += c[k] == 0x53 ? 1 : 2;
+			ret++;
+		}
+		nbpf_jit_free(img);
+	}
+	free(insns);
+	return ret;
+}
+
+/*
+ * r6-r9 in caller-saved registers when the program makes no real call,
+ * and the lookup's lddw and null test folded away: each shape against the
+ * interpreter, on keys inside and outside the map, with the context in r6.
+ */
+static void test_inline_regs(void)
+{
+	static struct fake_array fa;
+	struct ncclbpf_map *maps[1] = { &fa.map };
+	struct nbpf_env env = { .maps = maps, .n_maps = 1, .helper = fake_find };
+	static const char *const shapes[] = {
+		/* jeq fused, register key forwarded, ctx kept in r6 */
+		"mov %r6, %r1\nldxw %r2, [%r6+0]\nstxw [%r10-4], %r2\nlddw %r1, map[0]\n"
+		"mov %r2, %r10\nadd %r2, -4\ncall 1\njeq %r0, 0, +3\nldxw %r1, [%r0+4]\n"
+		"stxw [%r6+8], %r1\nmov %r0, 1\nexit",
+		/* jne fused: the non-null side jumps */
+		"mov %r6, %r1\nldxw %r2, [%r6+0]\nstxw [%r10-4], %r2\nlddw %r1, map[0]\n"
+		"mov %r2, %r10\nadd %r2, -4\ncall 1\njne %r0, 0, +2\nmov %r0, 7\nexit\n"
+		"ldxw %r1, [%r0+4]\nstxw [%r6+8], %r1\nmov %r0, 1\nexit",
+		/* key read back through r2 (not forwarded), r6-r9 and r3-r5 all live */
+		"mov %r6, %r1\nmov %r7, 3\nmov %r8, 4\nmov %r9, 5\nmov %r3, 1\nmov %r4, 2\n"
+		"mov %r5, 6\nldxw %r2, [%r6+0]\nstxw [%r10-4], %r2\nlddw %r1, map[0]\n"
+		"mov %r2, %r10\nadd %r2, -4\nldxw %r0, [%r2+0]\nstxw [%r6+12], %r0\ncall 1\n"
+		"jeq %r0, 0, +2\nldxw %r1, [%r0+4]\nstxw [%r6+8], %r1\nmov %r0, %r7\nadd %r0, %r8\n"
+		"add %r0, %r9\nexit",
+		/* r1 read between the lddw and the call: the lddw stays */
+		"mov %r6, %r1\nldxw %r2, [%r6+0]\nstxw [%r10-4], %r2\nlddw %r1, map[0]\n"
+		"mov %r7, %r1\nmov %r2, %r10\nadd %r2, -4\ncall 1\njeq %r0, 0, +3\n"
+		"ldxw %r1, [%r0+4]\nstxw [%r6+8], %r1\nmov %r0, 1\nexit",
+		/* a real helper call (a jump target splits lddw and call): r6 in rbx */
+		"mov %r6, %r1\nldxw %r2, [%r6+0]\nstxw [%r10-4], %r2\nlddw %r1, map[0]\nja +0\n"
+		"mov %r2, %r10\nadd %r2, -4\ncall 1\njeq %r0, 0, +3\nldxw %r1, [%r0+4]\n"
+		"stxw [%r6+8], %r1\nmov %r0, 1\nexit",
+	};
+	char name[64];
+
+	fa.map.ops = &fake_ops;
+	fa.map.type = NCCLBPF_MAP_ARRAY;
+	fa.map.key_size = 4;
+	fa.map.value_size = 20;
+	fa.map.value_stride = 24;
+	fa.map.max_entries = 5;
+	fa.map.array_base = fa.data;
+	for (size_t i = 0; i < sizeof(fa.data); i++)
+		fa.data[i] = (uint8_t)(i * 7);
+	for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
+		for (uint32_t key = 0; key <= 6; key++) {
+			uint8_t ctx[16] = { 0 };
+			uint64_t want = s == 2 ? 12 : key < 5 ? 1 : s == 1 ? 7 : 0;
+
+			memcpy(ctx, &key, 4);
+			snprintf(name, sizeof(name), "inline shape %zu key %u", s, key);
+			run_both_mem(name, shapes[s], &env, ctx, sizeof(ctx), want);
+		}
+	}
+	/* Only registers that must survive a real call, or find no spare, are saved. */
+	CHECK_EQ_U64(count_pushes(shapes[0], &env), 0);
+	CHECK_EQ_U64(count_pushes(shapes[1], &env), 0);
+	CHECK_EQ_U64(count_pushes(shapes[2], &env), 3); /* r2-r5 named: r6 in x86 r10 only */
+	CHECK_EQ_U64(count_pushes(shapes[4], &env), 1); /* a real call: r6 in rbx */
+	/* A division needs x86 r10 as scratch: with r2-r5 named, r6 goes back to rbx. */
+	{
+		static const char div[] = "mov %r6, %r1\nmov %r2, 1\nmov %r3, 2\nmov %r4, 3\n"
+					  "mov %r5, 4\nmov %r0, 100\ndiv %r0, %r3\nadd %r0, %r6\n"
+					  "sub %r0, %r6\nadd %r0, %r2\nadd %r0, %r4\nadd %r0, %r5\nexit";
+
+		CHECK_EQ_U64(count_pushes(div, &env), 1);
+		run_both_mem("r6 with division", div, &env, NULL, 0, 58);
+		static const char r10[] = "mov %r6, %r1\nmov %r2, 1\nmov %r3, 2\nmov %r4, 3\n"
+					  "mov %r5, 4\nmov %r0, %r6\nsub %r0, %r1\nadd %r0, %r2\n"
+					  "add %r0, %r3\nadd %r0, %r4\nadd %r0, %r5\nexit";
+
+		CHECK_EQ_U64(count_pushes(r10, &env), 0);
+		run_both_mem("r6 in r10", r10, &env, NULL, 0, 10);
+	}
+	/* A constant key folds the null test both ways. */
+	run_both_mem("inline const in", "stw [%r10-4], 2\nlddw %r1, map[0]\nmov %r2, %r10\n"
+		     "add %r2, -4\ncall 1\njeq %r0, 0, +2\nldxb %r0, [%r0+4]\nexit\nmov %r0, 0xdead\nexit",
+		     &env, NULL, 0, (2 * 24 + 4) * 7 & 0xff);
+	run_both_mem("inline const out", "stw [%r10-4], 9\nlddw %r1, map[0]\nmov %r2, %r10\n"
+		     "add %r2, -4\ncall 1\njeq %r0, 0, +2\nldxb %r0, [%r0+4]\nexit\nmov %r0, 0xdead\nexit",
+		     &env, NULL, 0, 0xdead);
+	run_both_mem("inline const jne in", "stw [%r10-4], 1\nlddw %r1, map[0]\nmov %r2, %r10\n"
+		     "add %r2, -4\ncall 1\njne %r0, 0, +2\nmov %r0, 0xdead\nexit\nldxb %r0, [%r0+4]\nexit",
+		     &env, NULL, 0, (24 + 4) * 7 & 0xff);
+	run_both_mem("inline const jne out", "stw [%r10-4], 5\nlddw %r1, map[0]\nmov %r2, %r10\n"
+		     "add %r2, -4\ncall 1\njne %r0, 0, +2\nmov %r0, 0xdead\nexit\nldxb %r0, [%r0+4]\nexit",
+		     &env, NULL, 0, 0xdead);
+}
+
+/* mul by 2^k -+ 1 folded with the add after it (emit_mul_add), both widths. */
+static void test_mul_add(void)
+{
+	static const int32_t mults[] = { 3, 5, 7, 9, 31, 33, 255, 257, 65535, 0x7fffffff };
+	char src[256], name[64];
+
+	for (size_t m = 0; m < sizeof(mults) / sizeof(mults[0]); m++) {
+		uint64_t h = 0x9e3779b97f4a7c15ull, x = 0xfffffffffffffff9ull; /* x = -7 */
+		uint64_t want64 = h * (uint64_t)mults[m] + x;
+		uint64_t want32 = (uint32_t)((uint32_t)h * (uint32_t)mults[m] + (uint32_t)x);
+
+		snprintf(src, sizeof(src), "lddw %%r0, 0x%llx\nmov %%r4, -7\nmul %%r0, %d\n"
+			 "add %%r0, %%r4\nexit", (unsigned long long)h, mults[m]);
+		snprintf(name, sizeof(name), "mul-add64 %d", mults[m]);
+		run_both(name, src, want64);
+		snprintf(src, sizeof(src), "lddw %%r0, 0x%llx\nmov %%r4, -7\nmul32 %%r0, %d\n"
+			 "add32 %%r0, %%r4\nexit", (unsigned long long)h, mults[m]);
+		snprintf(name, sizeof(name), "mul-add32 %d", mults[m]);
+		run_both(name, src, want32);
+		/* The add is a jump target: not folded, same answer. */
+		snprintf(src, sizeof(src), "lddw %%r0, 0x%llx\nmov %%r4, -7\nmul %%r0, %d\n"
+			 "ja +0\nadd %%r0, %%r4\nexit", (unsigned long long)h, mults[m]);
+		snprintf(name, sizeof(name), "mul-ja-add64 %d", mults[m]);
+		run_both(name, src, want64);
+	}
+	/* Adding the register itself, and r6 (in a spare register) as the addend. */
+	run_both("mul-add self", "mov %r0, 11\nmul %r0, 31\nadd %r0, %r0\nexit", 11 * 31 * 2);
+	run_both("mul-add r6", "mov %r6, 5\nmov %r0, 11\nmul %r0, 33\nadd %r0, %r6\nexit",
+		 11 * 33 + 5);
+}
+
+/* Runs src on the interpreter and checks the JIT agrees (no fixed expectation). */
+static void run_same(const char *name, const char *src)
+{
+	struct nbpf_insn *insns = NULL;
+	uint64_t ri = 0;
+	uint32_t n = 0;
+
+	if (nbpf_asm(src, strlen(src), &insns, &n) || nbpf_interp_run(insns, n, &conf_env, NULL, 0,
+								 NULL, 1u << 20, &ri)) {
+		CHECK_MSG(0, "%s: %s", name, ncclbpf_errmsg());
+		free(insns);
+		return;
+	}
+	free(insns);
+	run_both(name, src, ri);
+}
+
+/*
+ * Flag-reusing jumps (mark_no_test) and the lsh/rsh 32 pair (zext_pair):
+ * every op, both ALU and jump widths, values whose low 32 bits are zero
+ * while the high ones are not (where reusing a 64-bit op's ZF for a
+ * 32-bit compare would be wrong), and and 0xff (movzx, no flags).
+ */
+static void test_flag_reuse(void)
+{
+	static const char *const ops[] = { "add", "sub", "and", "or", "xor" };
+	static const char *const operands[] = { "0", "-1", "0x100", "%r3", "%r4" };
+	char src[512], name[96];
+
+	for (int o = 0; o < 5; o++)
+		for (int a32 = 0; a32 < 2; a32++)
+			for (int j32 = 0; j32 < 2; j32++)
+				for (int q = 0; q < 5; q++)
+					for (int ne = 0; ne < 2; ne++) {
+						snprintf(src, sizeof(src),
+							 "lddw %%r2, 0x100000000\nlddw %%r3, 0x100000000\n"
+							 "mov %%r4, 0\nmov %%r0, 7\n%s%s %%r2, %s\n"
+							 "%s%s %%r2, 0, +1\nmov %%r0, 9\nexit",
+							 ops[o], a32 ? "32" : "", operands[q],
+							 ne ? "jne" : "jeq", j32 ? "32" : "");
+						snprintf(name, sizeof(name), "flags %s%s %s j%s%s",
+							 ops[o], a32 ? "32" : "", operands[q],
+							 ne ? "ne" : "eq", j32 ? "32" : "");
+						run_same(name, src);
+					}
+	run_same("flags and 0xff", "lddw %r2, 0x100\nmov %r0, 7\nmov %r5, 0\nadd %r5, 0\n"
+		 "and %r2, 0xff\njeq %r2, 0, +1\nmov %r0, 9\nexit");
+	run_same("flags and 0xffff", "lddw %r2, 0x10000\nmov %r0, 7\nmov %r5, 1\nadd %r5, 0\n"
+		 "and %r2, 0xffff\njne %r2, 0, +1\nmov %r0, 9\nexit");
+	run_same("zext", "lddw %r2, 0xdeadbeef87654321\nlsh %r2, 32\nrsh %r2, 32\nmov %r0, %r2\nexit");
+	run_same("zext split", "lddw %r2, 0xdeadbeef87654321\nlsh %r2, 32\nja +0\nrsh %r2, 32\n"
+		 "mov %r0, %r2\nexit");
+	run_same("zext other reg", "lddw %r2, 0xdeadbeef87654321\nmov %r3, %r2\nlsh %r2, 32\n"
+		 "rsh %r3, 32\nmov %r0, %r2\nadd %r0, %r3\nexit");
+}
+
+/* `if cc goto +1; r = v` as cmov (cmov_pair): every condition, both widths, both operands. */
+static void test_cmov(void)
+{
+	static const char *const jops[] = { "jeq", "jne", "jgt", "jge", "jlt", "jle", "jset",
+					    "jsgt", "jsge", "jslt", "jsle" };
+	static const char *const lhs[] = { "0", "8", "-8", "0x100000008" };
+	static const char *const movs[] = { "mov %r0, 16", "mov %r0, -1", "mov %r0, %r5",
+					    "mov32 %r0, 16", "mov %r2, 3" };
+	char src[512], name[96];
+
+	for (int o = 0; o < 11; o++)
+		for (int l = 0; l < 4; l++)
+			for (int w = 0; w < 2; w++)
+				for (int m = 0; m < 5; m++) {
+					snprintf(src, sizeof(src),
+						 "lddw %%r2, %s\nlddw %%r5, 0x123456789\nlddw %%r0, 0xfeed00000007\n"
+						 "%s%s %%r2, 8, +1\n%s\nadd %%r0, %%r2\nexit",
+						 lhs[l], jops[o], w ? "32" : "", movs[m]);
+					snprintf(name, sizeof(name), "cmov %s%s %s / %s", jops[o],
+						 w ? "32" : "", lhs[l], movs[m]);
+					run_same(name, src);
+				}
+	/* Register compare, and the skipped mov also a jump target: no cmov. */
+	run_same("cmov reg", "mov %r2, 5\nmov %r3, 9\nmov %r0, 1\njgt %r3, %r2, +1\nmov %r0, 2\nexit");
+	run_same("cmov target", "mov %r2, 5\nmov %r0, 1\njgt %r2, 4, +2\njgt %r2, 9, +1\n"
+		 "mov %r0, 2\nexit");
+}
+
+/* Runs src on both engines over a 64-byte block at r1; interpreter's r0 is the expectation. */
+static void run_same_mem(const char *name, const char *src)
+{
+	struct nbpf_insn *insns = NULL;
+	uint8_t mem[64] = { 0 }, m0[64] = { 0 };
+	uint64_t ri = 0;
+	uint32_t n = 0;
+
+	if (nbpf_asm(src, strlen(src), &insns, &n) ||
+	    nbpf_interp_run(insns, n, &conf_env, m0, sizeof(m0), NULL, 1u << 20, &ri)) {
+		CHECK_MSG(0, "%s: %s", name, ncclbpf_errmsg());
+		free(insns);
+		return;
+	}
+	free(insns);
+	run_both_mem(name, src, &conf_env, mem, sizeof(mem), ri);
+}
+
+/*
+ * `r = imm; *(p) = r` as one store of the immediate when r is dead after
+ * it (store_imm_pair): r0 at exit, a subprogram's r1-r5 at its exit, reads
+ * and branches after the store keep the mov; every width, and a negative
+ * 32-bit value into 8 bytes.
+ */
+static void test_store_imm(void)
+{
+	static const char *const sizes[] = { "b", "h", "w", "dw" };
+	char src[512], name[96];
+
+	for (int z = 0; z < 4; z++)
+		for (int w = 0; w < 2; w++) {
+			snprintf(src, sizeof(src), "mov%s %%r2, -5\nstx%s [%%r1+8], %%r2\nldxdw %%r0, [%%r1+8]\n"
+				 "exit", w ? "32" : "", sizes[z]);
+			snprintf(name, sizeof(name), "store-imm read back %s %s", sizes[z], w ? "32" : "64");
+			run_same_mem(name, src);
+			snprintf(src, sizeof(src), "mov%s %%r2, -5\nstx%s [%%r1+8], %%r2\nmov %%r2, 1\n"
+				 "ldxdw %%r0, [%%r1+8]\nexit", w ? "32" : "", sizes[z]);
+			snprintf(name, sizeof(name), "store-imm dead %s %s", sizes[z], w ? "32" : "64");
+			run_same_mem(name, src);
+		}
+	run_same_mem("store-imm r0 at exit", "mov %r0, 5\nstxw [%r1+0], %r0\nexit");
+	run_same_mem("store-imm read after", "mov %r3, 7\nstxw [%r1+0], %r3\nmov %r0, %r3\nexit");
+	run_same_mem("store-imm branch after", "mov %r3, 7\nstxw [%r1+0], %r3\nja +0\nmov %r0, %r3\n"
+		     "exit");
+	run_same_mem("store-imm base is value", "mov %r3, 0\nadd %r3, %r1\nmov %r4, 9\n"
+		     "stxw [%r3+4], %r4\nldxw %r0, [%r1+4]\nexit");
+	/* A subprogram's r1 reaches its caller (the fuzzer's convention; the verifier forbids it). */
+	run_same_mem("store-imm subprogram", "mov %r6, %r1\ncall local +2\nmov %r0, %r2\nexit\n"
+		     "mov %r2, 11\nstxw [%r6+0], %r2\nmov %r0, 0\nexit");
+}
+
 /* Jumps of every reach: short, long, and ones that shrink across passes. */
 static void test_jump_sizes(void)
 {
@@ -451,6 +732,11 @@ int main(void)
 	test_memory();
 	test_calls();
 	test_array_inline();
+	test_inline_regs();
+	test_mul_add();
+	test_flag_reuse();
+	test_cmov();
+	test_store_imm();
 	test_jump_sizes();
 	test_image_and_errors();
 	return check_summary("test_jit");

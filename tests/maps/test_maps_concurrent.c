@@ -6,7 +6,10 @@
  * a thread using a second handle from ncclbpf_map__open_path (read-only),
  * and a forked child process that opens the file itself.  Writers mix
  * program-style updates/deletes (inside epoch sections) with host ones,
- * so elements are recycled while readers run.
+ * so elements are recycled while readers run.  Program-side calls may fail
+ * with -EBUSY when a lock holder is descheduled past the program budget
+ * (this machine is oversubscribed on purpose); each such failure must be
+ * counted in the map's lock_timeouts, and nothing else may fail.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -29,7 +32,7 @@ struct shared {
 	struct ncclbpf_map *ro;  /* open_path handle */
 	long iters;
 	atomic_int stop;
-	atomic_long torn, reads, hits, errors;
+	atomic_long torn, reads, hits, errors, busy;
 };
 
 static void fill(uint64_t *v, uint64_t x)
@@ -78,14 +81,20 @@ static void *writer(void *p)
 		case 1: /* delete then re-insert: recycles pool elements */
 			if (hash) {
 				nbpf_epoch_enter();
-				m->ops->delete_elem(m, &k);
+				r = m->ops->delete_elem(m, &k);
 				nbpf_epoch_exit();
+				if (r == -EBUSY)
+					atomic_fetch_add(&a->sh->busy, 1);
 			}
 			/* fall through */
 		default: /* program-style update */
 			nbpf_epoch_enter();
 			r = m->ops->update_elem(m, &k, v, NCCLBPF_ANY);
 			nbpf_epoch_exit();
+			if (r == -EBUSY) {
+				atomic_fetch_add(&a->sh->busy, 1);
+				r = 0;
+			}
 			break;
 		}
 		if (r && r != -E2BIG)
@@ -208,10 +217,19 @@ static void run(enum ncclbpf_map_type type, const char *name)
 
 	CHECK_EQ_U64(atomic_load(&sh.torn), 0);
 	CHECK_EQ_U64(atomic_load(&sh.errors), 0);
+	{
+		struct ncclbpf_map_lock_stats ls;
+
+		CHECK_EQ_U64(ncclbpf_map__lock_stats(sh.map, &ls), 0);
+		CHECK_EQ_U64(ls.timeouts, atomic_load(&sh.busy));
+		CHECK_EQ_U64(ls.recoveries, 0);
+		CHECK_EQ_U64(ls.discarded, 0);
+	}
 	CHECK(atomic_load(&sh.hits) > 0);
 	CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status 0x%x", status);
-	printf("%s: %ld reads, %ld hits, %ld torn\n", name, atomic_load(&sh.reads),
-	       atomic_load(&sh.hits), atomic_load(&sh.torn));
+	printf("%s: %ld reads, %ld hits, %ld torn, %ld program calls busy\n", name,
+	       atomic_load(&sh.reads), atomic_load(&sh.hits), atomic_load(&sh.torn),
+	       atomic_load(&sh.busy));
 
 	/* After the storm every present value is still self-consistent. */
 	for (uint32_t k = 0; k < NKEYS; k++) {

@@ -99,6 +99,66 @@ static void test_scan(void)
 	CHECK(c.nccl_algo == 0 && c.nccl_proto == 0);
 }
 
+/*
+ * The apply shortcut for programs that did not read NCCL's pick
+ * (nbpf_tuner_apply_table_unscanned) against the full path (scan, then
+ * nbpf_tuner_apply_table), on random tables, shapes and outputs, with the
+ * pick fields left stale as the adapter leaves them: same table, same
+ * channel count, same outcome.
+ */
+static void test_apply_unscanned(void)
+{
+	static const int outs[] = { NCCLBPF_KEEP, NCCLBPF_KEEP, -2, 0, 1, 2, 3, 4, 5, 6, 7 };
+	static const uint32_t chans[] = { NCCLBPF_KEEP, NCCLBPF_KEEP, 0, 1, 8, 64, 65 };
+	static const uint64_t rets[] = { NCCLBPF_TUNER_APPLY, NCCLBPF_TUNER_APPLY, NCCLBPF_TUNER_SKIP,
+					 UINT64_MAX, 9 };
+	unsigned seed = 777;
+	int bad = 0, fast = 0;
+	float t1[8 * 4], t2[8 * 4];
+
+	for (int it = 0; it < 200000; it++) {
+		int na = NCCLBPF_NUM_ALGOS, np = NCCLBPF_NUM_PROTOS, ch1 = 4, ch2 = 4;
+		struct ncclbpf_tuner_ctx c1 = { 0 }, c2;
+		struct nbpf_tuner_outcome o1, o2;
+		uint64_t ret = rets[rand_r(&seed) % 5];
+
+		if (it % 4 == 3) {
+			na = 1 + rand_r(&seed) % 8;
+			np = 1 + rand_r(&seed) % 4;
+		}
+		for (int i = 0; i < na * np; i++)
+			t1[i] = t2[i] = random_cost(&seed);
+		if (rand_r(&seed) % 3 == 0) /* no CollNet cell offered: channels need no pick */
+			for (int a = 0; a < na; a++)
+				for (int p = 0; p < np && nbpf_is_collnet(a); p++)
+					t1[a * np + p] = t2[a * np + p] = NBPF_NCCL_ALGO_PROTO_IGNORE;
+		c1.algo = outs[rand_r(&seed) % 11];
+		c1.proto = outs[rand_r(&seed) % 11] % 4;
+		c1.n_channels = chans[rand_r(&seed) % 7];
+		/* What the adapter leaves when the program read the mask only. */
+		c1.nccl_algo = c1.nccl_proto = -1;
+		if (rand_r(&seed) & 1)
+			nbpf_tuner_mask_scan(t1, na, np, &c1);
+		c2 = c1;
+		nbpf_tuner_table_scan(t1, na, np, &c1);
+		nbpf_tuner_apply_table(&c1, ret, t1, na, np, &ch1, &o1);
+		nbpf_tuner_apply_table_unscanned(&c2, ret, t2, na, np, &ch2, &o2);
+		fast += c2.nccl_algo == -1 && ((c2.algo >= 0 && c2.proto >= 0) ||
+					       (c2.algo == NCCLBPF_KEEP && c2.proto == NCCLBPF_KEEP &&
+						c2.n_channels != NCCLBPF_KEEP));
+		if (memcmp(t1, t2, sizeof(float) * (size_t)(na * np)) || ch1 != ch2 ||
+		    o1.applied != o2.applied || o1.skipped != o2.skipped || o1.refused != o2.refused) {
+			if (bad++ < 5)
+				fprintf(stderr, "apply %dx%d algo %d proto %d ch %u ret %llu: "
+					"ch %d/%d applied %d/%d refused %#x/%#x\n", na, np, c2.algo,
+					c2.proto, c2.n_channels, (unsigned long long)ret, ch1, ch2,
+					o1.applied, o2.applied, o1.refused, o2.refused);
+		}
+	}
+	CHECK_EQ_U64(bad, 0);
+	CHECK(fast > 10000); /* the shortcut itself was taken, not only the fallback */
+}
+
 #define INSN(c, d, s, o, i) ((struct nbpf_insn){ .code = (c), .dst = (d), .src = (s), .off = (o), .imm = (i) })
 #define MOV64_K(d, i) INSN(NBPF_ALU64 | NBPF_MOV | NBPF_K, d, 0, 0, i)
 #define MOV64_X(d, s) INSN(NBPF_ALU64 | NBPF_MOV | NBPF_X, d, s, 0, 0)
@@ -215,6 +275,7 @@ static void test_policies(void)
 int main(void)
 {
 	test_scan();
+	test_apply_unscanned();
 	test_may_read_ctx();
 	test_policies();
 	return check_summary("tuner_core");

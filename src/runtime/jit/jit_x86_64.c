@@ -35,7 +35,7 @@
  * [r10 + off] becomes [rsp + fp_off + off] and its value, when a program
  * takes it, is one lea (into x86 r10, FP_TMP).
  */
-static const int bpf2x86[NBPF_NREGS] = {
+static const int bpf2x86_default[NBPF_NREGS] = {
 	X_RAX, X_RDI, X_RSI, X_RDX, X_RCX, X_R8, X_RBX, X_R13, X_R14, X_R15, X_R10,
 };
 
@@ -51,10 +51,23 @@ static const int bpf2x86[NBPF_NREGS] = {
 #define KEY_R9    2u /* on the call: the key is in r9d */
 #define KEY_COPY  4u /* on the store: also copy the stored value to r9d */
 #define KEY_STORE 8u /* on the store: its slot is read only by the forwarded lookup */
-#define KEY_FPMOV 16u /* on mov r2, r10: only feeds the forwarded lookup */
+#define KEY_FPMOV 16u /* on mov r2, r10 and its adds: only feed the forwarded lookup */
+#define KEY_LDDW  32u /* on lddw r1, map: only feeds the inlined lookup, not emitted */
+#define KEY_NULLJ 64u /* on the call: the next insn tests r0 against 0, fused in */
+#define KEY_FUSED 128u /* on that jeq/jne: emitted by the lookup, nothing here */
+#define MUL_ADD   256u /* on mul dst, 2^k+-1: the add that follows is folded in */
+#define ADD_FUSED 512u /* on that add: emitted by the mul, nothing here */
+#define ZEXT32    1024u /* on lsh dst, 32 followed by rsh dst, 32: one mov r32, r32 */
+#define ZEXT_DONE 2048u /* on that rsh: nothing here */
+#define NO_TEST   4096u /* on jeq/jne dst, 0 right after an ALU op on dst: ZF is set */
+#define JCMOV     8192u /* on `if cc goto +1` over one 64-bit mov: a cmov */
+#define MOV_CMOVED 16384u /* on that mov: emitted by the jump, nothing here */
+#define MOV_DEAD  32768u /* on mov r, imm whose only use is the store after it */
+#define STX_IMM   65536u /* on that store: stores the immediate */
 
 struct jit {
 	const struct nbpf_insn *insns;
+	int bpf2x86[NBPF_NREGS]; /* BPF -> x86 register for this program (see assign_regs) */
 	uint32_t n;
 	const struct nbpf_env *env;
 	struct nbpf_x86 e;
@@ -69,7 +82,7 @@ struct jit {
 	uint8_t *entry;      /* 1: first insn of a subprogram */
 	uint8_t *in_main;    /* 1: insn belongs to the main function */
 	struct ncclbpf_map **inline_map; /* call 1 inlined as an array lookup */
-	uint8_t *kflags;     /* key forwarding for inlined lookups (KEY_*) */
+	uint32_t *kflags;    /* per-insn translation flags (KEY_*, pair folds) */
 	uint32_t *key_imm;   /* KEY_CONST: the key */
 	bool uses_fp, has_calls, has_bpf_calls, needs_r12;
 	bool no_frame;       /* r10 only feeds forwarded keys: no frame, key stores elided */
@@ -137,7 +150,7 @@ static void emit_sub_epilogue(struct nbpf_x86 *e)
 static int reg_val(struct jit *j, int r)
 {
 	if (r != NBPF_REG_FP)
-		return bpf2x86[r];
+		return j->bpf2x86[r];
 	x86_lea(&j->e, FP_TMP, X_RSP, j->fp_off);
 	return FP_TMP;
 }
@@ -149,7 +162,7 @@ static void mem_operand(const struct jit *j, int r, int16_t off, int *base, int3
 		*base = X_RSP;
 		*disp = j->fp_off + off;
 	} else {
-		*base = bpf2x86[r];
+		*base = j->bpf2x86[r];
 		*disp = off;
 	}
 }
@@ -190,7 +203,7 @@ static void emit_jump(struct jit *j, int cc, uint32_t target)
 static void emit_divmod(struct jit *j, const struct nbpf_insn *in, int w)
 {
 	struct nbpf_x86 *e = &j->e;
-	int dst = bpf2x86[in->dst];
+	int dst = j->bpf2x86[in->dst];
 	bool is_mod = NBPF_OP(in->code) == NBPF_MOD;
 	bool sgn = in->off == 1;
 	size_t to_zero = 0, to_norm = 0, to_done1 = 0, to_done2 = 0;
@@ -350,11 +363,182 @@ static bool emit_mul_pow2(struct nbpf_x86 *e, int w, int dst, int32_t imm)
 	return true;
 }
 
+/*
+ * dst = dst * (2^k -+ 1) + s, the multiply and the add that follows it
+ * (a hash step, h = h * 31 + x) as
+ *     mov r11, s; sub|add r11, dst; shl dst, k; add dst, r11
+ * r11 = s -+ dst runs beside the shift, so dst's dependency chain is two
+ * cycles (shl, add) instead of three (shl, sub, add).  Same bits modulo
+ * 2^64 or 2^32; the 32-bit forms zero the upper half.
+ */
+static void emit_mul_add(struct nbpf_x86 *e, int w, int dst, int src, uint32_t v)
+{
+	bool minus = !((v + 1) & v);
+	uint32_t p = minus ? v + 1 : v - 1;
+
+	x86_mov_rr(e, w, X_R11, src);
+	x86_alu_rr(e, w, minus ? G1_SUB : G1_ADD, X_R11, dst);
+	x86_shift_ri(e, w, 4, dst, (uint8_t)__builtin_ctz(p));
+	x86_alu_rr(e, w, G1_ADD, dst, X_R11);
+}
+
+/* Whether mul at i and the add after it can be one emit_mul_add. */
+static bool mul_add_fusable(const struct jit *j, const uint8_t *target, uint32_t i)
+{
+	const struct nbpf_insn *m = &j->insns[i], *a = &j->insns[i + 1];
+	uint8_t cls = NBPF_CLASS(m->code);
+	uint32_t v = (uint32_t)m->imm;
+
+	if (i + 1 >= j->n || target[i + 1] || j->entry[i + 1])
+		return false;
+	if ((cls != NBPF_ALU && cls != NBPF_ALU64) || m->code != (cls | NBPF_MUL | NBPF_K) ||
+	    m->off != 0 || m->imm < 3)
+		return false;
+	if (a->code != (cls | NBPF_ADD | NBPF_X) || a->off != 0 || a->dst != m->dst ||
+	    a->src == m->dst || a->src >= NBPF_REG_FP || m->dst >= NBPF_REG_FP)
+		return false;
+	/* 2^k - 1 or 2^k + 1 with k >= 1; plain powers of two are one shl already. */
+	return !(v & (v - 1)) ? false : (!((v + 1) & v) || !((v - 1) & (v - 2)));
+}
+
+/* r <<= 32; r >>= 32 (clang's zero extension), as one mov r32, r32. */
+static bool zext_pair(const struct jit *j, const uint8_t *target, uint32_t i)
+{
+	const struct nbpf_insn *a = &j->insns[i], *b = &j->insns[i + 1];
+
+	if (target[i + 1] || j->entry[i + 1])
+		return false;
+	return a->code == (NBPF_ALU64 | NBPF_LSH | NBPF_K) && a->imm == 32 && a->off == 0 &&
+	       b->code == (NBPF_ALU64 | NBPF_RSH | NBPF_K) && b->imm == 32 && b->off == 0 &&
+	       a->dst == b->dst && a->dst < NBPF_REG_FP;
+}
+
+/*
+ * `if r == 0` / `!= 0` right after an add/sub/and/or/xor into r, reached
+ * only from it: x86's op already set ZF from r (a 32-bit op from the
+ * zero-extended result, so it serves both compare widths; a 64-bit op only
+ * the 64-bit one), and the test is dropped.  Not after ops that are
+ * emitted as something else (and 0xff/0xffff is movzx, which sets no flags)
+ * or folded away.
+ */
+static void mark_no_test(struct jit *j, const uint8_t *target, uint32_t i)
+{
+	const struct nbpf_insn *a = &j->insns[i], *b = &j->insns[i + 1];
+	uint8_t cls = NBPF_CLASS(a->code), op = NBPF_OP(a->code), bcls = NBPF_CLASS(b->code);
+
+	if (target[i + 1] || j->entry[i + 1] || j->kflags[i] || j->kflags[i + 1])
+		return;
+	if ((cls != NBPF_ALU && cls != NBPF_ALU64) || a->off != 0 || a->dst >= NBPF_REG_FP)
+		return;
+	if (op != NBPF_ADD && op != NBPF_SUB && op != NBPF_AND && op != NBPF_OR && op != NBPF_XOR)
+		return;
+	if (NBPF_SRC(a->code) == NBPF_K && op == NBPF_AND && (a->imm == 0xff || a->imm == 0xffff))
+		return;
+	if (b->code != (bcls | NBPF_JEQ | NBPF_K) && b->code != (bcls | NBPF_JNE | NBPF_K))
+		return;
+	if ((bcls != NBPF_JMP && bcls != NBPF_JMP32) || b->imm != 0 || b->dst != a->dst)
+		return;
+	if (cls == NBPF_ALU64 && bcls == NBPF_JMP32)
+		return;
+	j->kflags[i + 1] |= NO_TEST;
+}
+
+static int jump_cc(uint8_t op);
+static uint32_t insn_writes(const struct nbpf_insn *in);
+
+/* Whether in reads BPF register r (a conservative yes for what it does not know). */
+static bool insn_reads(const struct nbpf_insn *in, unsigned r)
+{
+	uint8_t cls = NBPF_CLASS(in->code), op = NBPF_OP(in->code);
+	bool x = NBPF_SRC(in->code) == NBPF_X;
+
+	switch (cls) {
+	case NBPF_LD:
+		return false; /* lddw writes dst only */
+	case NBPF_ALU: case NBPF_ALU64:
+		if (op == NBPF_MOV)
+			return x && in->src == r;
+		return in->dst == r || (x && in->src == r);
+	case NBPF_LDX:
+		return in->src == r;
+	case NBPF_ST:
+		return in->dst == r;
+	case NBPF_STX:
+		return in->dst == r || in->src == r ||
+		       (NBPF_MODE(in->code) == NBPF_ATOMIC && r == 0);
+	default:
+		return true;
+	}
+}
+
+/*
+ * `rX = imm; *(size *)(rY + off) = rX` with rX read by nothing after the
+ * store: the store takes the immediate and the mov goes (clang's BPF puts
+ * a constant in a register before storing it).  rX is dead when, on the
+ * straight-line path after the store, it is overwritten before it is read
+ * or the function exits (rX not r0, and in a subprogram not r1-r5 either,
+ * which its caller sees); any branch or call ends the search with no.  A 32-bit mov of a negative value is not folded into an
+ * 8-byte store (the value is zero-, the store's immediate sign-extended).
+ */
+static bool store_imm_pair(const struct jit *j, const uint8_t *target, uint32_t i)
+{
+	const struct nbpf_insn *m = &j->insns[i], *st = &j->insns[i + 1];
+	uint8_t mcls = NBPF_CLASS(m->code);
+	unsigned r = m->dst;
+
+	if (i + 1 >= j->n || target[i + 1] || j->entry[i + 1] || j->kflags[i] || j->kflags[i + 1])
+		return false;
+	if (m->code != (mcls | NBPF_MOV | NBPF_K) || (mcls != NBPF_ALU && mcls != NBPF_ALU64) ||
+	    m->off != 0 || r >= NBPF_REG_FP)
+		return false;
+	if (NBPF_CLASS(st->code) != NBPF_STX || NBPF_MODE(st->code) != NBPF_MEM ||
+	    st->src != r || st->dst == r)
+		return false;
+	if (mcls == NBPF_ALU && NBPF_SIZE(st->code) == NBPF_DW && m->imm < 0)
+		return false;
+	for (uint32_t k = i + 2; k < j->n; k++) {
+		const struct nbpf_insn *in = &j->insns[k];
+		uint8_t cls = NBPF_CLASS(in->code);
+
+		if (in->code == NBPF_OP_EXIT) /* a subprogram's r1-r5 reach its caller */
+			return r != 0 && (j->in_main[k] || r >= 6);
+		if (cls == NBPF_JMP || cls == NBPF_JMP32 || insn_reads(in, r))
+			return false;
+		if (insn_writes(in) & (1u << r))
+			return true;
+		if (in->code == NBPF_OP_LDDW)
+			k++;
+	}
+	return false;
+}
+
+/*
+ * `if cc goto +1; rX = v` (v an immediate or a register, 64-bit mov), the
+ * second reached only from the first: a cmov on the inverse condition, so
+ * a data-dependent choice costs no branch.  32-bit movs are left alone: a
+ * 32-bit cmov writes (zero-extends) its destination even when it does not
+ * move.
+ */
+static bool cmov_pair(const struct jit *j, const uint8_t *target, uint32_t i)
+{
+	const struct nbpf_insn *b = &j->insns[i], *m = &j->insns[i + 1];
+	uint8_t cls = NBPF_CLASS(b->code), op = NBPF_OP(b->code);
+
+	if (i + 2 >= j->n || target[i + 1] || j->entry[i + 1] || j->kflags[i] || j->kflags[i + 1])
+		return false;
+	if ((cls != NBPF_JMP && cls != NBPF_JMP32) || b->off != 1 || jump_cc(op) < 0)
+		return false;
+	if (m->code != (NBPF_ALU64 | NBPF_MOV | NBPF_K) && m->code != (NBPF_ALU64 | NBPF_MOV | NBPF_X))
+		return false;
+	return m->off == 0 && m->dst < NBPF_REG_FP &&
+	       (NBPF_SRC(m->code) == NBPF_K || m->src < NBPF_REG_FP);
+}
+
 static int emit_alu(struct jit *j, uint32_t i, const struct nbpf_insn *in)
 {
 	struct nbpf_x86 *e = &j->e;
 	int w = NBPF_CLASS(in->code) == NBPF_ALU64;
-	int dst = bpf2x86[in->dst], src;
+	int dst = j->bpf2x86[in->dst], src;
 	bool x = NBPF_SRC(in->code) == NBPF_X;
 	uint8_t op = NBPF_OP(in->code);
 	static const int g1[16] = {
@@ -362,6 +546,14 @@ static int emit_alu(struct jit *j, uint32_t i, const struct nbpf_insn *in)
 		[NBPF_AND >> 4] = G1_AND, [NBPF_XOR >> 4] = G1_XOR,
 	};
 
+	if (j->no_frame && (j->kflags[i] & KEY_FPMOV))
+		return 0; /* r2 = r10 + c fed only a lookup that takes its key directly */
+	if (j->kflags[i] & (ADD_FUSED | ZEXT_DONE | MOV_CMOVED | MOV_DEAD))
+		return 0; /* folded into a neighbour */
+	if (j->kflags[i] & ZEXT32) {
+		x86_mov_rr(e, 0, j->bpf2x86[in->dst], j->bpf2x86[in->dst]);
+		return 0;
+	}
 	if (in->off != 0 && op != NBPF_DIV && op != NBPF_MOD && op != NBPF_MOV)
 		return nbpf_err(-EINVAL, "jit: insn %u: nonzero offset on ALU op 0x%02x", i, in->code);
 	if (in->dst == NBPF_REG_FP)
@@ -372,7 +564,7 @@ static int emit_alu(struct jit *j, uint32_t i, const struct nbpf_insn *in)
 			x86_mov_rr(e, 0, dst, dst);
 		return 0;
 	}
-	src = x && op != NBPF_DIV && op != NBPF_MOD ? reg_val(j, in->src) : bpf2x86[in->src];
+	src = x && op != NBPF_DIV && op != NBPF_MOD ? reg_val(j, in->src) : j->bpf2x86[in->src];
 	switch (op) {
 	case NBPF_ADD: case NBPF_SUB: case NBPF_OR: case NBPF_AND: case NBPF_XOR:
 		if (!x && op == NBPF_AND && (in->imm == 0xff || in->imm == 0xffff)) {
@@ -388,6 +580,8 @@ static int emit_alu(struct jit *j, uint32_t i, const struct nbpf_insn *in)
 	case NBPF_MUL:
 		if (x) {
 			x86_op2_rr(e, w, 0xaf, dst, src);
+		} else if (j->kflags[i] & MUL_ADD) {
+			emit_mul_add(e, w, dst, j->bpf2x86[in[1].src], (uint32_t)in->imm);
 		} else if (emit_mul_pow2(e, w, dst, in->imm)) {
 			/* shl, or shl and add/sub: shorter latency than imul's 3 cycles */
 		} else if (x86_fits8(in->imm)) {
@@ -425,7 +619,10 @@ static int emit_alu(struct jit *j, uint32_t i, const struct nbpf_insn *in)
 		if (!x) {
 			if (in->off)
 				return nbpf_err(-EINVAL, "jit: insn %u: offset on mov imm", i);
-			x86_mov_imm64(e, dst, w ? (uint64_t)(int64_t)in->imm : (uint32_t)in->imm);
+			if (in->imm == 0) /* 2-3 bytes; no BPF jump reads flags set before it */
+				x86_alu_rr(e, 0, G1_XOR, dst, dst);
+			else
+				x86_mov_imm64(e, dst, w ? (uint64_t)(int64_t)in->imm : (uint32_t)in->imm);
 		} else if (in->off == 0) {
 			if (dst != src || !w)
 				x86_mov_rr(e, w, dst, src);
@@ -469,7 +666,7 @@ static int emit_atomic(struct jit *j, uint32_t i, const struct nbpf_insn *in)
 {
 	struct nbpf_x86 *e = &j->e;
 	int w = NBPF_SIZE(in->code) == NBPF_DW;
-	int dst, src = bpf2x86[in->src];
+	int dst, src = j->bpf2x86[in->src];
 	int32_t op = in->imm, off;
 	uint8_t alu;
 
@@ -551,9 +748,9 @@ static int emit_mem(struct jit *j, uint32_t i, const struct nbpf_insn *in)
 			return nbpf_err(-EINVAL, "jit: insn %u: r10 is read-only", i);
 		mem_operand(j, in->src, in->off, &base, &off);
 		if (mode == NBPF_MEM)
-			x86_load_zx(e, size, bpf2x86[in->dst], base, off);
+			x86_load_zx(e, size, j->bpf2x86[in->dst], base, off);
 		else if (mode == NBPF_MEMSX && size != 8)
-			x86_load_sx(e, size, bpf2x86[in->dst], base, off);
+			x86_load_sx(e, size, j->bpf2x86[in->dst], base, off);
 		else
 			return nbpf_err(-EINVAL, "jit: insn %u: unknown load opcode 0x%02x", i, in->code);
 		return 0;
@@ -572,6 +769,11 @@ static int emit_mem(struct jit *j, uint32_t i, const struct nbpf_insn *in)
 			return emit_atomic(j, i, in);
 		if (mode != NBPF_MEM)
 			return nbpf_err(-EINVAL, "jit: insn %u: unknown store opcode 0x%02x", i, in->code);
+		if (j->kflags[i] & STX_IMM) {
+			mem_operand(j, in->dst, in->off, &base, &off);
+			x86_store_i(e, size, base, off, in[-1].imm);
+			return 0;
+		}
 		src = reg_val(j, in->src);
 		if (!(j->no_frame && (j->kflags[i] & KEY_STORE))) {
 			mem_operand(j, in->dst, in->off, &base, &off);
@@ -594,6 +796,8 @@ static int emit_lddw(struct jit *j, uint32_t i, const struct nbpf_insn *in)
 		return nbpf_err(-EINVAL, "jit: insn %u: lddw without its second slot", i);
 	if (in->dst == NBPF_REG_FP)
 		return nbpf_err(-EINVAL, "jit: insn %u: r10 is read-only", i);
+	if (j->kflags[i] & KEY_LDDW)
+		return 0; /* r1 only names the map of an inlined lookup */
 	switch (in->src) {
 	case 0:
 		v = (uint32_t)in->imm | ((uint64_t)(uint32_t)in[1].imm << 32);
@@ -617,33 +821,63 @@ static int emit_lddw(struct jit *j, uint32_t i, const struct nbpf_insn *in)
 	default:
 		return nbpf_err(-EINVAL, "jit: insn %u: unsupported lddw source %d", i, in->src);
 	}
-	x86_mov_imm64(&j->e, bpf2x86[in->dst], v);
+	x86_mov_imm64(&j->e, j->bpf2x86[in->dst], v);
 	return 0;
 }
 
 /* ---- calls ---------------------------------------------------------------- */
 
-/* bpf_map_lookup_elem on a known array map: bounds check and address math. */
-static void emit_inline_lookup(struct nbpf_x86 *e, const struct ncclbpf_map *map, uint8_t kf,
-			       uint32_t key)
+/*
+ * bpf_map_lookup_elem on a known array map: bounds check and address math.
+ * With KEY_NULLJ the program's next instruction (`if r0 == 0` or `!= 0`)
+ * is folded in: r0 is zeroed before the bounds check, whose failing
+ * branch goes straight to the null side, so neither a join jump nor a
+ * test of r0 remains.
+ */
+static void emit_inline_lookup(struct jit *j, uint32_t i)
 {
-	uint32_t stride = map->value_stride;
-	size_t to_null, to_done;
+	struct nbpf_x86 *e = &j->e;
+	const struct ncclbpf_map *map = j->inline_map[i];
+	uint32_t kf = j->kflags[i];
+	uint32_t stride = map->value_stride, key = j->key_imm[i];
+	bool fused = kf & KEY_NULLJ, on_null = false;
+	uint32_t jt = 0, fall = i + 2;
+	size_t to_null = 0, to_done;
+	int kreg;
 
+	if (fused) {
+		const struct nbpf_insn *t = &j->insns[i + 1];
+
+		on_null = NBPF_OP(t->code) == NBPF_JEQ;
+		jt = (uint32_t)((int64_t)i + 2 + t->off);
+	}
 	if (kf & KEY_CONST) {
 		/* The bounds check and the address are folded at compile time. */
-		if (key < map->max_entries)
+		if (key < map->max_entries) {
 			x86_mov_imm64(e, X_RAX, (uintptr_t)map->array_base + (uint64_t)key * stride);
-		else
+			if (fused && !on_null)
+				emit_jump(j, -1, jt);
+		} else {
 			x86_alu_rr(e, 0, G1_XOR, X_RAX, X_RAX);
+			if (fused && on_null)
+				emit_jump(j, -1, jt);
+		}
 		return;
 	}
-	if (kf & KEY_R9)
-		x86_mov_rr(e, 0, X_RAX, X_R9);
+	if (kf & KEY_R9) {
+		kreg = X_R9;
+	} else {
+		kreg = X_R11;
+		x86_load_zx(e, 4, X_R11, X_RSI, 0);
+	}
+	if (fused)
+		x86_alu_rr(e, 0, G1_XOR, X_RAX, X_RAX);
+	x86_alu_ri(e, 0, G1_CMP, kreg, (int32_t)map->max_entries);
+	if (fused)
+		emit_jump(j, CC_AE, on_null ? jt : fall);
 	else
-		x86_load_zx(e, 4, X_RAX, X_RSI, 0);
-	x86_alu_ri(e, 0, G1_CMP, X_RAX, (int32_t)map->max_entries);
-	to_null = x86_jcc8(e, CC_AE);
+		to_null = x86_jcc8(e, CC_AE);
+	x86_mov_rr(e, 0, X_RAX, kreg);
 	if (stride && !(stride & (stride - 1))) {
 		uint8_t sh = (uint8_t)__builtin_ctz(stride);
 
@@ -655,6 +889,11 @@ static void emit_inline_lookup(struct nbpf_x86 *e, const struct ncclbpf_map *map
 	}
 	x86_movabs(e, X_R11, (uintptr_t)map->array_base);
 	x86_alu_rr(e, 1, G1_ADD, X_RAX, X_R11);
+	if (fused) {
+		if (!on_null)
+			emit_jump(j, -1, jt);
+		return;
+	}
 	to_done = x86_jmp8(e);
 	x86_land8(e, to_null);
 	x86_alu_rr(e, 0, G1_XOR, X_RAX, X_RAX);
@@ -730,7 +969,7 @@ static int emit_call(struct jit *j, uint32_t i, const struct nbpf_insn *in)
 	if (in->src != 0)
 		return nbpf_err(-EINVAL, "jit: insn %u: unsupported call source %d", i, in->src);
 	if (j->inline_map[i]) {
-		emit_inline_lookup(e, j->inline_map[i], j->kflags[i], j->key_imm[i]);
+		emit_inline_lookup(j, i);
 		return 0;
 	}
 	{
@@ -788,10 +1027,21 @@ static int emit_jmp(struct jit *j, uint32_t i, const struct nbpf_insn *in)
 			emit_sub_epilogue(e);
 		return 0;
 	}
+	if (j->kflags[i] & KEY_FUSED)
+		return 0; /* folded into the inlined lookup before it */
 	cc = jump_cc(op);
 	if (cc < 0)
 		return nbpf_err(-EINVAL, "jit: insn %u: unknown jump opcode 0x%02x", i, in->code);
-	dst = in->dst == NBPF_REG_FP ? reg_val(j, in->dst) : bpf2x86[in->dst];
+	if (j->kflags[i] & JCMOV) {
+		/* `if cc goto +1; r = v` is `r = cc ? r : v`: the value first (mov keeps flags) */
+		const struct nbpf_insn *m = &in[1];
+
+		if (NBPF_SRC(m->code) == NBPF_K)
+			x86_mov_imm64(e, X_R11, (uint64_t)(int64_t)m->imm);
+		else
+			x86_mov_rr(e, 1, X_R11, j->bpf2x86[m->src]);
+	}
+	dst = in->dst == NBPF_REG_FP ? reg_val(j, in->dst) : j->bpf2x86[in->dst];
 	src = NBPF_SRC(in->code) == NBPF_X ? reg_val(j, in->src) : 0;
 	if (NBPF_SRC(in->code) == NBPF_X) {
 		if (op == NBPF_JSET)
@@ -800,10 +1050,16 @@ static int emit_jmp(struct jit *j, uint32_t i, const struct nbpf_insn *in)
 			x86_alu_rr(e, w, G1_CMP, dst, src);
 	} else if (op == NBPF_JSET) {
 		x86_test_ri(e, w, dst, in->imm);
+	} else if (in->imm == 0 && (j->kflags[i] & NO_TEST)) {
+		/* the ALU op just before set ZF from dst */
 	} else if (in->imm == 0) {
 		x86_test_rr(e, w, dst, dst);
 	} else {
 		x86_alu_ri(e, w, G1_CMP, dst, in->imm);
+	}
+	if (j->kflags[i] & JCMOV) {
+		x86_op2_rr(e, 1, (uint8_t)(0x40 + (cc ^ 1)), j->bpf2x86[in[1].dst], X_R11);
+		return 0;
 	}
 	emit_jump(j, cc, (uint32_t)((int64_t)i + 1 + in->off));
 	return 0;
@@ -967,17 +1223,124 @@ static void find_key(struct jit *j, const uint8_t *target, uint32_t i)
 	if (!r2_done || store < 0 || ins[store].off != c)
 		return;
 	if (NBPF_CLASS(ins[store].code) == NBPF_ST) {
-		j->kflags[i] = KEY_CONST;
+		j->kflags[i] |= KEY_CONST;
 		j->key_imm[i] = (uint32_t)ins[store].imm;
 	} else {
-		j->kflags[i] = KEY_R9;
+		j->kflags[i] |= KEY_R9;
 		j->kflags[store] |= KEY_COPY;
 	}
-	/* The slot's address went nowhere else: the store may go (see analyze). */
+	/*
+	 * The slot's address went nowhere else: the store may go, and so may
+	 * r2's mov and adds, which only the lookup would read (see analyze).
+	 */
 	if (!r2_other) {
 		j->kflags[store] |= KEY_STORE;
-		j->kflags[mov] |= KEY_FPMOV;
+		for (uint32_t k = (uint32_t)mov; k < i; k++)
+			if (k == (uint32_t)mov || (ins[k].code == (NBPF_ALU64 | NBPF_ADD | NBPF_K) &&
+						   ins[k].dst == 2))
+				j->kflags[k] |= KEY_FPMOV;
 	}
+}
+
+/*
+ * The lddw that put an inlined lookup's map in r1 (at insn k) emits
+ * nothing when r1 goes nowhere else: nothing between it and the call
+ * mentions r1 and no branch leaves the block in between (where r1 could
+ * be live).  After the call r1 is scratch (the verifier rejects reading
+ * it, and a real helper call clobbers it), so the map pointer is dead.
+ */
+static void mark_lddw(struct jit *j, uint32_t k, uint32_t call)
+{
+	for (uint32_t i = k + 2; i < call; i++) {
+		const struct nbpf_insn *in = &j->insns[i];
+		uint8_t cls = NBPF_CLASS(in->code);
+
+		if (insn_mentions(in, 1) || cls == NBPF_JMP || cls == NBPF_JMP32)
+			return;
+		if (in->code == NBPF_OP_LDDW)
+			i++;
+	}
+	j->kflags[k] |= KEY_LDDW;
+}
+
+/*
+ * `if r0 == 0 goto` (or `!= 0`) right after an inlined lookup, reached
+ * only from it, is folded into the lookup's bounds check.
+ */
+static void mark_null_test(struct jit *j, const uint8_t *target, uint32_t call)
+{
+	const struct nbpf_insn *t;
+	uint32_t i = call + 1;
+
+	if (i >= j->n || target[i] || j->entry[i])
+		return;
+	t = &j->insns[i];
+	if (t->code != (NBPF_JMP | NBPF_JEQ | NBPF_K) && t->code != (NBPF_JMP | NBPF_JNE | NBPF_K))
+		return;
+	if (t->dst != 0 || t->imm != 0)
+		return;
+	j->kflags[call] |= KEY_NULLJ;
+	j->kflags[i] |= KEY_FUSED;
+}
+
+static bool callee_saved(int x)
+{
+	return x == X_RBX || x == X_RBP || x == X_R12 || x == X_R13 || x == X_R14 || x == X_R15;
+}
+
+/*
+ * r6-r9 live in callee-saved registers so that they survive helper calls.
+ * A main function that makes no real call (inlined lookups are not calls)
+ * needs no such survival: r6-r9 then take the caller-saved registers of
+ * r2-r5 that the program never names, and the prologue pushes nothing
+ * for them (clang keeps the context in r6 across a lookup even when the
+ * lookup is inlined).  x86 r10 joins the pool when no division, fetch
+ * atomic or use of r10's value needs it as scratch; r9 and r11 stay
+ * scratch, and rdi (r1, the context on entry) is always named.
+ */
+static bool uses_x86_r10(const struct jit *j)
+{
+	for (uint32_t i = 0; i < j->n; i++) {
+		const struct nbpf_insn *in = &j->insns[i];
+		uint8_t cls = NBPF_CLASS(in->code), op = NBPF_OP(in->code);
+
+		if (in->code == NBPF_OP_LDDW) {
+			i++;
+			continue;
+		}
+		if ((cls == NBPF_ALU || cls == NBPF_ALU64) && (op == NBPF_DIV || op == NBPF_MOD))
+			return true; /* rdx saved in r10 around div */
+		if (cls == NBPF_STX && NBPF_MODE(in->code) == NBPF_ATOMIC)
+			return true; /* the fetch loop's address */
+		/* r10's value materialised (reg_val): anything but a load base or mov r, r10 */
+		if (in->src == NBPF_REG_FP && cls != NBPF_LDX &&
+		    !(in->code == (NBPF_ALU64 | NBPF_MOV | NBPF_X) && in->off == 0) &&
+		    !((cls == NBPF_ALU || cls == NBPF_ALU64 || cls == NBPF_JMP || cls == NBPF_JMP32) &&
+		      NBPF_SRC(in->code) == NBPF_K))
+			return true;
+		if ((cls == NBPF_JMP || cls == NBPF_JMP32) && in->dst == NBPF_REG_FP)
+			return true;
+	}
+	return false;
+}
+
+static void assign_regs(struct jit *j, uint32_t used)
+{
+	static const int spare[4] = { 3, 4, 5, 2 }; /* rdx, rcx, r8, rsi */
+	int pool[5], np = 0, next = 0;
+
+	memcpy(j->bpf2x86, bpf2x86_default, sizeof(j->bpf2x86));
+	if (j->has_calls || j->has_bpf_calls || j->needs_r12)
+		return;
+	for (int k = 0; k < 4; k++)
+		if (!(used & (1u << spare[k])))
+			pool[np++] = bpf2x86_default[spare[k]];
+	/* x86 r10 is scratch only for division, fetch atomics and taking r10's value. */
+	if (!uses_x86_r10(j))
+		pool[np++] = X_R10;
+	for (int r = 6; r <= 9 && next < np; r++)
+		if (used & (1u << r))
+			j->bpf2x86[r] = pool[next++];
 }
 
 /*
@@ -992,6 +1355,7 @@ static int analyze(struct jit *j)
 	uint32_t n = j->n, used = 0;
 	uint8_t *target = calloc(n + 1, 1);
 	struct ncclbpf_map *r1_map = NULL;
+	uint32_t r1_lddw = 0;
 	int err = 0;
 
 	if (!target)
@@ -1059,6 +1423,21 @@ static int analyze(struct jit *j)
 			i++;
 		}
 	}
+	for (uint32_t i = 0; i + 1 < n; i++) {
+		if (ins[i].code == NBPF_OP_LDDW) {
+			i++;
+			continue;
+		}
+		if (mul_add_fusable(j, target, i)) {
+			j->kflags[i] |= MUL_ADD;
+			j->kflags[i + 1] |= ADD_FUSED;
+			i++;
+		} else if (zext_pair(j, target, i)) {
+			j->kflags[i] |= ZEXT32;
+			j->kflags[i + 1] |= ZEXT_DONE;
+			i++;
+		}
+	}
 	for (uint32_t i = 0, main = 1; i < n; i++) {
 		if (i && j->entry[i])
 			main = 0;
@@ -1070,8 +1449,11 @@ static int analyze(struct jit *j)
 		if (target[i] || j->entry[i])
 			r1_map = NULL;
 		if (in->code == NBPF_OP_CALL && in->src == 0 && in->imm == NBPF_HELPER_MAP_LOOKUP &&
-		    r1_map)
+		    r1_map) {
 			j->inline_map[i] = r1_map;
+			mark_lddw(j, r1_lddw, i);
+			mark_null_test(j, target, i);
+		}
 		if (in->code == NBPF_OP_CALL && in->src == 0 && !j->inline_map[i])
 			j->has_calls = true;
 		if (in->code == NBPF_OP_CALL && in->src == 0 && j->env && j->env->helper) {
@@ -1088,8 +1470,10 @@ static int analyze(struct jit *j)
 				struct ncclbpf_map *m = j->env->maps[in->imm];
 
 				if (m && m->type == NCCLBPF_MAP_ARRAY && m->key_size == 4 && m->array_base &&
-				    m->value_stride <= INT32_MAX)
+				    m->value_stride <= INT32_MAX) {
 					r1_map = m;
+					r1_lddw = i;
+				}
 			}
 			i++;
 		}
@@ -1097,15 +1481,36 @@ static int analyze(struct jit *j)
 	for (uint32_t i = 0; i < n; i++)
 		if (j->inline_map[i])
 			find_key(j, target, i);
+	for (uint32_t i = 0; i + 1 < n; i++) {
+		if (ins[i].code == NBPF_OP_LDDW) {
+			i++;
+			continue;
+		}
+		if (cmov_pair(j, target, i)) {
+			j->kflags[i] |= JCMOV;
+			j->kflags[i + 1] |= MOV_CMOVED;
+			i++;
+			continue;
+		}
+		if (store_imm_pair(j, target, i)) {
+			j->kflags[i] |= MOV_DEAD;
+			j->kflags[i + 1] |= STX_IMM;
+			i++;
+			continue;
+		}
+		mark_no_test(j, target, i);
+	}
 	/* Callee-saved registers the main function touches, and its frame. */
+	assign_regs(j, used);
 	j->uses_fp = used & (1u << NBPF_REG_FP);
 	j->npush = 0;
 	{
 		static const int reg_of[4] = { 6, 7, 8, 9 };
 
 		for (int k = 0; k < 4; k++)
-			if ((used & (1u << reg_of[k])) || j->has_bpf_calls)
-				j->pushes[j->npush++] = bpf2x86[reg_of[k]];
+			if (((used & (1u << reg_of[k])) || j->has_bpf_calls) &&
+			    callee_saved(j->bpf2x86[reg_of[k]]))
+				j->pushes[j->npush++] = j->bpf2x86[reg_of[k]];
 		if (j->needs_r12)
 			j->pushes[j->npush++] = X_R12;
 	}
@@ -1242,7 +1647,7 @@ int nbpf_jit_compile(const struct nbpf_insn *insns, uint32_t n, const struct nbp
 	j.entry = calloc(n, 1);
 	j.in_main = calloc(n, 1);
 	j.inline_map = calloc(n, sizeof(*j.inline_map));
-	j.kflags = calloc(n, 1);
+	j.kflags = calloc(n, sizeof(*j.kflags));
 	j.key_imm = calloc(n, sizeof(*j.key_imm));
 	if (!j.addrs || !j.prev || !j.entry || !j.in_main || !j.inline_map || !j.kflags || !j.key_imm) {
 		err = nbpf_err(-ENOMEM, "jit: out of memory");

@@ -14,6 +14,7 @@
 
 #include "epoch.h"
 #include "error.h"
+#include "lock.h"
 #include "map_impl.h"
 
 static inline uint8_t *values(const struct ncclbpf_map *map)
@@ -21,9 +22,9 @@ static inline uint8_t *values(const struct ncclbpf_map *map)
 	return (uint8_t *)nbpf_priv(map)->hdr + nbpf_priv(map)->lay.data_off;
 }
 
-static inline _Atomic uint32_t *seqs(const struct ncclbpf_map *map)
+static inline nbpf_lock_t *seqs(const struct ncclbpf_map *map)
 {
-	return (_Atomic uint32_t *)((uint8_t *)nbpf_priv(map)->hdr + nbpf_priv(map)->lay.aux_off);
+	return (nbpf_lock_t *)((uint8_t *)nbpf_priv(map)->hdr + nbpf_priv(map)->lay.aux_off);
 }
 
 static inline uint8_t *slot_value(const struct ncclbpf_map *map, uint32_t idx, uint32_t slot)
@@ -33,26 +34,31 @@ static inline uint8_t *slot_value(const struct ncclbpf_map *map, uint32_t idx, u
 	return values(map) + ((uint64_t)idx * lay->nr_slots + slot) * lay->value_stride;
 }
 
-/* Writer side of the element's sequence lock (also serialises writers). */
-static uint32_t seq_lock(_Atomic uint32_t *seq)
+/*
+ * A writer died inside element idx (we hold its lock now): the value may be
+ * any mix of old and new words and neither is known, so the element starts
+ * over as zero, as a fresh array element does.
+ */
+static void repair_elem(struct ncclbpf_map *map, uint32_t idx)
 {
-	uint32_t s = atomic_load_explicit(seq, memory_order_relaxed);
-	unsigned spins = 0;
+	const struct nbpf_map_layout *lay = &nbpf_priv(map)->lay;
+	uint32_t slot;
 
-	for (;;) {
-		if (!(s & 1) && atomic_compare_exchange_weak_explicit(seq, &s, s + 1,
-								       memory_order_acquire,
-								       memory_order_relaxed))
-			break;
-		nbpf_spin_pause(&spins);
-		s = atomic_load_explicit(seq, memory_order_relaxed);
-	}
-	return s + 1;
+	for (slot = 0; slot < lay->nr_slots; slot++)
+		nbpf_zero_shared(slot_value(map, idx, slot), map->value_size);
+	nbpf_lock_count(map, &nbpf_priv(map)->hdr->lock_discarded);
 }
 
-static void seq_unlock(_Atomic uint32_t *seq, uint32_t s)
+/* Writer side of the element's sequence lock: 0 or -EBUSY. */
+static int elem_lock(struct ncclbpf_map *map, uint32_t idx, enum nbpf_lock_mode mode)
 {
-	atomic_store_explicit(seq, s + 1, memory_order_release);
+	int r = nbpf_lock(map, &seqs(map)[idx], mode);
+
+	if (r == 1) {
+		repair_elem(map, idx);
+		r = 0;
+	}
+	return r;
 }
 
 static int check_flags(uint64_t flags)
@@ -96,7 +102,7 @@ static void *percpu_array_lookup(struct ncclbpf_map *map, const void *key)
 static long array_update(struct ncclbpf_map *map, const void *key, const void *value,
 			 uint64_t flags)
 {
-	uint32_t idx = key_index(key), s;
+	uint32_t idx = key_index(key);
 	bool percpu = map->type == NCCLBPF_MAP_PERCPU_ARRAY;
 	int err = check_flags(flags);
 
@@ -104,10 +110,12 @@ static long array_update(struct ncclbpf_map *map, const void *key, const void *v
 		return err;
 	if (idx >= map->max_entries)
 		return -E2BIG;
-	s = seq_lock(&seqs(map)[idx]);
+	err = elem_lock(map, idx, NBPF_LOCK_PROG);
+	if (err)
+		return err;
 	nbpf_copy_to_shared(slot_value(map, idx, percpu ? nbpf_epoch_thread_slot() : 0), value,
 			    map->value_size);
-	seq_unlock(&seqs(map)[idx], s);
+	nbpf_unlock(&seqs(map)[idx]);
 	return 0;
 }
 
@@ -128,16 +136,24 @@ const struct nbpf_map_ops nbpf_percpu_array_ops = {
 	.delete_elem = array_delete,
 };
 
-/* Copies one element out (all slots for per-thread maps), retrying while a writer is active. */
+/*
+ * Copies one element out (all slots for per-thread maps), retrying while a
+ * writer is active, for at most NBPF_LOCK_HOST_WAIT_NS.  An element whose
+ * writer died is repaired first when this handle may write; a read-only
+ * handle cannot, and gets -EBUSY.
+ */
 static int host_lookup(struct ncclbpf_map *map, const void *key, void *value)
 {
 	const struct nbpf_map_layout *lay = &nbpf_priv(map)->lay;
-	uint32_t idx = key_index(key), s1, slot;
-	unsigned spins = 0;
+	uint32_t idx = key_index(key), slot;
+	struct nbpf_lock_wait w;
+	uint64_t s1;
+	int r;
 
 	if (idx >= map->max_entries)
 		return nbpf_err(-ENOENT, "map %s: index %u out of range (max_entries %u)", map->name,
 				idx, map->max_entries);
+	nbpf_lock_wait_init(&w, NBPF_LOCK_HOST);
 	for (;;) {
 		s1 = atomic_load_explicit(&seqs(map)[idx], memory_order_acquire);
 		if (!(s1 & 1)) {
@@ -147,7 +163,18 @@ static int host_lookup(struct ncclbpf_map *map, const void *key, void *value)
 			if (atomic_load_explicit(&seqs(map)[idx], memory_order_acquire) == s1)
 				return 0;
 		}
-		nbpf_spin_pause(&spins);
+		r = nbpf_lock_wait(map, &w, s1);
+		if (r == -EOWNERDEAD && nbpf_priv(map)->writable) {
+			if (nbpf_lock_takeover(map, &seqs(map)[idx], s1)) {
+				repair_elem(map, idx);
+				nbpf_unlock(&seqs(map)[idx]);
+			}
+		} else if (r) {
+			nbpf_lock_count(map, &nbpf_priv(map)->hdr->lock_timeouts);
+			return nbpf_err(-EBUSY, "map %s: index %u: %s", map->name, idx,
+					r == -EOWNERDEAD ? "its writer died mid-update; the next writer resets it"
+							 : "a writer holds it for too long");
+		}
 	}
 }
 
@@ -155,19 +182,21 @@ static int host_update(struct ncclbpf_map *map, const void *key, const void *val
 		       uint64_t flags)
 {
 	const struct nbpf_map_layout *lay = &nbpf_priv(map)->lay;
-	uint32_t idx = key_index(key), s, slot;
+	uint32_t idx = key_index(key), slot;
 
 	if (flags == NCCLBPF_NOEXIST)
 		return nbpf_err(-EEXIST, "map %s: array elements always exist (NOEXIST)", map->name);
 	if (idx >= map->max_entries)
 		return nbpf_err(-E2BIG, "map %s: index %u out of range (max_entries %u)", map->name,
 				idx, map->max_entries);
-	s = seq_lock(&seqs(map)[idx]);
+	if (elem_lock(map, idx, NBPF_LOCK_HOST))
+		return nbpf_err(-EBUSY, "map %s: index %u: a writer holds it for too long",
+				map->name, idx);
 	for (slot = 0; slot < lay->nr_slots; slot++)
 		nbpf_copy_to_shared(slot_value(map, idx, slot),
 				    (const uint8_t *)value + (size_t)slot * lay->value_stride,
 				    map->value_size);
-	seq_unlock(&seqs(map)[idx], s);
+	nbpf_unlock(&seqs(map)[idx]);
 	return 0;
 }
 

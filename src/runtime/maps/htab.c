@@ -5,16 +5,19 @@
  * Readers never lock: programs walk a bucket chain inside their epoch
  * section; host copy-out readers also validate a per-bucket and a
  * per-element sequence number, so they work from another process too.
- * Writers take the bucket's spinlock (whose value doubles as the bucket's
- * change counter).  Deleted and evicted elements go to a limbo list and
- * return to the free list only after an epoch grace period, so a value
- * pointer a running program holds is never reused under it.
+ * Writers take the bucket's lock, whose sequence doubles as the bucket's
+ * change counter (lock.h: it names its holder, waits are bounded, and a
+ * dead holder's lock is taken over and the bucket repaired).  Deleted and
+ * evicted elements go to a limbo list and return to the free list only
+ * after an epoch grace period, so a value pointer a running program holds
+ * is never reused under it.
  */
 #include <errno.h>
 #include <string.h>
 
 #include "epoch.h"
 #include "error.h"
+#include "lock.h"
 #include "map_impl.h"
 
 #define LRU_SAMPLE 128u
@@ -92,24 +95,25 @@ static inline uint32_t elem_hash(struct nbpf_htab_elem *e)
 	return __atomic_load_n(&e->hash, __ATOMIC_RELAXED);
 }
 
-static void bucket_lock(struct nbpf_htab_bucket *b)
-{
-	uint32_t s = atomic_load_explicit(&b->lock, memory_order_relaxed);
-	unsigned spins = 0;
+static void bucket_repair(struct ncclbpf_map *map, const struct htab *t,
+			  struct nbpf_htab_bucket *b);
 
-	for (;;) {
-		if (!(s & 1) && atomic_compare_exchange_weak_explicit(&b->lock, &s, s + 1,
-								       memory_order_acquire,
-								       memory_order_relaxed))
-			return;
-		nbpf_spin_pause(&spins);
-		s = atomic_load_explicit(&b->lock, memory_order_relaxed);
+/* 0 (held), or -EBUSY when mode's budget ran out. */
+static int bucket_lock(struct ncclbpf_map *map, const struct htab *t, struct nbpf_htab_bucket *b,
+		       enum nbpf_lock_mode mode)
+{
+	int r = nbpf_lock(map, &b->lock, mode);
+
+	if (r == 1) {
+		bucket_repair(map, t, b);
+		r = 0;
 	}
+	return r;
 }
 
-static void bucket_unlock(struct nbpf_htab_bucket *b)
+static inline void bucket_unlock(struct nbpf_htab_bucket *b)
 {
-	atomic_fetch_add_explicit(&b->lock, 1, memory_order_release);
+	nbpf_unlock(&b->lock);
 }
 
 /*
@@ -284,6 +288,43 @@ static _Atomic uint32_t *find_link(const struct htab *t, struct nbpf_htab_bucket
 	return NULL;
 }
 
+/*
+ * Runs holding the lock of a bucket whose previous holder died inside it.
+ * Links change by single stores, so the chain is whole; what a dead writer
+ * can leave is the element whose value it was rewriting (odd sequence).
+ * Neither its old nor its new value is known, so it is deleted.  A link
+ * out of the pool, to an element that is not live or not of this bucket,
+ * or closing a cycle (only a corrupted file has those) ends the chain.
+ * Pool elements a dead writer had taken but not yet linked, or unlinked
+ * but not yet retired, are not found here: each death leaks at most one.
+ */
+static void bucket_repair(struct ncclbpf_map *map, const struct htab *t,
+			  struct nbpf_htab_bucket *b)
+{
+	_Atomic uint32_t *link = &b->head;
+	struct nbpf_htab_elem *e;
+	uint32_t idx1, s, steps = 0;
+
+	while ((idx1 = atomic_load_explicit(link, memory_order_relaxed))) {
+		e = elem_at(t, idx1);
+		if (!e || ++steps > t->lay->pool_size ||
+		    atomic_load_explicit(&e->state, memory_order_relaxed) != NBPF_ELEM_LIVE ||
+		    bucket_of(t, elem_hash(e)) != b) {
+			atomic_store_explicit(link, 0, memory_order_release);
+			break;
+		}
+		s = atomic_load_explicit(&e->seq, memory_order_relaxed);
+		if (s & 1) {
+			atomic_store_explicit(&e->seq, s + 1, memory_order_relaxed);
+			unlink_locked(t, b, e, link);
+			retire(map, t, e);
+			nbpf_lock_count(map, &t->hdr->lock_discarded);
+			continue;
+		}
+		link = &e->next;
+	}
+}
+
 /* Spreads sample positions over the pool (freed slots are reused LIFO, so
  * neighbouring slots tend to hold elements of the same age). */
 static inline uint32_t mix32(uint32_t x)
@@ -301,7 +342,7 @@ static inline uint32_t mix32(uint32_t x)
  * pseudo-random pool slots, or among the whole pool when it is that small
  * (exact LRU for small maps).
  */
-static void evict_one(const struct ncclbpf_map *map, const struct htab *t)
+static int evict_one(struct ncclbpf_map *map, const struct htab *t, enum nbpf_lock_mode mode)
 {
 	uint32_t pool = t->lay->pool_size, i, start, pos;
 	bool all = pool <= LRU_SAMPLE;
@@ -324,25 +365,29 @@ static void evict_one(const struct ncclbpf_map *map, const struct htab *t)
 		}
 	}
 	if (!best)
-		return;
+		return 0;
 	b = bucket_of(t, elem_hash(best));
-	bucket_lock(b);
+	if (bucket_lock(map, t, b, mode))
+		return -EBUSY;
 	link = find_link(t, b, best);
 	if (link && atomic_load_explicit(&best->state, memory_order_relaxed) == NBPF_ELEM_LIVE) {
 		unlink_locked(t, b, best, link);
 		bucket_unlock(b);
 		retire(map, t, best);
-		return;
+		return 0;
 	}
 	bucket_unlock(b);
+	return 0;
 }
 
 /*
  * Reserves a live-element count and takes a pool element.  NULL when the
- * map is full (-E2BIG), after LRU eviction and reclamation have been tried.
+ * map is full (*err = -E2BIG), after LRU eviction and reclamation have been
+ * tried, or when eviction could not lock a bucket in time (-EBUSY).
  * Outside an epoch section the creator may wait for a grace period.
  */
-static struct nbpf_htab_elem *alloc_elem(const struct ncclbpf_map *map, const struct htab *t)
+static struct nbpf_htab_elem *alloc_elem(struct ncclbpf_map *map, const struct htab *t,
+					 enum nbpf_lock_mode mode, long *err)
 {
 	struct nbpf_htab_elem *e;
 	uint32_t c = atomic_load_explicit(&t->hdr->count, memory_order_relaxed), tries = 0;
@@ -356,9 +401,13 @@ static struct nbpf_htab_elem *alloc_elem(const struct ncclbpf_map *map, const st
 				break;
 			continue;
 		}
+		*err = -E2BIG;
 		if (map->type != NCCLBPF_MAP_LRU_HASH || ++tries > 64)
 			return NULL;
-		evict_one(map, t);
+		if (evict_one(map, t, mode)) {
+			*err = -EBUSY;
+			return NULL;
+		}
 		c = atomic_load_explicit(&t->hdr->count, memory_order_relaxed);
 	}
 	e = pop_free(t);
@@ -370,8 +419,10 @@ static struct nbpf_htab_elem *alloc_elem(const struct ncclbpf_map *map, const st
 			e = pop_free(t);
 		}
 	}
-	if (!e)
+	if (!e) {
 		atomic_fetch_sub_explicit(&t->hdr->count, 1, memory_order_relaxed);
+		*err = -E2BIG;
+	}
 	return e;
 }
 
@@ -453,11 +504,14 @@ static long do_update(struct ncclbpf_map *map, const void *key, const void *valu
 	struct htab t = H(map);
 	uint32_t ks = map->key_size, hash = hash_key(key, ks, t.hdr->hash_seed);
 	struct nbpf_htab_bucket *b = bucket_of(&t, hash);
+	enum nbpf_lock_mode mode = slot == WRITE_ALL ? NBPF_LOCK_HOST : NBPF_LOCK_PROG;
 	struct nbpf_htab_elem *e, *ne;
+	long err;
 
 	if (flags > NCCLBPF_EXIST)
 		return -EINVAL;
-	bucket_lock(b);
+	if (bucket_lock(map, &t, b, mode))
+		return -EBUSY;
 	e = chain_find(&t, b, key, ks, hash);
 	if (e) {
 		if (flags == NCCLBPF_NOEXIST) {
@@ -474,12 +528,15 @@ static long do_update(struct ncclbpf_map *map, const void *key, const void *valu
 		return -ENOENT;
 
 	/* Allocate with no lock held: eviction locks other buckets, reclaim may wait. */
-	ne = alloc_elem(map, &t);
+	ne = alloc_elem(map, &t, mode, &err);
 	if (!ne)
-		return -E2BIG;
+		return err;
 	fill_new(map, &t, ne, key, hash, value, slot);
 
-	bucket_lock(b);
+	if (bucket_lock(map, &t, b, mode)) {
+		unalloc_elem(&t, ne);
+		return -EBUSY;
+	}
 	e = chain_find(&t, b, key, ks, hash);
 	if (e) {
 		/* Lost a race with another insert of the same key. */
@@ -504,7 +561,7 @@ static long do_update(struct ncclbpf_map *map, const void *key, const void *valu
 	return 0;
 }
 
-static long do_delete(struct ncclbpf_map *map, const void *key)
+static long do_delete(struct ncclbpf_map *map, const void *key, enum nbpf_lock_mode mode)
 {
 	struct htab t = H(map);
 	uint32_t ks = map->key_size, hash = hash_key(key, ks, t.hdr->hash_seed);
@@ -512,7 +569,8 @@ static long do_delete(struct ncclbpf_map *map, const void *key)
 	struct nbpf_htab_elem *e;
 	_Atomic uint32_t *link;
 
-	bucket_lock(b);
+	if (bucket_lock(map, &t, b, mode))
+		return -EBUSY;
 	e = chain_find(&t, b, key, ks, hash);
 	link = e ? find_link(&t, b, e) : NULL;
 	if (!link) {
@@ -576,7 +634,7 @@ static long percpu_htab_update(struct ncclbpf_map *map, const void *key, const v
 
 static long htab_delete(struct ncclbpf_map *map, const void *key)
 {
-	return do_delete(map, key);
+	return do_delete(map, key, NBPF_LOCK_PROG);
 }
 
 const struct nbpf_map_ops nbpf_htab_ops = {
@@ -600,45 +658,77 @@ const struct nbpf_map_ops nbpf_lru_htab_ops = {
 /* ---- host side ---------------------------------------------------------- */
 
 /*
+ * One copy-out attempt: 0, -ENOENT (a miss the bucket confirms) or -EAGAIN.
+ * frozen: the bucket's holder died, so nothing moves until a writer takes
+ * it over; a value the holder left half-written (odd sequence) reads as
+ * absent, which is what the repair will make of it.
+ */
+static int try_lookup(struct ncclbpf_map *map, const struct htab *t, struct nbpf_htab_bucket *b,
+		      const void *key, uint32_t hash, void *value, uint64_t bs, bool frozen)
+{
+	uint32_t ks = map->key_size, s1, i;
+	uint8_t kbuf[NBPF_MAP_MAX_KEY];
+	struct nbpf_htab_elem *e = chain_find(t, b, key, ks, hash);
+
+	if (!e)
+		return frozen || atomic_load_explicit(&b->lock, memory_order_acquire) == bs ?
+		       -ENOENT : -EAGAIN;
+	s1 = atomic_load_explicit(&e->seq, memory_order_acquire);
+	if ((s1 & 1) || atomic_load_explicit(&e->state, memory_order_relaxed) != NBPF_ELEM_LIVE)
+		return frozen ? -ENOENT : -EAGAIN;
+	nbpf_copy_from_shared(kbuf, elem_key(e), ks);
+	for (i = 0; i < t->lay->nr_slots; i++)
+		nbpf_copy_from_shared((uint8_t *)value + (size_t)i * t->lay->value_stride,
+				      elem_value(t, e, i), map->value_size);
+	if (atomic_load_explicit(&e->seq, memory_order_acquire) != s1 || memcmp(kbuf, key, ks))
+		return -EAGAIN;
+	return 0;
+}
+
+/*
  * Copy-out lookup that is never torn and works across processes: the
  * element's sequence must be even and unchanged around the copy and its key
  * must still match; a miss counts only if the bucket did not change.
+ * Waits at most NBPF_LOCK_HOST_WAIT_NS for a live writer (then -EBUSY); a
+ * dead writer's bucket is repaired first when this handle may write, and
+ * read as it stands otherwise.
  */
 static int host_lookup(struct ncclbpf_map *map, const void *key, void *value)
 {
 	struct htab t = H(map);
-	uint32_t ks = map->key_size, hash = hash_key(key, ks, t.hdr->hash_seed), bs, s1, i;
+	uint32_t hash = hash_key(key, map->key_size, t.hdr->hash_seed);
 	struct nbpf_htab_bucket *b = bucket_of(&t, hash);
-	uint8_t kbuf[NBPF_MAP_MAX_KEY];
-	struct nbpf_htab_elem *e;
-	unsigned spins = 0;
-	int ret;
+	struct nbpf_lock_wait w;
+	bool frozen = false;
+	uint64_t bs;
+	int ret, r;
 
+	nbpf_lock_wait_init(&w, NBPF_LOCK_HOST);
 	nbpf_epoch_enter();
-	for (;; nbpf_spin_pause(&spins)) {
+	for (;;) {
 		bs = atomic_load_explicit(&b->lock, memory_order_acquire);
-		if (bs & 1)
-			continue;
-		e = chain_find(&t, b, key, ks, hash);
-		if (!e) {
-			if (atomic_load_explicit(&b->lock, memory_order_acquire) != bs)
-				continue;
-			ret = -ENOENT;
+		if (!(bs & 1) || frozen) {
+			ret = try_lookup(map, &t, b, key, hash, value, bs, frozen);
+			if (ret != -EAGAIN)
+				break;
+		}
+		r = nbpf_lock_wait(map, &w, bs);
+		if (r == -EOWNERDEAD) {
+			if (!nbpf_priv(map)->writable) {
+				frozen = true;
+			} else if (nbpf_lock_takeover(map, &b->lock, bs)) {
+				bucket_repair(map, &t, b);
+				bucket_unlock(b);
+			}
+		} else if (r) {
+			nbpf_lock_count(map, &t.hdr->lock_timeouts);
+			ret = -EBUSY;
 			break;
 		}
-		s1 = atomic_load_explicit(&e->seq, memory_order_acquire);
-		if ((s1 & 1) || atomic_load_explicit(&e->state, memory_order_relaxed) != NBPF_ELEM_LIVE)
-			continue;
-		nbpf_copy_from_shared(kbuf, elem_key(e), ks);
-		for (i = 0; i < t.lay->nr_slots; i++)
-			nbpf_copy_from_shared((uint8_t *)value + (size_t)i * t.lay->value_stride,
-					      elem_value(&t, e, i), map->value_size);
-		if (atomic_load_explicit(&e->seq, memory_order_acquire) != s1 || memcmp(kbuf, key, ks))
-			continue;
-		ret = 0;
-		break;
 	}
 	nbpf_epoch_exit();
+	if (ret == -EBUSY)
+		return nbpf_err(ret, "map %s: a writer holds the key's bucket for too long", map->name);
 	return ret == -ENOENT ? nbpf_err(ret, "map %s: no such key", map->name) : ret;
 }
 
@@ -653,24 +743,41 @@ static int host_update(struct ncclbpf_map *map, const void *key, const void *val
 	case -ENOENT: return nbpf_err(-ENOENT, "map %s: no such key (EXIST)", map->name);
 	case -E2BIG: return nbpf_err(-E2BIG, "map %s: full (max_entries %u)", map->name,
 				     map->max_entries);
+	case -EBUSY: return nbpf_err(-EBUSY, "map %s: a writer holds the key's bucket for too long",
+				     map->name);
 	default: return nbpf_err((int)ret, "map %s: update failed", map->name);
 	}
 }
 
 static int host_delete(struct ncclbpf_map *map, const void *key)
 {
-	long ret = do_delete(map, key);
+	long ret = do_delete(map, key, NBPF_LOCK_HOST);
 
+	if (ret == -EBUSY)
+		return nbpf_err(-EBUSY, "map %s: a writer holds the key's bucket for too long",
+				map->name);
 	return ret ? nbpf_err((int)ret, "map %s: no such key", map->name) : 0;
 }
 
-/* Copies the key of the first element reachable from idx1 in bucket order. */
-static int copy_key(const struct htab *t, struct nbpf_htab_elem *e, uint32_t ks, void *out)
+/*
+ * Copies e's key (e is linked in bucket b).  An odd sequence means a value
+ * write in progress; after many tries, if b's holder is dead, that write
+ * will never end, and the key is not what it was writing (keys change only
+ * before an element is linked), so it is copied anyway: a dump lists the
+ * key and its lookup then reads it as absent.
+ */
+static int copy_key(struct ncclbpf_map *map, struct nbpf_htab_bucket *b,
+		    struct nbpf_htab_elem *e, uint32_t ks, void *out, uint32_t tries)
 {
 	uint32_t s1 = atomic_load_explicit(&e->seq, memory_order_acquire);
+	uint64_t bs;
 
-	if (s1 & 1)
-		return -EAGAIN;
+	if (s1 & 1) {
+		bs = atomic_load_explicit(&b->lock, memory_order_acquire);
+		if (tries < 100 || !(bs & 1) ||
+		    !nbpf_lock_holder_dead(map, nbpf_lock_holder_of(bs)))
+			return -EAGAIN;
+	}
 	nbpf_copy_from_shared(out, elem_key(e), ks);
 	return atomic_load_explicit(&e->seq, memory_order_acquire) == s1 ? 0 : -EAGAIN;
 }
@@ -685,19 +792,21 @@ static int host_next_key(struct ncclbpf_map *map, const void *key, void *next_ke
 	struct htab t = H(map);
 	uint32_t ks = map->key_size, i = 0, tries;
 	struct nbpf_htab_elem *e;
+	unsigned spins = 0;
 	int ret = -ENOENT;
 
 	nbpf_epoch_enter();
-	for (tries = 0; tries < 1000; tries++) {
+	for (tries = 0; tries < 1000; tries++, nbpf_spin_pause(&spins)) {
 		i = 0;
 		if (key) {
 			uint32_t hash = hash_key(key, ks, t.hdr->hash_seed);
+			struct nbpf_htab_bucket *b = bucket_of(&t, hash);
 
-			e = chain_find(&t, bucket_of(&t, hash), key, ks, hash);
+			e = chain_find(&t, b, key, ks, hash);
 			if (e) {
 				e = elem_at(&t, atomic_load_explicit(&e->next, memory_order_acquire));
 				if (e) {
-					ret = copy_key(&t, e, ks, next_key);
+					ret = copy_key(map, b, e, ks, next_key, tries);
 					if (ret == -EAGAIN)
 						continue;
 					break;
@@ -709,7 +818,7 @@ static int host_next_key(struct ncclbpf_map *map, const void *key, void *next_ke
 		for (; i < t.lay->n_buckets; i++) {
 			e = elem_at(&t, atomic_load_explicit(&t.buckets[i].head, memory_order_acquire));
 			if (e) {
-				ret = copy_key(&t, e, ks, next_key);
+				ret = copy_key(map, &t.buckets[i], e, ks, next_key, tries);
 				break;
 			}
 		}

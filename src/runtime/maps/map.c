@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "lock.h"
 #include "map_impl.h"
 
 /* Kernel map_flags we accept (all are hints here: maps are always preallocated). */
@@ -100,7 +101,7 @@ int nbpf_map_layout(enum ncclbpf_map_type type, uint32_t ks, uint32_t vs, uint32
 		    __builtin_mul_overflow(x, (uint64_t)lay->value_stride, &lay->data_size))
 			goto too_big;
 		lay->aux_off = round_up(lay->data_off + lay->data_size, 64);
-		lay->aux_size = (uint64_t)max * 4;
+		lay->aux_size = (uint64_t)max * sizeof(nbpf_lock_t);
 	} else {
 		if (ks == 0 || ks > NBPF_MAP_MAX_KEY)
 			return nbpf_err(-EINVAL, "%s map: key_size %u must be 1..%u", type_name(type), ks,
@@ -290,9 +291,12 @@ static void free_handle(struct ncclbpf_map *map)
 	struct nbpf_map_priv *priv = map->impl;
 
 	if (priv) {
+		nbpf_lock_handle_del(priv);
 		unmap_file(priv);
 		if (priv->lock_fd >= 0)
 			close(priv->lock_fd);
+		if (priv->holder_fd >= 0)
+			close(priv->holder_fd);
 		free(priv);
 	}
 	free(map->name);
@@ -352,6 +356,7 @@ int ncclbpf_map__create(const char *name, enum ncclbpf_map_type type, uint32_t k
 		goto fail;
 	}
 	priv->lock_fd = -1;
+	priv->holder_fd = -1;
 	err = nbpf_map_layout(type, key_size, value_size, max_entries, page, &priv->lay);
 	if (err) {
 		nbpf_err(err, "map %s: %s", name, ncclbpf_errmsg());
@@ -401,6 +406,10 @@ int ncclbpf_map__create(const char *name, enum ncclbpf_map_type type, uint32_t k
 			goto fail_unlink;
 	}
 	priv->lock_fd = fd;
+	nbpf_lock_handle_add(priv);
+	/* Claim a lock holder slot now rather than on a program's first update
+	 * (a failure is retried there). */
+	nbpf_lock_holder_id(m);
 	free(path);
 	*map = m;
 	return 0;
@@ -486,6 +495,7 @@ int ncclbpf_map__open_path(const char *path, bool writable, struct ncclbpf_map *
 		goto fail;
 	}
 	priv->lock_fd = -1;
+	priv->holder_fd = -1;
 	err = check_header(path, &h, (uint64_t)st.st_size, &priv->lay);
 	if (err)
 		goto fail;
@@ -503,7 +513,10 @@ int ncclbpf_map__open_path(const char *path, bool writable, struct ncclbpf_map *
 	err = finish_handle(m, priv, base, path);
 	if (err)
 		goto fail;
-	close(fd);
+	/* Kept open: lock holders' liveness is asked through it (lock.c). */
+	priv->lock_fd = fd;
+	nbpf_lock_handle_add(priv);
+	nbpf_lock_holder_id(m);
 	*map = m;
 	return 0;
 fail:
@@ -595,4 +608,17 @@ int ncclbpf_map__next_key(struct ncclbpf_map *map, const void *key, void *next_k
 	int err = check_op(map, key, next_key, false, "next_key");
 
 	return err ? err : host_ops(map->type)->next_key(map, key, next_key);
+}
+
+int ncclbpf_map__lock_stats(const struct ncclbpf_map *map, struct ncclbpf_map_lock_stats *st)
+{
+	const struct nbpf_shm_hdr *h;
+
+	if (!map || !st)
+		return nbpf_err(-EINVAL, "ncclbpf_map__lock_stats: map and st are required");
+	h = nbpf_priv(map)->hdr;
+	st->timeouts = atomic_load_explicit(&h->lock_timeouts, memory_order_relaxed);
+	st->recoveries = atomic_load_explicit(&h->lock_recoveries, memory_order_relaxed);
+	st->discarded = atomic_load_explicit(&h->lock_discarded, memory_order_relaxed);
+	return 0;
 }

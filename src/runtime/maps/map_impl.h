@@ -5,7 +5,7 @@
  * File layout (all offsets from the start of the file, never pointers):
  *   [0, data_off)        struct nbpf_shm_hdr (first page(s))
  *   ARRAY/PERCPU_ARRAY:  data: values (max_entries * nr_slots * value_stride),
- *                        aux:  one u32 sequence counter per element
+ *                        aux:  one lock word (nbpf_lock_t) per element
  *   HASH/PERCPU/LRU:     data: element pool (pool_size * elem_size),
  *                        aux:  n_buckets * struct nbpf_htab_bucket
  *   RINGBUF:             data: max_entries bytes (mapped twice in a row by
@@ -21,7 +21,7 @@
 #include "map.h"
 
 #define NBPF_SHM_MAGIC   0x314d46504242434eull /* "NCBBPFM1" little-endian */
-#define NBPF_SHM_VERSION 1u
+#define NBPF_SHM_VERSION 2u
 #define NBPF_SHM_RDONLY_PROG 1u
 
 /* Refuse maps whose file would exceed this (sizes are fixed at creation). */
@@ -30,6 +30,22 @@
 #define NBPF_MAP_MAX_VALUE   (1u << 24)
 #define NBPF_MAP_MAX_PERCPU_VALUE 32768u
 #define NBPF_MAP_NAME_MAX    63u
+
+/*
+ * A lock in shared memory (lock.h): low half a sequence, odd while held;
+ * high half the holder (slot + 1 | generation << 8).
+ */
+typedef _Atomic uint64_t nbpf_lock_t;
+
+/* Writable handles that may hold a map's locks at once. */
+#define NBPF_LOCK_SLOTS 64u
+/* File offset of slot 0's liveness byte (an OFD lock, far past the data). */
+#define NBPF_LOCK_BYTE0 (1ll << 40)
+
+struct nbpf_lock_slot {
+	_Atomic uint32_t gen;   /* bumped by each claim; part of the holder id */
+	_Atomic int32_t pid;    /* claimer's pid in its own namespace (diagnostics only) */
+};
 
 struct nbpf_shm_hdr {
 	uint64_t magic;
@@ -55,16 +71,24 @@ struct nbpf_shm_hdr {
 	_Alignas(64) _Atomic uint64_t lru_clock;
 	_Atomic uint64_t lru_cursor;
 	_Alignas(64) _Atomic uint64_t consumer_pos; /* ringbuf */
-	_Atomic uint32_t consumer_busy;
+	_Atomic uint32_t consumer_busy;             /* ringbuf: consumer's holder id, 0 = none */
 	_Alignas(64) _Atomic uint64_t producer_pos;
-	_Atomic uint32_t producer_lock;
+	nbpf_lock_t producer_lock;
 	_Alignas(64) _Atomic uint64_t dropped;
+	/* Locks: operations that failed for want of a lock in time, locks taken
+	 * over from dead holders, values those holders left half-written and
+	 * recovery discarded. */
+	_Alignas(64) _Atomic uint64_t lock_timeouts;
+	_Atomic uint64_t lock_recoveries;
+	_Atomic uint64_t lock_discarded;
+	_Alignas(64) struct nbpf_lock_slot holders[NBPF_LOCK_SLOTS];
 };
 
 /* Hash bucket: lock is a sequence lock (odd = a writer holds it). */
 struct nbpf_htab_bucket {
-	_Atomic uint32_t lock;
+	nbpf_lock_t lock;
 	_Atomic uint32_t head;   /* element index + 1, 0 = empty */
+	uint32_t pad;
 };
 
 enum { NBPF_ELEM_FREE = 0, NBPF_ELEM_LIVE = 1, NBPF_ELEM_RETIRED = 2 };
@@ -108,7 +132,17 @@ struct nbpf_map_priv {
 	struct nbpf_map_layout lay;
 	bool owner;        /* created here: unlink on last put, runs reclamation */
 	bool writable;
-	int lock_fd;       /* creator: keeps the liveness flock, -1 otherwise */
+	/* The mapped descriptor: the creator's liveness flock; lock holders'
+	 * liveness is asked through it (lock.c). */
+	int lock_fd;
+	int holder_fd;             /* a second, unmapped description: our slot's OFD lock */
+	_Atomic uint32_t holder;   /* lock holder id, 0 until registered */
+	_Atomic uint64_t claim_after; /* no slot was free: program calls retry after this */
+	/* The last lock a program call gave up on while its holder lived, and
+	 * until when later program calls that find it unchanged fail at once. */
+	_Atomic(nbpf_lock_t *) stuck_lock;
+	_Atomic uint64_t stuck_word, stuck_until;
+	struct nbpf_map_priv *next_handle;
 	uint32_t page_shift;
 	/* ringbuf: the reserved span (header + data mapped twice) */
 	void *rb_span;

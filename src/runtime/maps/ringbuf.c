@@ -2,10 +2,11 @@
  * ringbuf.c - RINGBUF maps: many producers, one consumer, kernel record
  * format.
  *
- * Producers serialise only to advance producer_pos (a short spinlock in the
- * shared header, as in the kernel); they fill and commit their records in
- * parallel.  Each record starts with an 8-byte header {len | BUSY |
- * DISCARD, pg_off} and is padded to 8 bytes.  The consumer stops at the
+ * Producers serialise only to advance producer_pos (a short lock in the
+ * shared header, as in the kernel; lock.h: bounded, and taken over when its
+ * holder died); they fill and commit their records in parallel.  Each
+ * record starts with an 8-byte header {len | BUSY | DISCARD, pg_off} and is
+ * padded to 8 bytes.  The consumer stops at the
  * first record still BUSY, so records are delivered in reservation order.
  * The data pages are mapped twice in a row, so a record that wraps is
  * contiguous.  pg_off (pages from the mapping start to the header) lets
@@ -16,22 +17,11 @@
 #include <string.h>
 
 #include "error.h"
+#include "lock.h"
 #include "map_impl.h"
 
 #define RB_MAX_RECORD (UINT32_MAX >> 2)
 #define RB_WAKEUP_FLAGS 3u /* BPF_RB_NO_WAKEUP | BPF_RB_FORCE_WAKEUP: no wakeups here */
-
-static void rb_lock(_Atomic uint32_t *l)
-{
-	unsigned spins = 0;
-	uint32_t z = 0;
-
-	while (!atomic_compare_exchange_weak_explicit(l, &z, 1, memory_order_acquire,
-						      memory_order_relaxed)) {
-		z = 0;
-		nbpf_spin_pause(&spins);
-	}
-}
 
 void *nbpf_ringbuf_reserve(struct ncclbpf_map *map, uint64_t size, uint64_t flags)
 {
@@ -52,11 +42,18 @@ void *nbpf_ringbuf_reserve(struct ncclbpf_map *map, uint64_t size, uint64_t flag
 		atomic_fetch_add_explicit(&h->dropped, 1, memory_order_relaxed);
 		return NULL;
 	}
-	rb_lock(&h->producer_lock);
+	/*
+	 * A dead holder needs no repair: producer_pos moves by one store.  Only
+	 * a record it reserved and never committed stays busy (docs/maps.md).
+	 */
+	if (nbpf_lock(map, &h->producer_lock, NBPF_LOCK_PROG) < 0) {
+		atomic_fetch_add_explicit(&h->dropped, 1, memory_order_relaxed);
+		return NULL;
+	}
 	cons = atomic_load_explicit(&h->consumer_pos, memory_order_acquire);
 	prod = atomic_load_explicit(&h->producer_pos, memory_order_relaxed);
 	if (prod + len - cons > ring) {
-		atomic_store_explicit(&h->producer_lock, 0, memory_order_release);
+		nbpf_unlock(&h->producer_lock);
 		atomic_fetch_add_explicit(&h->dropped, 1, memory_order_relaxed);
 		return NULL;
 	}
@@ -64,7 +61,7 @@ void *nbpf_ringbuf_reserve(struct ncclbpf_map *map, uint64_t size, uint64_t flag
 	atomic_store_explicit(&rec->len, (uint32_t)size | NBPF_RB_BUSY, memory_order_relaxed);
 	rec->pg_off = (uint32_t)(((uint8_t *)rec - (uint8_t *)p->rb_span) >> p->page_shift);
 	atomic_store_explicit(&h->producer_pos, prod + len, memory_order_release);
-	atomic_store_explicit(&h->producer_lock, 0, memory_order_release);
+	nbpf_unlock(&h->producer_lock);
 	return rec + 1;
 }
 
@@ -114,6 +111,29 @@ uint64_t nbpf_ringbuf_query(struct ncclbpf_map *map, uint64_t flags)
 }
 
 /*
+ * Claims the consumer role: consumer_busy holds the consumer's holder id,
+ * so a consumer that died mid-consume is replaced (consumer_pos only moves
+ * past records it has delivered, so nothing is lost or repeated beyond the
+ * record in its hands).
+ */
+static bool claim_consumer(struct ncclbpf_map *map, struct nbpf_shm_hdr *h)
+{
+	uint32_t me = nbpf_lock_holder_id(map), cur = 0;
+
+	if (!me)
+		return false;
+	if (atomic_compare_exchange_strong_explicit(&h->consumer_busy, &cur, me,
+						    memory_order_acquire, memory_order_relaxed))
+		return true;
+	if (!nbpf_lock_holder_dead(map, cur) ||
+	    !atomic_compare_exchange_strong_explicit(&h->consumer_busy, &cur, me,
+						     memory_order_acquire, memory_order_relaxed))
+		return false;
+	nbpf_lock_count(map, &h->lock_recoveries);
+	return true;
+}
+
+/*
  * Delivers committed records in order and frees their space.  One consumer
  * at a time (-EBUSY otherwise, also across processes).  A negative return
  * from fn stops consumption after that record and is returned.  A record
@@ -135,7 +155,7 @@ int ncclbpf_ringbuf__consume(struct ncclbpf_map *map, ncclbpf_ringbuf_fn fn, voi
 		return nbpf_err(-EPERM, "map %s: consuming needs a writable mapping", map->name);
 	h = p->hdr;
 	ring = p->lay.data_size;
-	if (atomic_exchange_explicit(&h->consumer_busy, 1, memory_order_acquire))
+	if (!claim_consumer(map, h))
 		return nbpf_err(-EBUSY, "map %s: another consumer is active", map->name);
 	cons = atomic_load_explicit(&h->consumer_pos, memory_order_relaxed);
 	for (;;) {
