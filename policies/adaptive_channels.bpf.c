@@ -12,33 +12,39 @@
  *   1. the profiler program (adaptive_channels_observe) keeps, per
  *      (collective, size bucket), a latency EWMA overall and per channel
  *      count NCCL ran with, in the rank-local map `latency_ewma`;
- *   2. an operator tool or control plane reads `latency_ewma` from every
- *      rank (ncclbpf map dump / the exporter), aggregates (e.g. the worst
- *      rank per channel count), picks the best channel count per key and
- *      writes it into `channel_plan` on every rank, identically;
+ *   2. `ncclbpf loop` (src/loop/) reads `latency_ewma` from every rank
+ *      of the job, aggregates (the worst rank per channel count), picks
+ *      one channel count per key and writes it into `channel_plan` on
+ *      every rank, identically, together with the call number from which
+ *      it applies;
  *   3. the tuner program (adaptive_channels_tune) reads `channel_plan`
  *      only.  No program writes that map, so the verifier treats it as
- *      rank-invariant, and the decision stays consistent.  Writers should
- *      change it between jobs' steps, or pair it with a reload at an
- *      agreed call number, so a plan lands on every rank for the same call.
+ *      rank-invariant, and the decision stays consistent: the call number
+ *      it compares against is the per-communicator getCollInfo counter,
+ *      the same on every rank for the same collective.
  *
  * Keys: coll * NCCLBPF_SIZE_BUCKETS + ncclbpf_size_bucket(n_bytes).
- * channel_plan values: 0 = NCCL's count, 1..64 = that many channels
- * (the adapter still clamps to safe bounds).  EWMA weight 1/8; EWMA slots
- * by channel count: slot log2(n_channels), 1..64 channels in slots 0..6.
- * Concurrent profiler callbacks on one key may lose an update; an EWMA
- * tolerates that, and no 8-byte store is ever torn.
+ * channel_plan values are one 64-bit word (an aligned 8-byte word is
+ * never torn, so a rank sees the old plan or the new one, never half):
+ * bits 0-7 the channel count from call `from` on, bits 8-15 the count
+ * before it, bits 16-63 `from`.  A count of 0 = NCCL's own (the adapter
+ * still clamps to safe bounds).  Telemetry: the overall EWMA (weight 1/8)
+ * and, per channel count NCCL ran with (1..64, slot n-1), the number of
+ * samples and their sum, so an aggregator gets exact means per count.
+ * Concurrent profiler callbacks on one key may lose an update; a mean
+ * over thousands of samples tolerates that, and no 8-byte store is ever
+ * torn.
  */
 #include <ncclbpf/policy.h>
 
 #define N_KEYS   (NCCLBPF_NUM_COLLS * NCCLBPF_SIZE_BUCKETS)
-#define CH_SLOTS 8
+#define CH_SLOTS 64
 
 struct ac_telemetry {
 	__u64 samples;
 	__u64 ewma_ns;
 	__u64 samples_by_ch[CH_SLOTS];
-	__u64 ewma_by_ch_ns[CH_SLOTS];
+	__u64 sum_by_ch_ns[CH_SLOTS];
 };
 
 struct {
@@ -52,7 +58,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, N_KEYS);
 	__type(key, __u32);
-	__type(value, __u32);
+	__type(value, __u64);
 } channel_plan SEC(".maps");
 
 /* First sample seeds the average; then avg += (x - avg) / 8. */
@@ -78,8 +84,10 @@ int adaptive_channels_observe(const struct ncclbpf_coll_record *rec)
 	t->ewma_ns = ewma_step(t->ewma_ns, t->samples, lat);
 	t->samples++;
 
-	slot = ncclbpf_log2(rec->n_channels) & (CH_SLOTS - 1);
-	t->ewma_by_ch_ns[slot] = ewma_step(t->ewma_by_ch_ns[slot], t->samples_by_ch[slot], lat);
+	if (rec->n_channels < 1 || rec->n_channels > CH_SLOTS)
+		return 0;
+	slot = (rec->n_channels - 1) & (CH_SLOTS - 1);
+	t->sum_by_ch_ns[slot] += lat;
 	t->samples_by_ch[slot]++;
 	return 0;
 }
@@ -87,14 +95,19 @@ int adaptive_channels_observe(const struct ncclbpf_coll_record *rec)
 SEC("tuner")
 int adaptive_channels_tune(struct ncclbpf_tuner_ctx *ctx)
 {
-	__u32 key, *plan;
+	__u64 *plan, word;
+	__u32 key, ch;
 
 	if (ctx->coll_type >= NCCLBPF_NUM_COLLS)
 		return NCCLBPF_TUNER_APPLY;
 	key = ctx->coll_type * NCCLBPF_SIZE_BUCKETS + ncclbpf_size_bucket(ctx->n_bytes);
 	plan = bpf_map_lookup_elem(&channel_plan, &key);
-	if (plan && *plan >= 1 && *plan <= 64)
-		ctx->n_channels = *plan;
+	if (!plan)
+		return NCCLBPF_TUNER_APPLY;
+	word = *plan; /* one load: the count and its call come from the same plan */
+	ch = ctx->call_seq >= (word >> 16) ? (word & 0xff) : ((word >> 8) & 0xff);
+	if (ch >= 1 && ch <= 64)
+		ctx->n_channels = ch;
 	return NCCLBPF_TUNER_APPLY;
 }
 

@@ -6,6 +6,7 @@
  *              [--min-bytes N] [--max-bytes N] [--factor F]
  *              [--iters N] [--warmup N] [--ngpus N]
  *              [--csv FILE] [--label STR] [--no-check]
+ *   nccl_sweep --serve [--ngpus N] [--max-bytes N]
  *
  * Sizes double (or grow by --factor) from --min-bytes (8) to --max-bytes
  * (1 GiB).  "size" is what nccl-tests prints: the bytes of the largest
@@ -19,7 +20,17 @@
  *     busbw = algbw * factor   (AllReduce 2(n-1)/n; AllGather and
  *                               ReduceScatter (n-1)/n; Broadcast, Reduce 1)
  *
- * exactly as nccl-tests defines them (docs/PERFORMANCE.md there).  Unless
+ * exactly as nccl-tests defines them (docs/PERFORMANCE.md there).
+ *
+ * --serve is the measuring end of `ncclbpf tune --backend nccl`: once the
+ * communicators exist it prints "ready N" (N GPUs), then answers each
+ * stdin line "OP BYTES ITERS WARMUP" with "ok BYTES TIME_US WRONG" (BYTES
+ * as above, rounded down to whole elements per rank), "skip" (less than
+ * one element per rank) or "err TEXT", until end of input.  Buffers are
+ * sized for --max-bytes of any operation.  Everything else this process
+ * (and NCCL) writes to stdout goes to stderr, so the protocol stays clean.
+ * Between requests no collective runs: that is when the tool rewrites the
+ * cell its sweep policy forces.  Unless
  * --no-check, each size is also checked once: rank r's input is the float
  * whose four bytes are 0x3C+r, and the first and last elements of every
  * output that must hold a known value are compared with it (wrong counts
@@ -35,6 +46,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cuda_runtime.h>
 #include <nccl.h>
@@ -55,6 +67,7 @@ struct opts {
 	int iters, warmup, ngpus;
 	const char *csv, *label;
 	int check;
+	int serve;
 };
 
 struct gpu {
@@ -230,6 +243,7 @@ static void usage(FILE *f)
 		   "                  [-b|--min-bytes N[K|M|G]] [-e|--max-bytes N[K|M|G]] [-f|--factor F]\n"
 		   "                  [-n|--iters N] [-w|--warmup N] [-g|--ngpus N] [-c|--check 0|1]\n"
 		   "                  [--csv FILE] [--label STR] [--no-check]\n"
+		   "       nccl_sweep --serve [--ngpus N] [--max-bytes N[K|M|G]]\n"
 		   "short options mean what they mean to nccl-tests' *_perf binaries\n");
 }
 
@@ -247,6 +261,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "csv", required_argument, 0, 'v' },
 		{ "label", required_argument, 0, 'l' },
 		{ "no-check", no_argument, 0, 'C' },
+		{ "serve", no_argument, 0, 'S' },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -255,7 +270,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	*o = (struct opts){ .op = OP_ALLREDUCE, .min_bytes = 8, .max_bytes = 1ull << 30,
 			    .factor = 2.0, .iters = 20, .warmup = 5, .ngpus = 0,
 			    .label = "", .check = 1 };
-	/* Short options follow nccl-tests; --op, --csv and --label have no short form. */
+	/* Short options follow nccl-tests; --op, --csv, --label, --serve have no short form. */
 	while ((c = getopt_long(argc, argv, "b:e:f:n:w:g:c:h", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
@@ -288,6 +303,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'v': o->csv = optarg; break;
 		case 'l': o->label = optarg; break;
 		case 'C': o->check = 0; break;
+		case 'S': o->serve = 1; break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); return -EINVAL;
 		}
@@ -345,6 +361,60 @@ cleanup:
 	return -1;
 }
 
+/*
+ * The --serve loop: one request per line on stdin, one answer per line on
+ * proto.  Returns 0 at end of input, -1 when a collective failed (the
+ * communicators are then unusable).
+ */
+static int serve(const struct opts *base, struct gpu *g, int n, FILE *proto)
+{
+	char line[256], opname[32];
+	unsigned long long bytes;
+	int iters, warmup, i;
+
+	fprintf(proto, "ready %d\n", n);
+	fflush(proto);
+	while (fgets(line, sizeof(line), stdin)) {
+		struct opts o = *base;
+		size_t send_cnt, recv_cnt, got;
+		double t_us;
+		long wrong;
+
+		if (sscanf(line, "%31s %llu %d %d", opname, &bytes, &iters, &warmup) != 4 ||
+		    iters < 1 || warmup < 0 || bytes > base->max_bytes) {
+			fprintf(proto, "err bad request (OP BYTES ITERS WARMUP, BYTES <= %zu)\n",
+				base->max_bytes);
+			fflush(proto);
+			continue;
+		}
+		for (i = 0; i < 5 && strcmp(opname, op_names[i]); i++)
+			;
+		if (i == 5) {
+			fprintf(proto, "err unknown op %s\n", opname);
+			fflush(proto);
+			continue;
+		}
+		o.op = (enum op)i;
+		o.iters = iters;
+		o.warmup = warmup;
+		counts(o.op, (size_t)bytes, n, &send_cnt, &recv_cnt);
+		if (!send_cnt || !recv_cnt) {
+			fprintf(proto, "skip\n");
+			fflush(proto);
+			continue;
+		}
+		got = (send_cnt > recv_cnt ? send_cnt : recv_cnt) * sizeof(float);
+		if (run_size(&o, g, n, send_cnt, recv_cnt, &t_us, &wrong)) {
+			fprintf(proto, "err %s %zu B failed\n", opname, got);
+			fflush(proto);
+			return -1;
+		}
+		fprintf(proto, "ok %zu %.3f %ld\n", got, t_us, wrong);
+		fflush(proto);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct gpu g[MAX_GPUS] = { 0 };
@@ -353,9 +423,20 @@ int main(int argc, char **argv)
 	size_t max_send, max_recv;
 	FILE *csv = NULL;
 	struct opts o;
+	FILE *proto = NULL;
 
 	if (parse_args(argc, argv, &o))
 		return 2;
+	if (o.serve) {
+		/* The protocol keeps the real stdout; everything else goes to stderr. */
+		int fd = dup(1);
+
+		proto = fd >= 0 ? fdopen(fd, "w") : NULL;
+		if (!proto || dup2(2, 1) < 0) {
+			fprintf(stderr, "nccl_sweep: --serve: cannot set up the protocol stream\n");
+			return 1;
+		}
+	}
 	CUDA_TRY(cudaGetDeviceCount(&n));
 	if (o.ngpus && o.ngpus < n)
 		n = o.ngpus;
@@ -374,6 +455,8 @@ int main(int argc, char **argv)
 	}
 
 	counts(o.op, o.max_bytes, n, &max_send, &max_recv);
+	if (o.serve) /* any operation up to --max-bytes */
+		max_send = max_recv = o.max_bytes / sizeof(float);
 	for (int i = 0; i < n; i++) {
 		struct cudaDeviceProp prop;
 
@@ -396,6 +479,10 @@ int main(int argc, char **argv)
 	printf("# NCCL %d.%d.%d, %d GPU(s), op %s, float32, %d warmup + %d timed iterations%s%s\n",
 	       ver / 10000, ver / 100 % 100, ver % 100, n, op_names[o.op], o.warmup, o.iters,
 	       *o.label ? ", label " : "", o.label);
+	if (o.serve) {
+		ret = serve(&o, g, n, proto) ? 1 : 0;
+		goto cleanup;
+	}
 	printf("# %12s %12s %10s %12s %12s %8s\n", "size(B)", "count", "time(us)",
 	       "algbw(GB/s)", "busbw(GB/s)", "#wrong");
 
@@ -447,5 +534,7 @@ cleanup:
 	}
 	if (csv)
 		fclose(csv);
+	if (proto)
+		fclose(proto);
 	return ret;
 }

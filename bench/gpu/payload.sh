@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # bench/gpu/payload.sh - gather what run.sh needs on a GPU machine that has
 # CUDA and NCCL but no clang or libbpf: the plugin (and its short-name
-# symlinks), the compiled policies, the libbpf.so.1 the plugin was linked
-# against, the sweep binary and run.sh itself.
+# symlinks), the compiled policies (sweep.bpf.o included, for tune), the
+# libbpf.so.1 the plugin was linked against, the sweep binary, the ncclbpf
+# tool, run.sh and tune.sh.
 #
 #   bench/gpu/payload.sh BUILD_DIR DEST_DIR
 #
 # Then, on the GPU machine:
 #   DEST_DIR/run.sh -b DEST_DIR/nccl_sweep -p DEST_DIR/libnccl-ncclbpf.so \
 #                   -d DEST_DIR/policies -o OUT
+#   DEST_DIR/tune.sh tune -d DEST_DIR -o OUT        (see tune.sh)
 set -eu
 
-[ $# -eq 2 ] || { sed -n '2,12p' "$0"; exit 2; }
+[ $# -eq 2 ] || { sed -n '2,14p' "$0"; exit 2; }
 build=$1
 dest=$2
 here=$(cd "$(dirname "$0")" && pwd)
@@ -29,7 +31,7 @@ fi
 if [ -x "$build/ncclbpf" ]; then
 	cp "$build/ncclbpf" "$dest/"
 fi
-cp "$here/run.sh" "$here/nccl_sweep.c" "$dest/"
+cp "$here/run.sh" "$here/tune.sh" "$here/nccl_sweep.c" "$dest/"
 # Non-system dependencies that a bare CUDA image lacks (libbpf; the tool's
 # libmicrohttpd and its TLS stack); put DEST_DIR on LD_LIBRARY_PATH there.
 libs='libbpf|libmicrohttpd|libgnutls|libp11-kit|libidn2|libunistring|libtasn1|libnettle|libhogweed|libgmp|libffi'

@@ -5,7 +5,7 @@
 #
 #   bench/gpu/run.sh [-o OUTDIR] [-b SWEEP_BINARY] [-p PLUGIN_SO] [-d POLICY_DIR]
 #                    [-e MAX_BYTES] [-n ITERS] [-w WARMUP] [-O "allreduce ..."]
-#                    [-c "label ..."]
+#                    [-c "label ..."] [-t TUNED_POLICY_O]
 #
 # Defaults: OUTDIR bench-gpu-out, binary build/bench/gpu/nccl_sweep,
 # plugin build/libnccl-ncclbpf.so, policies build/policies, 1 GiB, 20
@@ -15,7 +15,8 @@
 # OUTDIR/LABEL.nccl.log, and NCCL_NVLS_ENABLE=0 (NVLink multicast off).
 # The plugin's directory goes on LD_LIBRARY_PATH so a libbpf.so.1 placed
 # beside it is found.  One failing configuration is recorded and the
-# others still run; the exit status is 1 if any failed.
+# others still run; the exit status is 1 if any failed.  -t adds the
+# configuration "tuned" (a policy written by `ncclbpf tune`).
 set -u
 
 out=bench-gpu-out
@@ -27,8 +28,9 @@ iters=20
 warmup=5
 ops=allreduce
 only=""
+tuned=""
 
-while getopts "o:b:p:d:e:n:w:O:c:h" opt; do
+while getopts "o:b:p:d:e:n:w:O:c:t:h" opt; do
 	case $opt in
 	o) out=$OPTARG ;;
 	b) sweep=$OPTARG ;;
@@ -39,7 +41,8 @@ while getopts "o:b:p:d:e:n:w:O:c:h" opt; do
 	w) warmup=$OPTARG ;;
 	O) ops=$OPTARG ;;
 	c) only=$OPTARG ;;
-	h) sed -n '2,19p' "$0"; exit 0 ;;
+	t) tuned=$OPTARG ;;
+	h) sed -n '2,21p' "$0"; exit 0 ;;
 	*) exit 2 ;;
 	esac
 done
@@ -63,6 +66,10 @@ configs=(
 	"static_ring_ll128|NCCL_ALGO=Ring NCCL_PROTO=LL128"
 	"static_ring_simple|NCCL_ALGO=Ring NCCL_PROTO=Simple"
 	"static_tree|NCCL_ALGO=Tree"
+	"static_tree_ll|NCCL_ALGO=Tree NCCL_PROTO=LL"
+	"static_tree_ll128|NCCL_ALGO=Tree NCCL_PROTO=LL128"
+	"static_tree_simple|NCCL_ALGO=Tree NCCL_PROTO=Simple"
+	"static_pat|NCCL_ALGO=PAT"
 	"noop|NCCL_TUNER_PLUGIN=@P NCCLBPF_POLICY=@D/noop.bpf.o"
 	"size_aware|NCCL_TUNER_PLUGIN=@P NCCLBPF_POLICY=@D/size_aware.bpf.o"
 	"nvlink_ring_mid|NCCL_TUNER_PLUGIN=@P NCCLBPF_POLICY=@D/nvlink_ring_mid.bpf.o"
@@ -70,7 +77,14 @@ configs=(
 	"slo_enforcer|NCCL_TUNER_PLUGIN=@P NCCL_PROFILER_PLUGIN=@P NCCLBPF_POLICY=@D/slo_enforcer.bpf.o"
 	"bad_channels|NCCL_TUNER_PLUGIN=@P NCCLBPF_POLICY=@D/bad_channels.bpf.o"
 	"latency_hist|NCCL_PROFILER_PLUGIN=@P NCCLBPF_POLICY=@D/latency_hist.bpf.o"
+	"sweep|NCCL_TUNER_PLUGIN=@P NCCLBPF_POLICY=@D/sweep.bpf.o"
+	"net_peer_qos|NCCL_NET_PLUGIN=@P NCCLBPF_POLICY=@D/net_peer_qos.bpf.o"
+	"env_overrides|NCCL_ENV_PLUGIN=@P NCCLBPF_POLICY=@D/env_overrides.bpf.o"
 )
+if [ -n "$tuned" ]; then
+	[ -f "$tuned" ] || { echo "run.sh: no tuned policy at $tuned" >&2; exit 2; }
+	configs+=("tuned|NCCL_TUNER_PLUGIN=@P NCCLBPF_POLICY=$(abspath "$tuned")")
+fi
 
 csv=$out/results.csv
 echo "label,op,n_gpus,bytes,time_us,algbw_gbps,busbw_gbps,wrong" > "$csv"
@@ -87,7 +101,8 @@ for op in $ops; do
 		tag=$op.$label
 		echo "== $tag: ${envs:-(no plugin, NCCL defaults)}"
 		# shellcheck disable=SC2086
-		env -u NCCL_TUNER_PLUGIN -u NCCL_PROFILER_PLUGIN -u NCCLBPF_POLICY \
+		env -u NCCL_TUNER_PLUGIN -u NCCL_PROFILER_PLUGIN -u NCCL_ENV_PLUGIN -u NCCL_NET_PLUGIN \
+			-u NCCLBPF_POLICY \
 			-u NCCL_ALGO -u NCCL_PROTO \
 			NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING \
 			NCCL_DEBUG_FILE="$out/$tag.nccl.log" $envs \

@@ -40,6 +40,7 @@ int cmd_prog(struct cli *c, int argc, char **argv);   /* cmd_prog.c */
 int cmd_verify(struct cli *c, int argc, char **argv); /* cmd_verify.c */
 int cmd_sim(struct cli *c, int argc, char **argv);    /* cmd_sim.c */
 int cmd_bench(struct cli *c, int argc, char **argv);  /* cmd_bench.c */
+int cmd_tune(struct cli *c, int argc, char **argv);   /* cmd_tune.c */
 /* Live processes, over their control sockets. */
 int cmd_ps(struct cli *c, int argc, char **argv);        /* cmd_ps.c */
 int cmd_prog_live(struct cli *c, int argc, char **argv); /* cmd_ps.c: prog list|show, else cmd_prog */
@@ -50,6 +51,8 @@ int cmd_top(struct cli *c, int argc, char **argv);       /* cmd_top.c */
 int cmd_export(struct cli *c, int argc, char **argv);    /* cmd_export.c */
 int cmd_version(struct cli *c, int argc, char **argv);   /* main.c */
 int cmd_help(struct cli *c, int argc, char **argv);      /* main.c */
+int cmd_observe(struct cli *c, int argc, char **argv);   /* cmd_observe.c: kernel-side probes */
+int cmd_loop(struct cli *c, int argc, char **argv);      /* cmd_loop.c: closed loop 1 */
 
 /* Prints the rows of OBJECT [VERB] (all rows without OBJECT) to stdout. */
 int cli_help(const char *object, const char *verb);

@@ -12,9 +12,12 @@
  *   --listen    serve GET /metrics over HTTP with libmicrohttpd; each scrape
  *               collects afresh; exits after count scrapes (default never);
  *               other methods get 405
+ *   --alert-webhook  POST threshold alerts to URL (export_alert.c)
  *
  * Besides the plugin's own families, every map a process's policy declares
- * with NCCLBPF_EXPORT is exported (export_maps.c).
+ * with NCCLBPF_EXPORT is exported (export_maps.c).  With --observe SETS the
+ * kernel probe sets named (src/observe) are attached to the same processes
+ * and their series join the exposition.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -31,6 +34,70 @@
 #include "control/ctl_client.h"
 #include "control/ctl_tele.h"
 #include "telemetry/prom_maps.h"
+#include "export_alert.h"
+
+/* --alert-webhook: thresholds checked on every collection (export_alert.c). */
+static struct export_alerts *g_alerts;
+
+static void alert_poll(const int *pids, int n_pids)
+{
+	struct nbpf_tele_set s = { 0 };
+
+	if (g_alerts && cli_tele_collect(pids, n_pids, &s, NULL) >= 0)
+		export_alert_tick(g_alerts, &s);
+	nbpf_tele_free(&s);
+}
+#ifdef NCCLBPF_HAVE_OBSERVE
+#include "ncclbpf/runtime.h"
+#include "observe_cli.h"
+
+/* The kernel-side session, when --observe asked for one. */
+static struct nbpf_obs *g_obs;
+/* With --observe and no pids: the plugin processes, every user's when root. */
+static struct obs_state g_procs;
+
+/*
+ * Observe series carry the process's pid and name, and for plugin
+ * processes its ranks ("rank/ranks@communicator,..."), the join key with
+ * the collective series; the collective series carry no pid.
+ */
+static const char *obs_labels(void *ctx, uint32_t tgid)
+{
+	static char buf[512];
+	struct proc *p = obs_proc_find(&g_procs, (int)tgid);
+	char path[64], comm[32] = "?";
+	size_t k;
+	FILE *f;
+
+	(void)ctx;
+	snprintf(path, sizeof(path), "/proc/%u/comm", tgid);
+	f = fopen(path, "r");
+	if (f) {
+		if (fgets(comm, sizeof(comm), f))
+			comm[strcspn(comm, "\n")] = 0;
+		fclose(f);
+	}
+	for (char *c = comm; *c; c++)
+		if (*c == '"' || *c == '\\')
+			*c = '_';
+	k = (size_t)snprintf(buf, sizeof(buf), "pid=\"%u\",process=\"%s\"", tgid, comm);
+	if (p && p->ranks[0] && k < sizeof(buf))
+		snprintf(buf + k, sizeof(buf) - k, ",ranks=\"%s\"", p->ranks);
+	return buf;
+}
+
+/* Collective telemetry of the discovered processes, each asked under its owner's uid. */
+static void tele_from_procs(struct nbpf_tele_set *s)
+{
+	for (size_t i = 0; i < g_procs.n_procs; i++) {
+		struct nbpf_ctl_msg m;
+
+		if (!obs_proc_call(&g_procs.procs[i], NBPF_CTL_TELEMETRY, &m))
+			cli_tele_merge(s, &m);
+		nbpf_ctl_msg_free(&m);
+	}
+}
+#endif
 
 struct export_ctx {
 	const int *pids;
@@ -57,12 +124,27 @@ static char *render(const int *pids, int n_pids, size_t *len)
 
 	if (!f)
 		return NULL;
+#ifdef NCCLBPF_HAVE_OBSERVE
+	if (g_procs.n_procs)
+		tele_from_procs(&s);
+	else
+#endif
 	if (cli_tele_collect(pids, n_pids, &s, NULL) < 0)
 		s.processes = 0;
 	cli_export_policy_maps(&ms, pids, n_pids);
 	err = nbpf_prom_write(f, &s);
 	if (!err)
 		err = nbpf_export_write(f, &ms);
+#ifdef NCCLBPF_HAVE_OBSERVE
+	if (!err && g_obs) {
+		struct nbpf_obs_snap os;
+
+		if (!nbpf_obs_snapshot(g_obs, &os)) {
+			err = nbpf_obs_prom_write(f, &os, obs_labels, NULL);
+			nbpf_obs_snap_free(&os);
+		}
+	}
+#endif
 	nbpf_tele_free(&s);
 	nbpf_export_free(&ms);
 	if (fclose(f) || err) {
@@ -191,9 +273,13 @@ static int parse_listen(const char *s, struct sockaddr_in *sa)
 	return 0;
 }
 
+static int export_run(const char *listen, const char *textfile, double interval, int count,
+		      const int *pids, int n_pids);
+
 int cmd_export(struct cli *c, int argc, char **argv)
 {
-	const char *listen = NULL, *textfile = NULL;
+	const char *listen = NULL, *textfile = NULL, *observe = NULL;
+	static struct export_alerts alerts;
 	double interval = 15;
 	int count = -1, pids[64], n_pids = 0;
 	char *end;
@@ -202,6 +288,16 @@ int cmd_export(struct cli *c, int argc, char **argv)
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--listen") && i + 1 < argc) {
 			listen = argv[++i];
+		} else if (!strcmp(argv[i], "--alert-webhook") && i + 1 < argc) {
+			alerts.url = argv[++i];
+			g_alerts = &alerts;
+		} else if (!strcmp(argv[i], "--alert-p99") && i + 1 < argc) {
+			if (export_alert_parse_p99(&alerts, argv[++i]))
+				return cli_usage_error("--alert-p99 wants SIZE=SECONDS,... with sizes 1K 16K 256K 4M 64M 1G inf");
+		} else if (!strcmp(argv[i], "--alert-refused")) {
+			alerts.refused = true;
+		} else if (!strcmp(argv[i], "--observe") && i + 1 < argc) {
+			observe = argv[++i];
 		} else if (!strcmp(argv[i], "--textfile") && i + 1 < argc) {
 			textfile = argv[++i];
 		} else if (!strcmp(argv[i], "--interval") && i + 1 < argc) {
@@ -216,11 +312,55 @@ int cmd_export(struct cli *c, int argc, char **argv)
 			pids[n_pids++] = cli_parse_pid(argv[i]);
 		} else {
 			return cli_usage_error("usage: export [--listen ADDR:PORT | --textfile PATH] "
-					       "[--interval S] [--count N] [PID...]");
+					       "[--interval S] [--count N] [--observe io,net,sched,gpu] [PID...]");
 		}
 	}
 	if (listen && textfile)
 		return cli_usage_error("--listen and --textfile exclude each other");
+	if (g_alerts && strncmp(alerts.url, "http://", 7))
+		return cli_usage_error("--alert-webhook wants an http:// URL");
+	if (observe) {
+#ifdef NCCLBPF_HAVE_OBSERVE
+		struct nbpf_obs_opts o = { .mode = OBS_MODE_PIDS, .strict = true };
+		int *targets = NULL, n = n_pids, rc;
+
+		if (nbpf_obs_parse_sets(observe, &o.probes))
+			return cli_usage_error("export: %s", ncclbpf_errmsg());
+		if (!n_pids) {
+			obs_discover(&g_procs);
+			n = (int)g_procs.n_procs;
+			if (!n)
+				return cli_err(CLI_NO, "export --observe: no process runs the plugin; name pids");
+			targets = calloc((size_t)n, sizeof(*targets));
+			for (int i = 0; targets && i < n; i++)
+				targets[i] = g_procs.procs[i].pid;
+		}
+		o.pids = n_pids ? pids : targets;
+		o.n_pids = o.pids ? n : 0;
+		nbpf_obs_opts_env(&o);
+		rc = nbpf_obs_open(&o, &g_obs);
+		free(targets);
+		if (rc)
+			rc = cli_err(CLI_NO, "export --observe: %s", ncclbpf_errmsg());
+		else
+			rc = export_run(listen, textfile, interval, count, pids, n_pids);
+		nbpf_obs_close(g_obs);
+		g_obs = NULL;
+		for (size_t i = 0; i < g_procs.n_procs; i++)
+			nbpf_tele_free(&g_procs.procs[i].tele_prev);
+		free(g_procs.procs);
+		memset(&g_procs, 0, sizeof(g_procs));
+		return rc;
+#else
+		return cli_err(CLI_NO, "export --observe: this build has no kernel probes");
+#endif
+	}
+	return export_run(listen, textfile, interval, count, pids, n_pids);
+}
+
+static int export_run(const char *listen, const char *textfile, double interval, int count,
+		      const int *pids, int n_pids)
+{
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGPIPE, SIG_IGN);
@@ -242,8 +382,11 @@ int cmd_export(struct cli *c, int argc, char **argv)
 			return CLI_NO;
 		}
 		fprintf(stderr, "ncclbpf: serving Prometheus metrics on http://%s/metrics\n", listen);
-		while (!stop_flag && (count < 0 || atomic_load(&ctx.scrapes) < count))
+		for (unsigned long t = 0; !stop_flag && (count < 0 || atomic_load(&ctx.scrapes) < count); t++) {
+			if (g_alerts && !(t % (unsigned long)(interval * 20 > 1 ? interval * 20 : 1)))
+				alert_poll(pids, n_pids);
 			usleep(50 * 1000);
+		}
 		MHD_stop_daemon(d);
 		return CLI_OK;
 	}
@@ -279,6 +422,7 @@ int cmd_export(struct cli *c, int argc, char **argv)
 			fflush(stdout);
 			free(buf);
 		}
+		alert_poll(pids, n_pids);
 	}
 	return failing ? CLI_NO : CLI_OK;
 }

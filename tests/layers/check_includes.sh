@@ -15,9 +15,13 @@ allowed() { # layer -> the layers it may include
 	telemetry) echo "telemetry" ;;
 	host)      echo "host runtime telemetry" ;;
 	control)   echo "control host runtime telemetry" ;;
-	nccl)      echo "nccl control host runtime telemetry" ;;
+	net)       echo "net runtime" ;;
+	nccl)      echo "nccl net control host runtime telemetry" ;;
+	observe)   echo "observe runtime" ;;
+	loop)      echo "loop control host runtime telemetry" ;;
 	emulator)  echo "emulator nccl" ;;
-	cli)       echo "cli emulator control host runtime telemetry nccl" ;;
+	tune)      echo "tune emulator control host runtime telemetry nccl" ;;
+	cli)       echo "cli tune loop observe emulator control host runtime telemetry nccl" ;;
 	*)         echo "-" ;;
 	esac
 }

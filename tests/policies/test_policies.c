@@ -159,8 +159,14 @@ static void test_nvlink_ring_mid(void)
 }
 
 struct ac_telemetry {
-	uint64_t samples, ewma_ns, samples_by_ch[8], ewma_by_ch_ns[8];
+	uint64_t samples, ewma_ns, samples_by_ch[64], sum_by_ch_ns[64];
 };
+
+/* adaptive_channels' plan word: ch from call `from` on, prev before. */
+static uint64_t plan_word(uint32_t ch, uint32_t prev, uint64_t from)
+{
+	return ch | (uint64_t)prev << 8 | from << 16;
+}
 
 static void test_adaptive_channels(void)
 {
@@ -169,31 +175,56 @@ static void test_adaptive_channels(void)
 	struct ncclbpf_map *tel = o ? ncclbpf_object__find_map(o, "latency_ewma") : NULL;
 	const char *p = "adaptive_channels_tune";
 	struct ac_telemetry t = { 0 };
-	uint32_t key = KEY(AR, 1 * MiB), v;
+	uint32_t key = KEY(AR, 1 * MiB);
+	uint64_t v;
 
 	CHECK(plan && tel);
 	if (!plan || !tel)
 		goto out;
 	EXPECT(o, p, AR, 1 * MiB, 1, ALL_TREE_RING, K, K, K);   /* empty plan */
-	v = 8;
+	v = plan_word(8, 0, 0);
 	CHECK(!ncclbpf_map__update(plan, &key, &v, NCCLBPF_ANY));
 	EXPECT(o, p, AR, 1 * MiB, 1, ALL_TREE_RING, K, K, 8);
 	EXPECT(o, p, AR, 2 * MiB, 1, ALL_TREE_RING, K, K, K);   /* other bucket */
-	v = 100;                                                /* out of range: ignored */
+	/* The plan applies from its call on; before it, the previous count. */
+	{
+		struct ncclbpf_tuner_ctx c = tctx(AR, 1 * MiB, 1, ALL_TREE_RING);
+
+		v = plan_word(12, 8, 1000);
+		CHECK(!ncclbpf_map__update(plan, &key, &v, NCCLBPF_ANY));
+		c.call_seq = 999;
+		tune(o, p, &c);
+		CHECK_EQ_U64(c.n_channels, 8);
+		c = tctx(AR, 1 * MiB, 1, ALL_TREE_RING);
+		c.call_seq = 1000;
+		tune(o, p, &c);
+		CHECK_EQ_U64(c.n_channels, 12);
+		c = tctx(AR, 1 * MiB, 1, ALL_TREE_RING);
+		v = plan_word(12, 0, 1000);                     /* before: NCCL's own */
+		CHECK(!ncclbpf_map__update(plan, &key, &v, NCCLBPF_ANY));
+		c.call_seq = 5;
+		tune(o, p, &c);
+		CHECK_EQ_U64(c.n_channels, K);
+	}
+	v = plan_word(100, 0, 0);                               /* out of range: ignored */
 	CHECK(!ncclbpf_map__update(plan, &key, &v, NCCLBPF_ANY));
 	EXPECT(o, p, AR, 1 * MiB, 1, ALL_TREE_RING, K, K, K);
 
-	/* Telemetry: first sample seeds, then avg += (x - avg) / 8; per-channel slot. */
+	/* Telemetry: first sample seeds the EWMA, then avg += (x - avg) / 8;
+	 * per channel count, samples and their sum. */
 	observe(o, "adaptive_channels_observe", AR, 1 * MiB, 1000, 4);
 	observe(o, "adaptive_channels_observe", AR, 1 * MiB, 2000, 4);
+	observe(o, "adaptive_channels_observe", AR, 1 * MiB, 3000, 12);
 	CHECK(!ncclbpf_map__lookup(tel, &key, &t));
-	CHECK_EQ_U64(t.samples, 2);
-	CHECK_EQ_U64(t.ewma_ns, (1000 * 7 + 2000) >> 3);
-	CHECK_EQ_U64(t.samples_by_ch[2], 2);                    /* log2(4) */
-	CHECK_EQ_U64(t.ewma_by_ch_ns[2], (1000 * 7 + 2000) >> 3);
+	CHECK_EQ_U64(t.samples, 3);
+	CHECK_EQ_U64(t.ewma_ns, (((1000 * 7 + 2000) >> 3) * 7 + 3000) >> 3);
+	CHECK_EQ_U64(t.samples_by_ch[3], 2);
+	CHECK_EQ_U64(t.sum_by_ch_ns[3], 3000);
+	CHECK_EQ_U64(t.samples_by_ch[11], 1);
+	CHECK_EQ_U64(t.sum_by_ch_ns[11], 3000);
 	/* The profiler never writes the plan the tuner reads. */
 	CHECK(!ncclbpf_map__lookup(plan, &key, &v));
-	CHECK_EQ_U64(v, 100);
+	CHECK_EQ_U64(v, plan_word(100, 0, 0));
 out:
 	ncclbpf_object__close(o);
 }
@@ -286,6 +317,35 @@ out:
 	ncclbpf_object__close(o);
 }
 
+/* sweep: forces sweep_cell's cell only when enabled and offered; records what it saw. */
+static void test_sweep(void)
+{
+	struct ncclbpf_object *o = load("sweep");
+	struct ncclbpf_map *cell = o ? ncclbpf_object__find_map(o, "sweep_cell") : NULL;
+	struct ncclbpf_map *seen = o ? ncclbpf_object__find_map(o, "sweep_seen") : NULL;
+	struct { uint32_t enabled; int32_t algo, proto, n_channels; } c = { 0, TREE, LL, 8 };
+	struct { int32_t na, np; uint32_t mask, res; uint64_t calls, applied; } v = { 0 };
+	uint32_t zero = 0, key = KEY(AR, 1 * MiB);
+
+	CHECK(cell && seen);
+	if (!cell || !seen)
+		goto out;
+	EXPECT(o, "sweep", AR, 1 * MiB, 1, ALL_TREE_RING, K, K, K);       /* not enabled */
+	c.enabled = 1;
+	CHECK(ncclbpf_map__update(cell, &zero, &c, NCCLBPF_ANY) == 0);
+	EXPECT(o, "sweep", AR, 1 * MiB, 1, ALL_TREE_RING, TREE, LL, 8);
+	EXPECT(o, "sweep", AR, 1 * MiB, 1, NCCLBPF_CELL(1, 2), K, K, K); /* Tree/LL not offered */
+	c.n_channels = 0;
+	c.algo = 7; /* out of range: nothing forced */
+	CHECK(ncclbpf_map__update(cell, &zero, &c, NCCLBPF_ANY) == 0);
+	EXPECT(o, "sweep", AR, 1 * MiB, 1, ALL_TREE_RING, K, K, K);
+	CHECK(ncclbpf_map__lookup(seen, &key, &v) == 0);
+	CHECK(v.calls == 4 && v.applied == 1 && v.mask == (uint32_t)ALL_TREE_RING &&
+	      v.na == RING && v.np == SIMPLE);
+out:
+	ncclbpf_object__close(o);
+}
+
 /* net_peer_qos: leaves connections alone until an operator writes its maps. */
 static void test_net_peer_qos(void)
 {
@@ -323,6 +383,7 @@ out:
 int main(void)
 {
 	test_noop_and_bad_channels();
+	test_sweep();
 	test_size_aware();
 	test_nvlink_ring_mid();
 	test_adaptive_channels();

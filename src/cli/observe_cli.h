@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * observe_cli.h - the observe verb's parts: the processes it watches
+ * (observe_procs.c: found through control sockets, labelled with their
+ * ranks, their collective P99) and its output (observe_view.c: the live
+ * table and the JSON samples).
+ */
+#ifndef NCCLBPF_OBSERVE_CLI_H
+#define NCCLBPF_OBSERVE_CLI_H
+
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "control/ctl_tele.h"
+#include "observe.h"
+
+/* A process being watched: its labels and its plugin telemetry, if it runs the plugin. */
+struct proc {
+	int pid;
+	uid_t uid;
+	char comm[32];
+	char sock[4200];      /* control socket, "" when not a plugin process */
+	char ranks[256];      /* "0/8@0x1234...,..." */
+	struct nbpf_tele_set tele_prev;
+	bool tele_seen;
+	double nccl_p99_ns;
+	uint64_t nccl_calls;
+	char prom_labels[320];
+};
+
+struct obs_state {
+	struct cli *cli;
+	struct proc *procs;
+	size_t n_procs;
+	bool auto_mode;
+	/* Outliers of the current interval. */
+	struct obs_event ev[64];
+	size_t n_ev;
+	uint64_t ev_dropped;
+};
+
+/* observe_procs.c */
+struct proc *obs_proc_find(struct obs_state *s, int pid);
+/* The process's entry, added (with its name) if new; NULL on allocation failure. */
+struct proc *obs_proc_add(struct obs_state *s, int pid);
+/* One control-socket exchange with p, under p's owner's uid when we are root. */
+int obs_proc_call(struct proc *p, int type, struct nbpf_ctl_msg *m);
+/* Adds every live process with a control socket (as root, every user's). */
+void obs_discover(struct obs_state *s);
+/* Collective P99 and count of p since the last call, from its telemetry. */
+void obs_proc_nccl(struct proc *p);
+/* Adds the processes the kernel's tables name (cgroup and comm targets). */
+void obs_procs_from_snap(struct obs_state *s, const struct nbpf_obs_snap *d);
+
+/* observe_view.c */
+/* One line per set that is not attached, misses signals, or took a fallback. */
+void obs_print_status(struct nbpf_obs *obs, FILE *f);
+void obs_print_json(struct obs_state *s, struct nbpf_obs *obs, const struct nbpf_obs_snap *d,
+		    double secs, int iter);
+void obs_print_table(struct obs_state *s, const struct nbpf_obs_snap *d, double secs, int iter);
+
+#endif

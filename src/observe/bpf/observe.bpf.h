@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * observe.bpf.h - what every probe set shares: the configuration, the
+ * target filter, the shared maps (user space creates them once and hands
+ * the same map to every object) and the histogram and outlier helpers.
+ */
+#ifndef NCCLBPF_OBSERVE_BPF_H
+#define NCCLBPF_OBSERVE_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#include "observe_abi.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+const volatile struct obs_cfg obs_cfg = {};
+
+/* Dropped outliers (ring buffer full); read by user space from .bss. */
+__u64 obs_events_lost = 0;
+
+/* Shared with the other probe sets (bpf_map__reuse_fd). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);   /* tgid */
+	__type(value, __u32); /* unused */
+} targets SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+} events SEC(".maps");
+
+static __always_inline bool obs_comm_match(const char *comm)
+{
+	for (int i = 0; i < OBS_COMM_LEN; i++) {
+		if (comm[i] != obs_cfg.comm[i])
+			return false;
+		if (!comm[i])
+			return true;
+	}
+	return true;
+}
+
+/*
+ * Is t one of the job's threads?  pids: its process is in targets.
+ * cgroup: its v2 cgroup is the configured one or below it.  comm: its
+ * process's name (the group leader's: threads may rename themselves).
+ */
+static __always_inline bool obs_is_target(struct task_struct *t)
+{
+	if (obs_cfg.mode == OBS_MODE_PIDS) {
+		__u32 tgid = BPF_CORE_READ(t, tgid);
+
+		return bpf_map_lookup_elem(&targets, &tgid) != NULL;
+	}
+	if (obs_cfg.mode == OBS_MODE_CGROUP) {
+		struct cgroup *cg = BPF_CORE_READ(t, cgroups, dfl_cgrp);
+		__u32 lvl = obs_cfg.cg_level;
+		struct cgroup *anc = NULL;
+
+		if (!cg || BPF_CORE_READ(cg, level) < (int)lvl || lvl > 255)
+			return false;
+		bpf_core_read(&anc, sizeof(anc), &cg->ancestors[lvl]);
+		return anc && BPF_CORE_READ(anc, kn, id) == obs_cfg.cg_id;
+	}
+	if (obs_cfg.mode == OBS_MODE_COMM) {
+		char comm[OBS_COMM_LEN];
+
+		BPF_CORE_READ_STR_INTO(&comm, t, group_leader, comm);
+		return obs_comm_match(comm);
+	}
+	return false;
+}
+
+static __always_inline bool obs_current_is_target(void)
+{
+	return obs_is_target(bpf_get_current_task_btf());
+}
+
+/*
+ * The histogram slot of v: floor(log2(v)), capped.  A global (not inlined)
+ * function on purpose: the verifier checks it once and the caller sees an
+ * unknown slot in [0, OBS_HIST_SLOTS), so states stay prunable.  Inlined,
+ * every path through the bit search stays a distinct state, and three
+ * histograms in one program already exceed the verifier's budget.
+ */
+__noinline __u32 obs_slot(__u64 v)
+{
+	__u32 r = 0;
+
+	if (v >> 32) { v >>= 32; r += 32; }
+	if (v >> 16) { v >>= 16; r += 16; }
+	if (v >> 8)  { v >>= 8;  r += 8; }
+	if (v >> 4)  { v >>= 4;  r += 4; }
+	if (v >> 2)  { v >>= 2;  r += 2; }
+	if (v >> 1)  { r += 1; }
+	return r < OBS_HIST_SLOTS ? r : OBS_HIST_SLOTS - 1;
+}
+
+/*
+ * Aggregates live in per-CPU maps: plain adds, no locked instruction and no
+ * cache line shared between CPUs; user space sums the CPUs when it reads.
+ */
+static __always_inline void obs_hist_add(struct obs_hist *h, __u64 v)
+{
+	__u32 s = obs_slot(v);
+
+	if (s >= OBS_HIST_SLOTS) /* bounds the index for the verifier */
+		return;
+	h->slot[s]++;
+	h->count++;
+	h->sum += v;
+}
+
+/* The same where a program can be preempted by another on its CPU (uprobes). */
+static __always_inline void obs_hist_add_atomic(struct obs_hist *h, __u64 v)
+{
+	__u32 s = obs_slot(v);
+
+	if (s >= OBS_HIST_SLOTS)
+		return;
+	__sync_fetch_and_add(&h->slot[s], 1);
+	__sync_fetch_and_add(&h->count, 1);
+	__sync_fetch_and_add(&h->sum, v);
+}
+
+/* The value for key, created zeroed on first use (NULL only when the map is full). */
+static __always_inline void *obs_lookup_init(void *map, const void *key, const void *zero)
+{
+	void *v = bpf_map_lookup_elem(map, key);
+
+	if (v)
+		return v;
+	bpf_map_update_elem(map, key, zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(map, key);
+}
+
+static __always_inline void obs_outlier(__u32 kind, __u32 tgid, __u32 tid, __u64 value_ns,
+					__u64 a, __u64 b)
+{
+	struct obs_event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
+	if (!e) {
+		__sync_fetch_and_add(&obs_events_lost, 1);
+		return;
+	}
+	e->ts_ns = bpf_ktime_get_ns();
+	e->value_ns = value_ns;
+	e->a = a;
+	e->b = b;
+	e->tgid = tgid;
+	e->tid = tid;
+	e->kind = kind;
+	e->pad = 0;
+	bpf_ringbuf_submit(e, 0);
+}
+
+#endif

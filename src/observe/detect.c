@@ -1,0 +1,294 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * detect.c - what the running kernel and this process offer: privileges,
+ * tracefs, tracepoints (BTF or tracefs), fentry, the CUDA driver library,
+ * NVIDIA device majors, the NUMA layout and cgroup v2 ids.
+ */
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include "observe_int.h"
+#include "runtime/error.h"
+
+bool obs_has_caps(void)
+{
+	unsigned long long eff = 0;
+	char line[256];
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (!f)
+		return geteuid() == 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "CapEff: %llx", &eff) == 1)
+			break;
+	fclose(f);
+	/* CAP_SYS_ADMIN (21) alone, or CAP_BPF (39) with CAP_PERFMON (38). */
+	return (eff >> 21 & 1) || ((eff >> 39 & 1) && (eff >> 38 & 1));
+}
+
+const char *obs_tracefs_dir(void)
+{
+	static const char *const dirs[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
+	char p[128];
+
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(p, sizeof(p), "%s/events", dirs[i]);
+		/* Effective credentials: with CAP_DAC_READ_SEARCH and no root, access() says no. */
+		if (!faccessat(AT_FDCWD, p, F_OK, AT_EACCESS))
+			return dirs[i];
+	}
+	/* Not mounted: mount it where libbpf looks first (needs CAP_SYS_ADMIN). */
+	if (!mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL))
+		return dirs[0];
+	return NULL;
+}
+
+/* The name a tracepoint has after NCCLBPF_OBSERVE_TP_RENAME ("old=new,..."). */
+const char *obs_tp_name(const struct nbpf_obs *obs, const char *tp, char *buf, size_t n)
+{
+	const char *r = obs->o.tp_rename;
+	size_t len = strlen(tp);
+
+	while (r && *r) {
+		const char *end = strchr(r, ','), *eq = strchr(r, '=');
+
+		if (!end)
+			end = r + strlen(r);
+		if (eq && eq < end && (size_t)(eq - r) == len && !strncmp(r, tp, len)) {
+			snprintf(buf, n, "%.*s", (int)(end - eq - 1), eq + 1);
+			return buf;
+		}
+		r = *end ? end + 1 : end;
+	}
+	return tp;
+}
+
+bool obs_tp_present(const struct nbpf_obs *obs, const struct prog_spec *sp, const char *name)
+{
+	char path[512], tn[160];
+	const char *dir;
+
+	if (sp->kind == TP_BTF) {
+		snprintf(tn, sizeof(tn), "btf_trace_%s", name);
+		return btf__find_by_name_kind(obs->btf, tn, BTF_KIND_TYPEDEF) > 0;
+	}
+	dir = obs_tracefs_dir();
+	if (!dir)
+		return false;
+	snprintf(path, sizeof(path), "%s/events/%s/%s", dir, sp->cat, name);
+	return !faccessat(AT_FDCWD, path, F_OK, AT_EACCESS);
+}
+
+bool obs_find_libcuda(struct nbpf_obs *obs)
+{
+	static const char *const paths[] = {
+		"/usr/lib/x86_64-linux-gnu/libcuda.so.1", "/usr/lib/aarch64-linux-gnu/libcuda.so.1",
+		"/usr/lib64/libcuda.so.1", "/usr/lib/libcuda.so.1", "/usr/local/cuda/compat/libcuda.so.1",
+		"/usr/lib/wsl/lib/libcuda.so.1",
+	};
+
+	if (obs->o.libcuda) {
+		snprintf(obs->libcuda, sizeof(obs->libcuda), "%s", obs->o.libcuda);
+		return !faccessat(AT_FDCWD, obs->libcuda, R_OK, AT_EACCESS);
+	}
+	/* The library the job itself mapped wins: it may live outside the usual places. */
+	for (int i = 0; i < obs->o.n_pids; i++) {
+		char maps[64], line[4608];
+		FILE *f;
+
+		snprintf(maps, sizeof(maps), "/proc/%d/maps", obs->o.pids[i]);
+		f = fopen(maps, "r");
+		while (f && fgets(line, sizeof(line), f)) {
+			char *p = strchr(line, '/');
+
+			if (p && strstr(p, "/libcuda.so")) {
+				p[strcspn(p, "\n")] = 0;
+				snprintf(obs->libcuda, sizeof(obs->libcuda), "%s", p);
+				fclose(f);
+				return true;
+			}
+		}
+		if (f)
+			fclose(f);
+	}
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
+		if (!faccessat(AT_FDCWD, paths[i], R_OK, AT_EACCESS)) {
+			snprintf(obs->libcuda, sizeof(obs->libcuda), "%s", paths[i]);
+			return true;
+		}
+	return false;
+}
+
+/* Character-device majors of the NVIDIA driver (195 and the dynamic ones, from /proc/devices). */
+int obs_gpu_majors(struct nbpf_obs *obs)
+{
+	const char *s = obs->o.gpu_majors;
+	char line[128];
+	int n = 0;
+	FILE *f;
+
+	if (s) {
+		while (*s && n < OBS_MAX_DEV_MAJORS) {
+			char *end;
+			unsigned long v = strtoul(s, &end, 10);
+
+			if (end == s)
+				return nbpf_err(-EINVAL, "GPU device majors: bad list '%s'", obs->o.gpu_majors);
+			if (v)
+				obs->cfg.gpu_majors[n++] = (__u32)v;
+			s = *end == ',' ? end + 1 : end;
+		}
+		return n;
+	}
+	f = fopen("/proc/devices", "r");
+	while (f && fgets(line, sizeof(line), f) && n < OBS_MAX_DEV_MAJORS) {
+		unsigned v;
+		char name[64];
+
+		if (!strncmp(line, "Block", 5))
+			break;
+		if (sscanf(line, "%u %63s", &v, name) == 2 && !strncmp(name, "nvidia", 6))
+			obs->cfg.gpu_majors[n++] = v;
+	}
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/*
+ * Can this kernel attach fentry/fexit programs?  Kernels may have BTF and
+ * still refuse trampolines (no DYNAMIC_FTRACE_WITH_DIRECT_CALLS, lockdown,
+ * an LSM), so the only reliable test is to attach one: an empty program on
+ * func, loaded and linked and closed again at once.
+ */
+bool obs_fentry_works(struct nbpf_obs *obs, const char *func)
+{
+	struct bpf_insn insns[] = {
+		{ .code = 0xb7, .dst_reg = 0, .imm = 0 }, /* r0 = 0 */
+		{ .code = 0x95 },                         /* exit */
+	};
+	int id = btf__find_by_name_kind(obs->btf, func, BTF_KIND_FUNC), pfd, lfd;
+	LIBBPF_OPTS(bpf_prog_load_opts, po, .expected_attach_type = BPF_TRACE_FENTRY);
+
+	if (obs->fentry_probed)
+		return obs->fentry_ok;
+	obs->fentry_probed = true;
+	if (id <= 0)
+		return false;
+	po.attach_btf_id = (__u32)id;
+	pfd = bpf_prog_load(BPF_PROG_TYPE_TRACING, "obs_fentry_probe", "GPL", (void *)insns, 2, &po);
+	if (pfd < 0)
+		return false;
+	lfd = bpf_link_create(pfd, 0, BPF_TRACE_FENTRY, NULL);
+	obs->fentry_ok = lfd >= 0;
+	if (lfd >= 0)
+		close(lfd);
+	close(pfd);
+	return obs->fentry_ok;
+}
+
+int obs_fill_numa(struct nbpf_obs *obs, struct obs_set *s)
+{
+	struct bpf_map *m = bpf_object__find_map_by_name(s->obj, "cpu_node");
+	int fd = m ? bpf_map__fd(m) : -1;
+
+	if (fd < 0)
+		return 0;
+	if (obs->o.numa) {
+		const char *p = obs->o.numa;
+
+		for (__u32 cpu = 0; *p && cpu < OBS_MAX_CPUS; cpu++) {
+			char *end;
+			__u32 node = (__u32)strtoul(p, &end, 10);
+
+			if (end == p)
+				return nbpf_err(-EINVAL, "NUMA table: bad list '%s'", obs->o.numa);
+			bpf_map_update_elem(fd, &cpu, &node, BPF_ANY);
+			p = *end == ',' ? end + 1 : end;
+		}
+		return 0;
+	}
+	for (__u32 cpu = 0; cpu < OBS_MAX_CPUS; cpu++) {
+		char dir[96];
+		struct dirent *de;
+		DIR *d;
+
+		snprintf(dir, sizeof(dir), "/sys/devices/system/cpu/cpu%u", cpu);
+		d = opendir(dir);
+		if (!d)
+			continue;
+		while ((de = readdir(d)))
+			if (!strncmp(de->d_name, "node", 4) && isdigit((unsigned char)de->d_name[4])) {
+				__u32 node = (__u32)atoi(de->d_name + 4);
+
+				bpf_map_update_elem(fd, &cpu, &node, BPF_ANY);
+				break;
+			}
+		closedir(d);
+	}
+	return 0;
+}
+
+/*
+ * The v2 cgroup id is the directory's inode number; its level is its depth
+ * below the cgroup2 mount (wherever that is: /sys/fs/cgroup, or
+ * /sys/fs/cgroup/unified on hybrid systems), found by walking up while the
+ * parent is on the same file system.
+ */
+int obs_cgroup_target(struct nbpf_obs *obs)
+{
+	const char *p = obs->o.cgroup;
+	struct statfs fs;
+	struct stat sb, up;
+	char real[4096];
+	int level = 0;
+
+	if (!p || stat(p, &sb) || !S_ISDIR(sb.st_mode))
+		return nbpf_err(-ENOENT, "cgroup %s: not a directory", p ? p : "(none)");
+	if (statfs(p, &fs) || fs.f_type != CGROUP2_SUPER_MAGIC)
+		return nbpf_err(-EINVAL, "cgroup %s: not a cgroup v2 directory", p);
+	if (!realpath(p, real))
+		return nbpf_err(-errno, "cgroup %s: %s", p, strerror(errno));
+	for (char *slash = strrchr(real, '/'); slash && slash != real; slash = strrchr(real, '/')) {
+		*slash = 0;
+		if (stat(real, &up) || up.st_dev != sb.st_dev)
+			break;
+		level++;
+	}
+	obs->cfg.cg_id = sb.st_ino;
+	obs->cfg.cg_level = (obs_u32)level;
+	return 0;
+}
+
+
+int obs_tp_nargs(const struct nbpf_obs *obs, const char *name)
+{
+	char tn[160];
+	const struct btf_type *t;
+	int id;
+
+	snprintf(tn, sizeof(tn), "btf_trace_%s", name);
+	id = btf__find_by_name_kind(obs->btf, tn, BTF_KIND_TYPEDEF);
+	if (id <= 0)
+		return -1;
+	/* typedef -> pointer -> function prototype (void *ctx, args...) */
+	t = btf__type_by_id(obs->btf, btf__type_by_id(obs->btf, (__u32)id)->type);
+	if (!t || !btf_is_ptr(t))
+		return -1;
+	t = btf__type_by_id(obs->btf, t->type);
+	if (!t || !btf_is_func_proto(t))
+		return -1;
+	return btf_vlen(t) - 1;
+}

@@ -1,0 +1,697 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * observe.c - loading, attaching and detaching the kernel probe sets.
+ *
+ * Every program is listed once in a table with the tracepoint it needs
+ * and the signal it serves.  Before anything is loaded, the table is
+ * checked against the running kernel (BTF for typed raw tracepoints,
+ * tracefs for classic ones), so a missing tracepoint switches off its
+ * signal instead of failing the whole object at load time.
+ */
+#include "observe_int.h"
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runtime/error.h"
+
+#include "io.skel.h"
+#include "net.skel.h"
+#include "sched.skel.h"
+#include "gpu.skel.h"
+
+#define DEFAULT_BTF "/sys/kernel/btf/vmlinux"
+
+static const struct prog_spec io_specs[] = {
+	{ "io_block_issue", TP_BTF, "block", "block_rq_issue", "block latency", "issue", true },
+	{ "io_block_complete", TP_BTF, "block", "block_rq_complete", "block latency", "complete", true },
+	{ "io_block_start", TP_BTF, "block", "block_io_start", "block submitter attribution", "start", false },
+	{ "io_block_start_fentry", FENTRY, NULL, "__blk_account_io_start", "block submitter attribution", "start", false },
+	{ "io_uring_submit", TP, "io_uring", "io_uring_submit_req", "io_uring latency", "submit", false },
+	{ "io_uring_submit_old", TP, "io_uring", "io_uring_submit_sqe", "io_uring latency", "submit", false },
+	{ "io_uring_done", TP, "io_uring", "io_uring_complete", "io_uring latency", "complete", false },
+	{ "io_pcache_get", TP, "filemap", "mm_filemap_get_pages", "page-cache lookups", "get", false },
+	{ "io_pcache_add", TP, "filemap", "mm_filemap_add_to_page_cache", "page-cache misses", "add", false },
+	{ 0 },
+};
+
+static const struct prog_spec net_specs[] = {
+	{ "net_send", TP_BTF, "sock", "sock_send_length", "tcp bytes and srtt", "send", true },
+	{ "net_send_fexit", FENTRY, NULL, "tcp_sendmsg", "tcp bytes and srtt", "send", true },
+	{ "net_recv", TP_BTF, "sock", "sock_recv_length", "tcp bytes and srtt", "recv", true },
+	{ "net_recv_fexit", FENTRY, NULL, "tcp_recvmsg", "tcp bytes and srtt", "recv", true },
+	{ "net_retrans", TP_BTF, "tcp", "tcp_retransmit_skb", "tcp retransmits", "retrans", false },
+	{ 0 },
+};
+
+static const struct prog_spec sched_specs[] = {
+	{ "sched_sw", TP_BTF, "sched", "sched_switch", "run-queue latency", "switch", true },
+	{ "sched_wake", TP_BTF, "sched", "sched_wakeup", "run-queue latency", "wakeup", true },
+	{ "sched_wake_new", TP_BTF, "sched", "sched_wakeup_new", "new-thread run-queue latency", "new", false },
+	{ "sched_migrate", TP_BTF, "sched", "sched_migrate_task", "NUMA migrations", "migrate", false },
+	{ 0 },
+};
+
+static const struct prog_spec gpu_specs[] = {
+	{ "gpu_ioctl_enter", TP, "syscalls", "sys_enter_ioctl", "ioctl on /dev/nvidia*", "enter", false },
+	{ "gpu_ioctl_exit", TP, "syscalls", "sys_exit_ioctl", "ioctl on /dev/nvidia*", "exit", false },
+	{ "gpu_launch", UPROBE, NULL, NULL, "CUDA launches", "launch", false },
+	{ "gpu_sync_enter", UPROBE, NULL, NULL, "CUDA synchronize", "sync", false },
+	{ "gpu_sync_exit", UPROBE, NULL, NULL, "CUDA synchronize", "sync_ret", false },
+	{ "gpu_copy_enter", UPROBE, NULL, NULL, "CUDA copies", "copy", false },
+	{ "gpu_copy_exit", UPROBE, NULL, NULL, "CUDA copies", "copy_ret", false },
+	{ 0 },
+};
+
+/* CUDA driver entry points per uprobe program (the _ptsz/_ptds variants are per-thread streams). */
+static const char *const cu_launch[] = {
+	"cuLaunchKernel", "cuLaunchKernel_ptsz", "cuLaunchKernelEx", "cuLaunchKernelEx_ptsz",
+	"cuLaunchCooperativeKernel", "cuLaunchCooperativeKernel_ptsz", "cuGraphLaunch",
+	"cuGraphLaunch_ptsz", NULL,
+};
+static const char *const cu_sync[] = {
+	"cuStreamSynchronize", "cuStreamSynchronize_ptsz", "cuCtxSynchronize", "cuEventSynchronize",
+	NULL,
+};
+static const char *const cu_copy[] = {
+	"cuMemcpy", "cuMemcpy_ptds", "cuMemcpyHtoD_v2", "cuMemcpyHtoD_v2_ptds", "cuMemcpyDtoH_v2",
+	"cuMemcpyDtoH_v2_ptds", "cuMemcpyDtoD_v2", "cuMemcpyDtoD_v2_ptds", NULL,
+};
+
+static const char *const set_names[NBPF_OBS_NSETS] = { "io", "net", "sched", "gpu" };
+
+const char *nbpf_obs_set_name(int set)
+{
+	return set >= 0 && set < NBPF_OBS_NSETS ? set_names[set] : "?";
+}
+
+int nbpf_obs_parse_sets(const char *s, unsigned int *bits)
+{
+	char buf[256], *save = NULL;
+
+	*bits = 0;
+	if (snprintf(buf, sizeof(buf), "%s", s) >= (int)sizeof(buf))
+		return nbpf_err(-EINVAL, "probe list too long");
+	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		int i;
+
+		if (!strcmp(t, "all")) {
+			*bits |= NBPF_OBS_ALL;
+			continue;
+		}
+		for (i = 0; i < NBPF_OBS_NSETS && strcmp(t, set_names[i]); i++)
+			;
+		if (i == NBPF_OBS_NSETS)
+			return nbpf_err(-EINVAL, "unknown probe set '%s' (io, net, sched, gpu)", t);
+		*bits |= 1u << i;
+	}
+	return *bits ? 0 : nbpf_err(-EINVAL, "empty probe list");
+}
+
+void nbpf_obs_opts_env(struct nbpf_obs_opts *o)
+{
+	if (!o->btf_path)
+		o->btf_path = getenv("NCCLBPF_OBSERVE_BTF");
+	if (!o->libcuda)
+		o->libcuda = getenv("NCCLBPF_OBSERVE_LIBCUDA");
+	if (!o->numa)
+		o->numa = getenv("NCCLBPF_OBSERVE_NUMA");
+	if (!o->gpu_majors)
+		o->gpu_majors = getenv("NCCLBPF_OBSERVE_GPU_MAJORS");
+	if (!o->tp_rename)
+		o->tp_rename = getenv("NCCLBPF_OBSERVE_TP_RENAME");
+}
+
+/* ---- libbpf's messages: kept for the error we report, printed only on request ---- */
+
+static char lb_log[2048];
+static size_t lb_len;
+
+static int lb_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	char line[512];
+	int n;
+
+	if (level == LIBBPF_DEBUG)
+		return 0;
+	n = vsnprintf(line, sizeof(line), fmt, ap);
+	if (n <= 0)
+		return 0;
+	if (getenv("NCCLBPF_OBSERVE_VERBOSE"))
+		fputs(line, stderr);
+	/* Keep the tail: the last lines name the failure. */
+	if (lb_len + strlen(line) >= sizeof(lb_log))
+		lb_len = 0;
+	lb_len += (size_t)snprintf(lb_log + lb_len, sizeof(lb_log) - lb_len, "%s", line);
+	return 0;
+}
+
+static void append(char *dst, size_t n, const char *fmt, ...)
+{
+	size_t len = strlen(dst);
+	va_list ap;
+
+	if (len && len + 2 < n) {
+		strcat(dst, "; ");
+		len += 2;
+	}
+	va_start(ap, fmt);
+	vsnprintf(dst + len, n - len, fmt, ap);
+	va_end(ap);
+}
+
+/* ---- per-set skeleton glue ------------------------------------------------- */
+
+/* open_<set>: the skeleton opened with the configuration in .rodata; lost_<set>: its .bss counter. */
+#define SET_OPEN(name)                                                                     \
+	static int open_##name(struct obs_set *s, const struct bpf_object_open_opts *oo,   \
+			       const struct obs_cfg *cfg)                                  \
+	{                                                                                  \
+		struct obs_##name *sk = obs_##name##__open_opts(oo);                        \
+                                                                                           \
+		if (!sk)                                                                   \
+			return -errno;                                                     \
+		memcpy((void *)&sk->rodata->obs_cfg, cfg, sizeof(*cfg));                   \
+		s->skel = sk;                                                              \
+		s->obj = sk->obj;                                                          \
+		s->destroy = destroy_##name;                                               \
+		return 0;                                                                  \
+	}                                                                                  \
+	static volatile obs_u64 *lost_##name(struct obs_set *s)                            \
+	{                                                                                  \
+		struct obs_##name *sk = s->skel;                                           \
+                                                                                           \
+		return (volatile obs_u64 *)&sk->bss->obs_events_lost;                      \
+	}
+
+static void destroy_io(void *p) { obs_io__destroy(p); }
+static void destroy_net(void *p) { obs_net__destroy(p); }
+static void destroy_sched(void *p) { obs_sched__destroy(p); }
+static void destroy_gpu(void *p) { obs_gpu__destroy(p); }
+SET_OPEN(io)
+SET_OPEN(net)
+SET_OPEN(sched)
+SET_OPEN(gpu)
+
+static const struct {
+	int (*open)(struct obs_set *, const struct bpf_object_open_opts *, const struct obs_cfg *);
+	volatile obs_u64 *(*lost)(struct obs_set *);
+	const struct prog_spec *specs;
+} set_ops[NBPF_OBS_NSETS] = {
+	{ open_io, lost_io, io_specs },
+	{ open_net, lost_net, net_specs },
+	{ open_sched, lost_sched, sched_specs },
+	{ open_gpu, lost_gpu, gpu_specs },
+};
+
+static void set_unload(struct obs_set *s)
+{
+	for (int i = s->n_links - 1; i >= 0; i--)
+		bpf_link__destroy(s->links[i]);
+	free(s->links);
+	s->links = NULL;
+	s->n_links = s->cap_links = 0;
+	if (s->skel)
+		s->destroy(s->skel);
+	s->skel = NULL;
+	s->obj = NULL;
+	s->lost = NULL;
+}
+
+/* Is sp's attach point available?  If not, why, in words, into why. */
+static bool spec_present(struct nbpf_obs *obs, const struct prog_spec *sp, bool have_cuda,
+			 bool have_majors, char *why, size_t n)
+{
+	char nb[160];
+	const char *name;
+
+	if (sp->kind == UPROBE) {
+		if (!have_cuda)
+			snprintf(why, n, "libcuda not found");
+		return have_cuda;
+	}
+	if (sp->kind == TP && !strcmp(sp->cat, "syscalls") && !have_majors) {
+		snprintf(why, n, "no /dev/nvidia* devices");
+		return false;
+	}
+	name = obs_tp_name(obs, sp->tp, nb, sizeof(nb));
+	if (sp->kind == FENTRY) {
+		if (btf__find_by_name_kind(obs->btf, name, BTF_KIND_FUNC) <= 0) {
+			snprintf(why, n, "no kernel function %s", name);
+			return false;
+		}
+		if (!obs_fentry_works(obs, name)) {
+			snprintf(why, n, "%s: this kernel refuses fentry/fexit attachment", name);
+			return false;
+		}
+		return true;
+	}
+	if (!obs_tp_present(obs, sp, name)) {
+		snprintf(why, n, "no tracepoint %s/%s in this kernel", sp->cat, name);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Decides which programs of a set load.  The specs of one signal and slot
+ * are alternatives in order of preference; the first present one loads.
+ * A signal is on when each of its slots has one.  Returns false when a
+ * required signal is off (reason in st->error).
+ */
+static bool set_select(struct nbpf_obs *obs, int set, bool have_cuda, bool have_majors)
+{
+	struct obs_set *s = &obs->sets[set];
+	struct nbpf_obs_status *st = &obs->st[set];
+	const struct prog_spec *sp = s->specs;
+	bool load[24] = { 0 }, ok = true;
+	int n = 0;
+
+	while (sp[n].prog)
+		n++;
+	for (int i = 0; i < n; i++) {
+		bool first_of_signal = true, on = true;
+		char reasons[512] = "", via[256] = "";
+
+		for (int j = 0; j < i && first_of_signal; j++)
+			first_of_signal = strcmp(sp[j].signal, sp[i].signal) != 0;
+		if (!first_of_signal)
+			continue;
+		/* Each slot of this signal: its first present alternative, tried in order. */
+		for (int j = i; j < n; j++) {
+			char first_why[192] = "", slot_why[384] = "";
+			int pick = -1, first = -1;
+			bool seen = false;
+
+			if (strcmp(sp[j].signal, sp[i].signal))
+				continue;
+			for (int k = i; k < j && !seen; k++)
+				seen = !strcmp(sp[k].signal, sp[i].signal) && !strcmp(sp[k].slot, sp[j].slot);
+			if (seen)
+				continue;
+			for (int k = j; k < n && pick < 0; k++) {
+				char why[192] = "";
+
+				if (strcmp(sp[k].signal, sp[i].signal) || strcmp(sp[k].slot, sp[j].slot))
+					continue;
+				if (spec_present(obs, &sp[k], have_cuda, have_majors, why, sizeof(why))) {
+					pick = k;
+					break;
+				}
+				if (first < 0) {
+					first = k;
+					snprintf(first_why, sizeof(first_why), "%s", why);
+				}
+				if (!strstr(slot_why, why))
+					append(slot_why, sizeof(slot_why), "%s", why);
+			}
+			if (pick < 0) {
+				on = false;
+				if (!strstr(reasons, slot_why))
+					append(reasons, sizeof(reasons), "%s", slot_why);
+				continue;
+			}
+			load[pick] = true;
+			if (first >= 0 && sp[pick].kind == FENTRY)
+				append(via, sizeof(via), "%s via %s (%s)", sp[i].signal, sp[pick].prog, first_why);
+		}
+		if (!on) {
+			for (int j = i; j < n; j++)
+				if (!strcmp(sp[j].signal, sp[i].signal))
+					load[j] = false;
+			if (sp[i].required) {
+				append(st->error, sizeof(st->error), "%s: %s", sp[i].signal, reasons);
+				ok = false;
+			} else {
+				append(st->missing, sizeof(st->missing), "%s (%s)", sp[i].signal, reasons);
+			}
+		} else if (via[0]) {
+			append(st->via, sizeof(st->via), "%s", via);
+		}
+	}
+	/*
+	 * Naming an attach target makes libbpf 1.1 parse the kernel's BTF into
+	 * the object, freed only by a load: a set that will not load gets none.
+	 */
+	for (int i = 0; ok && i < n; i++) {
+		struct bpf_program *p = bpf_object__find_program_by_name(s->obj, sp[i].prog);
+		char nb[160];
+
+		if (!p)
+			continue;
+		bpf_program__set_autoload(p, load[i]);
+		if (load[i] && (sp[i].kind == TP_BTF || sp[i].kind == FENTRY))
+			bpf_program__set_attach_target(p, 0, obs_tp_name(obs, sp[i].tp, nb, sizeof(nb)));
+	}
+	return ok;
+}
+
+static int add_link(struct obs_set *s, struct bpf_link *l)
+{
+	if (!l)
+		return -errno ? -errno : -EINVAL;
+	if (s->n_links == s->cap_links) {
+		int cap = s->cap_links ? s->cap_links * 2 : 32;
+		struct bpf_link **v = realloc(s->links, (size_t)cap * sizeof(*v));
+
+		if (!v) {
+			bpf_link__destroy(l);
+			return -ENOMEM;
+		}
+		s->links = v;
+		s->cap_links = cap;
+	}
+	s->links[s->n_links++] = l;
+	return 0;
+}
+
+/*
+ * Uprobes on every entry point libcuda has (a missing symbol is not an
+ * error), in process pid only, or in every process with pid -1.  A uprobe
+ * traps in every process it covers, so pid-targeted sessions attach per
+ * process: other CUDA programs on the node pay nothing.
+ */
+static int attach_uprobes(struct nbpf_obs *obs, struct obs_set *s, const char *prog,
+			  const char *const *syms, bool ret, int pid)
+{
+	struct bpf_program *p = bpf_object__find_program_by_name(s->obj, prog);
+	int n = 0;
+
+	if (!p || !bpf_program__autoload(p))
+		return 0;
+	for (int i = 0; syms[i]; i++) {
+		LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = syms[i], .retprobe = ret);
+		struct bpf_link *l = bpf_program__attach_uprobe_opts(p, pid, obs->libcuda, 0, &uo);
+
+		if (l && !add_link(s, l))
+			n++;
+	}
+	return n;
+}
+
+/* All CUDA uprobes for one process (or all, pid -1): how many attached. */
+static int attach_cuda(struct nbpf_obs *obs, int pid)
+{
+	struct obs_set *s = &obs->sets[NBPF_OBS_GPU];
+	int n = attach_uprobes(obs, s, "gpu_launch", cu_launch, false, pid);
+
+	n += attach_uprobes(obs, s, "gpu_sync_enter", cu_sync, false, pid);
+	n += attach_uprobes(obs, s, "gpu_sync_exit", cu_sync, true, pid);
+	n += attach_uprobes(obs, s, "gpu_copy_enter", cu_copy, false, pid);
+	n += attach_uprobes(obs, s, "gpu_copy_exit", cu_copy, true, pid);
+	obs->st[NBPF_OBS_GPU].n_links = s->n_links;
+	return n;
+}
+
+static int set_attach(struct nbpf_obs *obs, int set)
+{
+	struct obs_set *s = &obs->sets[set];
+	struct nbpf_obs_status *st = &obs->st[set];
+	int err;
+
+	for (int i = 0; s->specs[i].prog; i++) {
+		const struct prog_spec *sp = &s->specs[i];
+		struct bpf_program *p = bpf_object__find_program_by_name(s->obj, sp->prog);
+		struct bpf_link *l;
+		char nb[160];
+
+		if (!p || !bpf_program__autoload(p) || sp->kind == UPROBE)
+			continue;
+		if (sp->kind == TP)
+			l = bpf_program__attach_tracepoint(p, sp->cat, obs_tp_name(obs, sp->tp, nb, sizeof(nb)));
+		else
+			l = bpf_program__attach(p);
+		if ((err = add_link(s, l)))
+			return nbpf_err(err, "%s: attaching %s to %s/%s: %s", set_names[set], sp->prog,
+					sp->cat ? sp->cat : "fentry", obs_tp_name(obs, sp->tp, nb, sizeof(nb)),
+					strerror(-err));
+	}
+	if (set == NBPF_OBS_GPU && obs->libcuda[0]) {
+		int n = 0;
+
+		if (obs->cfg.mode != OBS_MODE_PIDS)
+			n = attach_cuda(obs, -1);
+		for (int i = 0; obs->cfg.mode == OBS_MODE_PIDS && i < obs->o.n_pids; i++)
+			n += attach_cuda(obs, obs->o.pids[i]);
+		if (!n)
+			append(st->missing, sizeof(st->missing), "CUDA entry points (none found in %s)",
+			       obs->libcuda);
+	}
+	st->n_links = s->n_links;
+	return 0;
+}
+
+int nbpf_obs_open(const struct nbpf_obs_opts *o, struct nbpf_obs **out)
+{
+	const char *btf_path = o->btf_path ? o->btf_path : DEFAULT_BTF;
+	struct nbpf_obs *obs = calloc(1, sizeof(*obs));
+	bool have_cuda = false, have_majors = false;
+	int err = 0, n_attached = 0;
+
+	*out = NULL;
+	if (!obs)
+		return nbpf_err(-ENOMEM, "out of memory");
+	obs->o = *o;
+	obs->targets_fd = obs->events_fd = -1;
+	if (!obs->o.probes)
+		obs->o.probes = NBPF_OBS_ALL;
+	obs->cfg.mode = o->mode;
+	obs->cfg.outlier_ns = o->outlier_ns ? o->outlier_ns : 10 * 1000 * 1000ull;
+	lb_len = 0;
+	lb_log[0] = 0;
+	libbpf_set_print(lb_print);
+
+	if (!obs_has_caps()) {
+		err = nbpf_err(-EPERM, "needs root, or CAP_BPF and CAP_PERFMON (this process has "
+				       "neither CAP_SYS_ADMIN nor both of those): run it with sudo, or "
+				       "setcap cap_bpf,cap_perfmon,cap_dac_read_search+ep on the binary");
+		goto fail;
+	}
+	obs->btf = btf__parse(btf_path, NULL);
+	if (!obs->btf) {
+		err = -errno;
+		err = nbpf_err(err ? err : -ENOENT,
+			       "kernel BTF %s: %s (CO-RE needs a kernel built with CONFIG_DEBUG_INFO_BTF, "
+			       "or --btf FILE)", btf_path, strerror(err ? -err : ENOENT));
+		goto fail;
+	}
+	if (obs_tp_nargs(obs, "tcp_retransmit_skb") >= 3)
+		obs->cfg.flags |= OBS_CFG_RETRANS_ERR;
+	if (!obs_tracefs_dir()) {
+		err = nbpf_err(-ENOENT, "tracefs at /sys/kernel/tracing is not mounted or not "
+					"readable (mounting it needs CAP_SYS_ADMIN, reading it as "
+					"another user than root CAP_DAC_READ_SEARCH)");
+		goto fail;
+	}
+	if (o->mode == OBS_MODE_CGROUP && (err = obs_cgroup_target(obs)))
+		goto fail;
+	if (o->mode == OBS_MODE_COMM) {
+		if (!o->comm || !o->comm[0] || strlen(o->comm) >= OBS_COMM_LEN) {
+			err = nbpf_err(-EINVAL, "comm must be 1 to %d characters", OBS_COMM_LEN - 1);
+			goto fail;
+		}
+		memcpy(obs->cfg.comm, o->comm, strlen(o->comm));
+	}
+	if (obs->o.probes & (1u << NBPF_OBS_GPU)) {
+		int n = obs_gpu_majors(obs);
+
+		if (n < 0) {
+			err = n;
+			goto fail;
+		}
+		have_majors = n > 0;
+		have_cuda = obs_find_libcuda(obs);
+		if (!have_cuda)
+			obs->libcuda[0] = 0;
+	}
+
+	for (int set = 0; set < NBPF_OBS_NSETS; set++) {
+		LIBBPF_OPTS(bpf_object_open_opts, oo, .btf_custom_path = o->btf_path);
+		struct obs_set *s = &obs->sets[set];
+		struct nbpf_obs_status *st = &obs->st[set];
+		bool any = false;
+
+		if (!(obs->o.probes & (1u << set)))
+			continue;
+		st->wanted = true;
+		s->specs = set_ops[set].specs;
+		if ((err = set_ops[set].open(s, &oo, &obs->cfg))) {
+			err = nbpf_err(err, "%s: opening the BPF object: %s", set_names[set], strerror(-err));
+			goto fail;
+		}
+		if (!set_select(obs, set, have_cuda, have_majors)) {
+			set_unload(s);
+			if (obs->o.strict) {
+				err = nbpf_err(-ENOENT, "%s: not attached: %s", set_names[set], st->error);
+				goto fail;
+			}
+			continue;
+		}
+		for (int i = 0; s->specs[i].prog; i++) {
+			struct bpf_program *p = bpf_object__find_program_by_name(s->obj, s->specs[i].prog);
+
+			any |= p && bpf_program__autoload(p);
+		}
+		if (!any) {
+			memcpy(st->error, st->missing, sizeof(st->error));
+			st->missing[0] = 0;
+			set_unload(s);
+			if (obs->o.strict) {
+				err = nbpf_err(-ENOENT, "%s: not attached: %s", set_names[set], st->error);
+				goto fail;
+			}
+			continue;
+		}
+		/* One target table and one outlier ring for all sets. */
+		if (obs->targets_fd >= 0)
+			bpf_map__reuse_fd(bpf_object__find_map_by_name(s->obj, "targets"), obs->targets_fd);
+		if (obs->events_fd >= 0)
+			bpf_map__reuse_fd(bpf_object__find_map_by_name(s->obj, "events"), obs->events_fd);
+		if ((err = bpf_object__load(s->obj))) {
+			char *nl;
+
+			/* The verifier's or libbpf's last words are the useful part. */
+			while ((nl = strrchr(lb_log, '\n')) && !nl[1])
+				*nl = 0;
+			nl = strrchr(lb_log, '\n');
+			err = nbpf_err(err, "%s: loading into the kernel failed: %s%s%s", set_names[set],
+				       strerror(-err), lb_log[0] ? ": " : "", nl ? nl + 1 : lb_log);
+			goto fail;
+		}
+		s->lost = set_ops[set].lost(s);
+		if (obs->targets_fd < 0) {
+			obs->targets_fd = dup(bpf_map__fd(bpf_object__find_map_by_name(s->obj, "targets")));
+			obs->events_fd = dup(bpf_map__fd(bpf_object__find_map_by_name(s->obj, "events")));
+			if (obs->targets_fd < 0 || obs->events_fd < 0) {
+				err = nbpf_err(-errno, "dup: %s", strerror(errno));
+				goto fail;
+			}
+		}
+		if (set == NBPF_OBS_SCHED && (err = obs_fill_numa(obs, s)))
+			goto fail;
+	}
+	for (int i = 0; i < o->n_pids; i++)
+		if (obs->targets_fd >= 0 && (err = nbpf_obs_add_pid(obs, o->pids[i])))
+			goto fail;
+	/* Attach only once everything loaded: a failure here detaches all of it again. */
+	for (int set = 0; set < NBPF_OBS_NSETS; set++) {
+		if (!obs->sets[set].skel)
+			continue;
+		if ((err = set_attach(obs, set)))
+			goto fail;
+		obs->st[set].attached = true;
+		n_attached++;
+	}
+	if (!n_attached) {
+		char why[1024] = "";
+
+		for (int set = 0; set < NBPF_OBS_NSETS; set++)
+			if (obs->st[set].wanted)
+				append(why, sizeof(why), "%s: %s", set_names[set], obs->st[set].error);
+		err = nbpf_err(-ENOENT, "no probe set could be attached (%s)", why);
+		goto fail;
+	}
+	/* The caller's arrays and strings need not outlive this call. */
+	obs->o.pids = NULL;
+	obs->o.n_pids = 0;
+	obs->o.cgroup = obs->o.comm = obs->o.btf_path = obs->o.libcuda = NULL;
+	obs->o.numa = obs->o.gpu_majors = obs->o.tp_rename = NULL;
+	*out = obs;
+	return 0;
+fail:
+	nbpf_obs_close(obs);
+	return err;
+}
+
+void nbpf_obs_close(struct nbpf_obs *obs)
+{
+	if (!obs)
+		return;
+	ring_buffer__free(obs->rb);
+	for (int set = NBPF_OBS_NSETS - 1; set >= 0; set--)
+		set_unload(&obs->sets[set]);
+	if (obs->targets_fd >= 0)
+		close(obs->targets_fd);
+	if (obs->events_fd >= 0)
+		close(obs->events_fd);
+	btf__free(obs->btf);
+	free(obs);
+}
+
+const struct nbpf_obs_status *nbpf_obs_status(const struct nbpf_obs *obs, int set)
+{
+	return set >= 0 && set < NBPF_OBS_NSETS ? &obs->st[set] : NULL;
+}
+
+int nbpf_obs_add_pid(struct nbpf_obs *obs, int pid)
+{
+	__u32 k = (__u32)pid, v = 1;
+
+	if (obs->targets_fd < 0)
+		return 0;
+	if (bpf_map_update_elem(obs->targets_fd, &k, &v, BPF_ANY))
+		return nbpf_err(-errno, "pid %d: adding to the target table: %s", pid, strerror(errno));
+	/* A process that joins later gets its own uprobes (those of the start are in open). */
+	if (obs->st[NBPF_OBS_GPU].attached && obs->libcuda[0] && obs->cfg.mode == OBS_MODE_PIDS)
+		attach_cuda(obs, pid);
+	return 0;
+}
+
+int nbpf_obs_del_pid(struct nbpf_obs *obs, int pid)
+{
+	__u32 k = (__u32)pid;
+
+	if (obs->targets_fd >= 0 && bpf_map_delete_elem(obs->targets_fd, &k) && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+/* ---- outliers --------------------------------------------------------------- */
+
+static int on_event(void *ctx, void *data, size_t len)
+{
+	struct nbpf_obs *obs = ctx;
+
+	if (len >= sizeof(struct obs_event) && obs->ev_fn)
+		obs->ev_fn(obs->ev_ctx, data);
+	return 0;
+}
+
+int nbpf_obs_poll(struct nbpf_obs *obs, int timeout_ms, nbpf_obs_event_fn fn, void *ctx)
+{
+	int n;
+
+	if (obs->events_fd < 0)
+		return 0;
+	if (!obs->rb) {
+		obs->rb = ring_buffer__new(obs->events_fd, on_event, obs, NULL);
+		if (!obs->rb)
+			return nbpf_err(-errno, "outlier ring buffer: %s", strerror(errno));
+	}
+	obs->ev_fn = fn;
+	obs->ev_ctx = ctx;
+	n = ring_buffer__poll(obs->rb, timeout_ms);
+	return n < 0 && n != -EINTR ? n : 0;
+}
+
+struct bpf_object *nbpf_obs__obj(struct nbpf_obs *obs, int set)
+{
+	return obs->st[set].attached ? obs->sets[set].obj : NULL;
+}
+
+uint64_t nbpf_obs__lost(struct nbpf_obs *obs)
+{
+	uint64_t n = 0;
+
+	for (int set = 0; set < NBPF_OBS_NSETS; set++)
+		if (obs->sets[set].lost)
+			n += *obs->sets[set].lost;
+	return n;
+}

@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * observe_abi.h - the records the kernel probes (bpf/NAME.bpf.c) leave in
+ * their maps and ring buffer, and the configuration they are loaded with.
+ * Included by both sides: BPF programs (after vmlinux.h) and user space
+ * (<stdint.h>), hence the obs_u* names.
+ */
+#ifndef NCCLBPF_OBSERVE_ABI_H
+#define NCCLBPF_OBSERVE_ABI_H
+
+#ifdef __VMLINUX_H__
+typedef __u8 obs_u8;
+typedef __u16 obs_u16;
+typedef __u32 obs_u32;
+typedef __u64 obs_u64;
+#else
+#include <stdint.h>
+typedef uint8_t obs_u8;
+typedef uint16_t obs_u16;
+typedef uint32_t obs_u32;
+typedef uint64_t obs_u64;
+#endif
+
+/*
+ * log2 histograms: slot i counts values in [2^i, 2^(i+1)) of the unit
+ * (ns for latencies, bytes for sizes); slot 0 also holds 0.  The same
+ * shape as the plugin's collective histograms (NBPF_TELE_LAT_BUCKETS), so
+ * one quantile and one Prometheus writer serve both.
+ */
+#define OBS_HIST_SLOTS 40
+
+struct obs_hist {
+	obs_u64 slot[OBS_HIST_SLOTS];
+	obs_u64 count;
+	obs_u64 sum;
+};
+
+/* Which processes the probes count (obs_cfg.mode). */
+enum obs_mode {
+	OBS_MODE_PIDS = 0,   /* tgid in the targets map */
+	OBS_MODE_CGROUP = 1, /* cgroup v2 id, or one of its descendants */
+	OBS_MODE_COMM = 2,   /* the process's (thread group leader's) comm */
+};
+
+#define OBS_COMM_LEN 16
+#define OBS_MAX_DEV_MAJORS 8
+#define OBS_MAX_CPUS 1024
+
+struct obs_cfg {
+	obs_u32 mode;
+	obs_u32 cg_level;      /* depth of the cgroup in the v2 hierarchy */
+	obs_u64 cg_id;
+	obs_u64 outlier_ns;    /* latencies above this also go to the ring buffer */
+	char comm[OBS_COMM_LEN];
+	obs_u32 gpu_majors[OBS_MAX_DEV_MAJORS]; /* char majors of /dev/nvidia*; 0 ends */
+	obs_u32 flags;       /* OBS_CFG_* */
+	obs_u32 pad;
+};
+
+/* tcp_retransmit_skb passes the retransmit's result (6.9+): count only the ones that went out. */
+#define OBS_CFG_RETRANS_ERR 1u
+
+/* Block requests: per process, device and operation. */
+enum obs_io_op { OBS_OP_READ = 0, OBS_OP_WRITE = 1, OBS_OP_OTHER = 2 };
+
+struct obs_blk_key {
+	obs_u32 tgid;
+	obs_u32 dev;   /* major << 20 | minor, the kernel's dev_t */
+	obs_u32 op;    /* enum obs_io_op */
+	obs_u32 pad;
+};
+
+/* Reads below this are "small" (OBS_SMALL_IO), unaligned = offset or length not 4 KiB aligned. */
+#define OBS_SMALL_IO 16384
+#define OBS_ALIGN 4096
+
+struct obs_blk_val {
+	struct obs_hist lat;   /* issue -> complete, ns */
+	struct obs_hist size;  /* bytes per request */
+	struct obs_hist align; /* largest power of two dividing both offset and length, bytes */
+	obs_u64 small;
+	obs_u64 unaligned;
+	obs_u64 errors;
+};
+
+/* io_uring requests: per process and opcode. */
+struct obs_uring_key {
+	obs_u32 tgid;
+	obs_u32 opcode;
+};
+
+/* Page cache: pages the job's threads asked for and pages they had to add (misses). */
+struct obs_pcache_val {
+	obs_u64 accessed;
+	obs_u64 added;
+};
+
+/* TCP: one record per socket the job sent or received on. */
+struct obs_conn {
+	obs_u32 tgid;
+	obs_u16 family;   /* AF_INET / AF_INET6 */
+	obs_u16 sport, dport; /* host order */
+	obs_u16 pad;
+	obs_u8 saddr[16], daddr[16]; /* IPv4 in the first 4 bytes */
+	obs_u64 bytes_sent, bytes_recv, sends, recvs;
+	obs_u64 retrans;
+	obs_u32 srtt_us, srtt_min_us, srtt_max_us, pad2;
+	obs_u64 srtt_sum_us, srtt_n;
+};
+
+/* Scheduling: per process. */
+struct obs_sched_val {
+	struct obs_hist runq;   /* wakeup or preemption -> on CPU, ns */
+	struct obs_hist offcpu; /* blocked switch-out -> switch-in, ns */
+	obs_u64 migrations, cross_node;
+};
+
+/* GPU submission: per process. */
+struct obs_gpu_val {
+	obs_u64 launches;
+	struct obs_hist sync;   /* time blocked in cu*Synchronize, ns */
+	struct obs_hist copy;   /* time in synchronous cuMemcpy*, ns */
+	struct obs_hist ioctl;  /* ioctl on /dev/nvidia* descriptors, ns */
+};
+
+/* Outliers: one ring-buffer record each. */
+enum obs_event_kind {
+	OBS_EV_BLOCK = 1,   /* a = dev, b = bytes */
+	OBS_EV_URING = 2,   /* a = opcode */
+	OBS_EV_RUNQ = 3,
+	OBS_EV_OFFCPU = 4,
+	OBS_EV_RETRANS = 5, /* a = dport, b = daddr (IPv4) */
+	OBS_EV_SYNC = 6,
+	OBS_EV_IOCTL = 7,   /* a = cmd */
+};
+
+struct obs_event {
+	obs_u64 ts_ns;     /* CLOCK_MONOTONIC */
+	obs_u64 value_ns;
+	obs_u64 a, b;
+	obs_u32 tgid, tid;
+	obs_u32 kind;
+	obs_u32 pad;
+};
+
+#endif

@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * snapshot.c - reading the in-kernel aggregates into one snapshot, and the
+ * difference of two snapshots (what happened during an interval).
+ */
+#include "observe_int.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/error.h"
+
+/*
+ * Copies every entry of map name into *arr as (key, value) records of
+ * rec_size bytes with the key first and the value at val_off.  Per-CPU
+ * values (all u64 fields) are summed over the CPUs.
+ */
+static int dump_map(struct bpf_object *obj, const char *name, void **arr, size_t *n,
+		    size_t rec_size, size_t key_size, size_t val_off)
+{
+	struct bpf_map *m = obj ? bpf_object__find_map_by_name(obj, name) : NULL;
+	unsigned char key[64], next[64];
+	size_t cap = 0, vsize = rec_size - val_off, ncpu = 1;
+	uint64_t *pcpu = NULL;
+	void *prev = NULL;
+	int fd;
+
+	*arr = NULL;
+	*n = 0;
+	if (!m)
+		return 0;
+	fd = bpf_map__fd(m);
+	if (bpf_map__type(m) == BPF_MAP_TYPE_PERCPU_HASH) {
+		int nc = libbpf_num_possible_cpus();
+
+		if (nc <= 0 || vsize % 8)
+			return nbpf_err(-EINVAL, "%s: cannot read per-CPU values", name);
+		ncpu = (size_t)nc;
+		pcpu = malloc(ncpu * vsize);
+		if (!pcpu)
+			return nbpf_err(-ENOMEM, "out of memory");
+	}
+	while (!bpf_map_get_next_key(fd, prev, next)) {
+		unsigned char *rec;
+
+		if (*n == cap) {
+			void *p = realloc(*arr, (cap = cap ? cap * 2 : 32) * rec_size);
+
+			if (!p) {
+				free(pcpu);
+				return nbpf_err(-ENOMEM, "out of memory");
+			}
+			*arr = p;
+		}
+		rec = (unsigned char *)*arr + *n * rec_size;
+		memset(rec, 0, rec_size);
+		memcpy(rec, next, key_size);
+		/* An entry deleted between the two calls is simply skipped. */
+		if (!pcpu) {
+			if (!bpf_map_lookup_elem(fd, next, rec + val_off))
+				(*n)++;
+		} else if (!bpf_map_lookup_elem(fd, next, pcpu)) {
+			uint64_t *sum = (uint64_t *)(void *)(rec + val_off);
+
+			for (size_t c = 0; c < ncpu; c++)
+				for (size_t w = 0; w < vsize / 8; w++)
+					sum[w] += pcpu[c * (vsize / 8) + w];
+			(*n)++;
+		}
+		memcpy(key, next, key_size);
+		prev = key;
+	}
+	free(pcpu);
+	return 0;
+}
+
+#define DUMP(obj, name, field, type, kfield, vfield)                                          \
+	dump_map(obj, name, (void **)&s->field, &s->n_##field, sizeof(type),                    \
+		 sizeof(((type *)0)->kfield), offsetof(type, vfield))
+
+int nbpf_obs_snapshot(struct nbpf_obs *obs, struct nbpf_obs_snap *s)
+{
+	struct bpf_object *io = nbpf_obs__obj(obs, NBPF_OBS_IO);
+	int err;
+
+	memset(s, 0, sizeof(*s));
+	if ((err = DUMP(io, "blk", blk, struct nbpf_obs_blk, k, v)) ||
+	    (err = DUMP(io, "uring", uring, struct nbpf_obs_uring, k, v)) ||
+	    (err = DUMP(io, "pcache", pcache, struct nbpf_obs_pcache, tgid, v)) ||
+	    (err = DUMP(nbpf_obs__obj(obs, NBPF_OBS_NET), "conns", conn, struct nbpf_obs_conn, sk, v)) ||
+	    (err = DUMP(nbpf_obs__obj(obs, NBPF_OBS_SCHED), "sched", sched, struct nbpf_obs_sched, tgid, v)) ||
+	    (err = DUMP(nbpf_obs__obj(obs, NBPF_OBS_GPU), "gpu", gpu, struct nbpf_obs_gpu, tgid, v))) {
+		nbpf_obs_snap_free(s);
+		return err;
+	}
+	s->events_lost = nbpf_obs__lost(obs);
+	return 0;
+}
+
+void nbpf_obs_snap_free(struct nbpf_obs_snap *s)
+{
+	free(s->blk);
+	free(s->uring);
+	free(s->pcache);
+	free(s->conn);
+	free(s->sched);
+	free(s->gpu);
+	memset(s, 0, sizeof(*s));
+}
+
+static uint64_t sub(uint64_t a, uint64_t b)
+{
+	return a >= b ? a - b : a;
+}
+
+static void hist_sub(struct obs_hist *o, const struct obs_hist *b)
+{
+	if (o->count < b->count) /* entry recreated: keep it whole */
+		return;
+	for (int i = 0; i < OBS_HIST_SLOTS; i++)
+		o->slot[i] = sub(o->slot[i], b->slot[i]);
+	o->count -= b->count;
+	o->sum = sub(o->sum, b->sum);
+}
+
+/* Copies now's array into out and subtracts the matching entries of before with fn. */
+#define DELTA(field, type, keyeq, fn)                                                           \
+	do {                                                                                    \
+		out->n_##field = now->n_##field;                                                \
+		if (now->n_##field) {                                                           \
+			out->field = malloc(now->n_##field * sizeof(type));                      \
+			if (!out->field)                                                        \
+				goto nomem;                                                     \
+			memcpy(out->field, now->field, now->n_##field * sizeof(type));          \
+		}                                                                               \
+		for (size_t i = 0; before && i < out->n_##field; i++) {                         \
+			type *o = &out->field[i];                                               \
+			for (size_t j = 0; j < before->n_##field; j++) {                        \
+				const type *b = &before->field[j];                              \
+				if (keyeq) {                                                    \
+					fn;                                                     \
+					break;                                                  \
+				}                                                               \
+			}                                                                       \
+		}                                                                               \
+	} while (0)
+
+int nbpf_obs_snap_delta(struct nbpf_obs_snap *out, const struct nbpf_obs_snap *now,
+			const struct nbpf_obs_snap *before)
+{
+	memset(out, 0, sizeof(*out));
+	DELTA(blk, struct nbpf_obs_blk, !memcmp(&o->k, &b->k, sizeof(o->k)),
+	      (hist_sub(&o->v.lat, &b->v.lat), hist_sub(&o->v.size, &b->v.size),
+	       hist_sub(&o->v.align, &b->v.align),
+	       o->v.small = sub(o->v.small, b->v.small),
+	       o->v.unaligned = sub(o->v.unaligned, b->v.unaligned),
+	       o->v.errors = sub(o->v.errors, b->v.errors)));
+	DELTA(uring, struct nbpf_obs_uring, !memcmp(&o->k, &b->k, sizeof(o->k)), hist_sub(&o->v, &b->v));
+	DELTA(pcache, struct nbpf_obs_pcache, o->tgid == b->tgid,
+	      (o->v.accessed = sub(o->v.accessed, b->v.accessed),
+	       o->v.added = sub(o->v.added, b->v.added)));
+	DELTA(conn, struct nbpf_obs_conn,
+	      o->sk == b->sk && o->v.sport == b->v.sport && o->v.dport == b->v.dport,
+	      (o->v.bytes_sent = sub(o->v.bytes_sent, b->v.bytes_sent),
+	       o->v.bytes_recv = sub(o->v.bytes_recv, b->v.bytes_recv),
+	       o->v.sends = sub(o->v.sends, b->v.sends), o->v.recvs = sub(o->v.recvs, b->v.recvs),
+	       o->v.retrans = sub(o->v.retrans, b->v.retrans),
+	       o->v.srtt_sum_us = sub(o->v.srtt_sum_us, b->v.srtt_sum_us),
+	       o->v.srtt_n = sub(o->v.srtt_n, b->v.srtt_n)));
+	DELTA(sched, struct nbpf_obs_sched, o->tgid == b->tgid,
+	      (hist_sub(&o->v.runq, &b->v.runq), hist_sub(&o->v.offcpu, &b->v.offcpu),
+	       o->v.migrations = sub(o->v.migrations, b->v.migrations),
+	       o->v.cross_node = sub(o->v.cross_node, b->v.cross_node)));
+	DELTA(gpu, struct nbpf_obs_gpu, o->tgid == b->tgid,
+	      (o->v.launches = sub(o->v.launches, b->v.launches), hist_sub(&o->v.sync, &b->v.sync),
+	       hist_sub(&o->v.copy, &b->v.copy), hist_sub(&o->v.ioctl, &b->v.ioctl)));
+	out->events_lost = now->events_lost - (before ? before->events_lost : 0);
+	return 0;
+nomem:
+	nbpf_obs_snap_free(out);
+	return nbpf_err(-ENOMEM, "out of memory");
+}
+
+/* Slot i spans [2^i, 2^(i+1)); slot 0 also holds 0.  Same rule as the collective histograms. */
+double nbpf_obs_hist_quantile(const struct obs_hist *h, double q)
+{
+	uint64_t total = 0, seen = 0;
+	double rank;
+
+	for (int i = 0; i < OBS_HIST_SLOTS; i++)
+		total += h->slot[i];
+	if (!total)
+		return 0;
+	rank = q * (double)total;
+	for (int i = 0; i < OBS_HIST_SLOTS; i++) {
+		if (!h->slot[i])
+			continue;
+		if ((double)(seen + h->slot[i]) >= rank) {
+			double lo = i ? ldexp(1, i) : 0, hi = ldexp(1, i + 1);
+			double frac = (rank - (double)seen) / (double)h->slot[i];
+
+			return lo + (hi - lo) * (frac < 0 ? 0 : frac > 1 ? 1 : frac);
+		}
+		seen += h->slot[i];
+	}
+	return ldexp(1, OBS_HIST_SLOTS);
+}

@@ -1,0 +1,360 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * tune.c - the sweep: for each collective and size, NCCL's default and
+ * every offered (algorithm, protocol, channels) cell, repeated, with the
+ * forced cell written into the sweep policy's map between runs.
+ *
+ * Repetitions are interleaved (one run of every cell, then the next
+ * round), so a drift of the machine during the sweep falls on every cell
+ * alike instead of on whichever cell ran last.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "control/ctl_client.h"
+#include "ncclbpf/runtime.h"
+#include "tune.h"
+#include "tune_backend.h"
+
+/* ---- the sweep policy's maps, through the control socket of pid ---------- */
+
+struct tune_maps {
+	struct ncclbpf_map *cell, *seen;
+};
+
+static void maps_close(struct tune_maps *m)
+{
+	if (m->cell)
+		ncclbpf_map__put(m->cell);
+	if (m->seen)
+		ncclbpf_map__put(m->seen);
+	m->cell = m->seen = NULL;
+}
+
+static int maps_open(int pid, struct tune_maps *m, char *err, size_t errlen)
+{
+	struct nbpf_ctl_msg msg;
+	const char *em = NULL;
+	int ret = nbpf_ctl_call_pid(pid, NBPF_CTL_MAPS, NULL, &msg, &em);
+
+	memset(m, 0, sizeof(*m));
+	if (ret) {
+		snprintf(err, errlen, "pid %d: control socket: %s", pid, em ? em : "no answer");
+		goto out;
+	}
+	for (uint32_t i = 0; i < msg.n_recs && !ret; i++) {
+		const struct nbpf_ctl_rec *r = &msg.recs[i];
+		const char *name = nbpf_ctl_rec_get(r, "name"), *path = nbpf_ctl_rec_get(r, "path");
+		struct ncclbpf_map **slot;
+
+		if (strcmp(r->kind, "map") || !name || !path)
+			continue;
+		slot = !strcmp(name, "sweep_cell") ? &m->cell : !strcmp(name, "sweep_seen") ? &m->seen : NULL;
+		if (!slot || *slot)
+			continue;
+		ret = ncclbpf_map__open_path(path, true, slot);
+		if (ret)
+			snprintf(err, errlen, "%s: %s", path, ncclbpf_errmsg());
+	}
+	if (!ret && (!m->cell || !m->seen)) {
+		snprintf(err, errlen, "pid %d has no sweep_cell/sweep_seen maps: is the sweep policy loaded?", pid);
+		ret = -ENOENT;
+	}
+	if (!ret && (ncclbpf_map__value_size(m->cell) != sizeof(struct tune_sweep_cell) ||
+		     ncclbpf_map__value_size(m->seen) != sizeof(struct tune_sweep_seen) ||
+		     ncclbpf_map__max_entries(m->seen) < TUNE_NUM_COLLS * TUNE_NUM_BUCKETS)) {
+		snprintf(err, errlen, "the sweep policy's maps have another shape than this tool expects");
+		ret = -EPROTO;
+	}
+out:
+	nbpf_ctl_msg_free(&msg);
+	if (ret)
+		maps_close(m);
+	return ret;
+}
+
+static int force_cell(struct tune_maps *m, int algo, int proto, int nch)
+{
+	struct tune_sweep_cell c = { .enabled = algo >= 0, .algo = algo, .proto = proto,
+				     .n_channels = nch };
+	uint32_t zero = 0;
+
+	return ncclbpf_map__update(m->cell, &zero, &c, NCCLBPF_ANY);
+}
+
+static int read_seen(struct tune_maps *m, int coll, uint64_t n_bytes, struct tune_sweep_seen *s)
+{
+	uint32_t key = (uint32_t)coll * TUNE_NUM_BUCKETS + (uint32_t)tune_size_bucket(n_bytes);
+
+	return ncclbpf_map__lookup(m->seen, &key, s);
+}
+
+int tune_size_bucket(uint64_t n)
+{
+	int b = 0;
+
+	while (n >>= 1)
+		b++;
+	return b < TUNE_NUM_BUCKETS ? b : TUNE_NUM_BUCKETS - 1;
+}
+
+/* ---- one point ------------------------------------------------------------- */
+
+static void meas_finish(struct tune_meas *m, const double *x, int n, int coll, uint64_t bytes,
+			int n_ranks)
+{
+	double half;
+
+	m->n = n;
+	tune_mean_ci(x, n, &m->mean_us, &half);
+	m->lo_us = m->mean_us - half;
+	m->hi_us = m->mean_us + half;
+	m->busbw = m->mean_us > 0 ? (double)bytes / (m->mean_us * 1e3) * tune_bus_factor(coll, n_ranks) : 0;
+}
+
+/*
+ * One run with the cell forced (algo -1: nothing forced).  *ok is false
+ * when the plugin did not apply the forced cell (NCCL does not offer it
+ * for this call): such a run measured NCCL's pick, not the cell.
+ */
+static int run_cell(struct tune_be *be, struct tune_maps *m, int coll, uint64_t bytes, int algo,
+		    int proto, int nch, double *us, bool *ok, char *err, size_t errlen)
+{
+	struct tune_sweep_seen before = { 0 }, after = { 0 };
+	int ret = force_cell(m, algo, proto, nch);
+
+	if (ret) {
+		snprintf(err, errlen, "writing sweep_cell: %s", strerror(-ret));
+		return ret;
+	}
+	read_seen(m, coll, bytes, &before);
+	ret = be->run(be, coll, bytes, us, err, errlen);
+	if (ret)
+		return ret;
+	read_seen(m, coll, bytes, &after);
+	*ok = algo < 0 ? after.calls > before.calls : after.applied > before.applied &&
+		after.applied - before.applied == after.calls - before.calls;
+	return 0;
+}
+
+static int measure_point(const struct tune_opts *o, struct tune_be *be, struct tune_maps *m,
+			 int coll, uint64_t bytes, struct tune_point *pt, char *err, size_t errlen)
+{
+	struct tune_sweep_seen seen = { 0 };
+	double *x = NULL, us;
+	int ncells = 0, ret, n_ranks = be->n_ranks;
+	int *cnt = NULL;
+	bool ok;
+
+	memset(pt, 0, sizeof(*pt));
+	pt->coll = coll;
+	pt->n_bytes = bytes;
+	pt->best = pt->choice = -1;
+	/* A first, unrecorded default run: warms up, and tells which cells NCCL offers. */
+	ret = run_cell(be, m, coll, bytes, -1, -1, 0, &us, &ok, err, errlen);
+	if (ret)
+		return ret;
+	if (read_seen(m, coll, bytes, &seen) || !seen.calls) {
+		snprintf(err, errlen, "%s %llu B: the sweep policy saw no call", emu_coll_name(coll),
+			 (unsigned long long)bytes);
+		return -EPROTO;
+	}
+	pt->nccl_algo = seen.nccl_algo;
+	pt->nccl_proto = seen.nccl_proto;
+	pt->avail_mask = seen.avail_mask;
+	pt->cells = calloc(7 * 3 * TUNE_MAX_CHANS, sizeof(*pt->cells));
+	x = calloc((size_t)(7 * 3 * TUNE_MAX_CHANS + 1) * (size_t)o->reps, sizeof(*x));
+	cnt = calloc(7 * 3 * TUNE_MAX_CHANS + 1, sizeof(*cnt));
+	if (!pt->cells || !x || !cnt) {
+		ret = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	for (int a = 0; a < 7; a++)
+		for (int p = 0; p < 3; p++) {
+			if (!(seen.avail_mask & (1u << (a * 3 + p))))
+				continue;
+			for (int c = 0; c < o->n_channels; c++)
+				pt->cells[ncells++] = (struct tune_meas){ .algo = a, .proto = p,
+									  .n_channels = o->channels[c] };
+		}
+	pt->n_cells = ncells;
+	pt->def.algo = pt->def.proto = -1;
+	for (int r = 0; r < o->reps; r++) {
+		/* Slot 0 is the default, 1.. the cells. */
+		for (int i = 0; i <= ncells; i++) {
+			const struct tune_meas *c = i ? &pt->cells[i - 1] : &pt->def;
+
+			ret = run_cell(be, m, coll, bytes, c->algo, c->proto, c->n_channels, &us, &ok,
+				       err, errlen);
+			if (ret)
+				goto out;
+			if (ok)
+				x[(size_t)i * o->reps + cnt[i]++] = us;
+		}
+	}
+	/*
+	 * NCCL's own cell forced with its own count runs exactly what the
+	 * default runs: pool both into the reference, so one unlucky series
+	 * of default runs cannot make a near-tie look like a win.
+	 */
+	for (int i = 0; i < ncells; i++) {
+		const struct tune_meas *c = &pt->cells[i];
+
+		if (c->algo == pt->nccl_algo && c->proto == pt->nccl_proto && !c->n_channels) {
+			double *ref = malloc(sizeof(*ref) * (size_t)(cnt[0] + cnt[i + 1]));
+
+			if (!ref) {
+				ret = -ENOMEM;
+				snprintf(err, errlen, "out of memory");
+				goto out;
+			}
+			memcpy(ref, x, sizeof(*ref) * (size_t)cnt[0]);
+			memcpy(ref + cnt[0], x + (size_t)(i + 1) * o->reps, sizeof(*ref) * (size_t)cnt[i + 1]);
+			meas_finish(&pt->def, ref, cnt[0] + cnt[i + 1], coll, bytes, n_ranks);
+			free(ref);
+			break;
+		}
+	}
+	if (!pt->def.n)
+		meas_finish(&pt->def, x, cnt[0], coll, bytes, n_ranks);
+	for (int i = 0; i < ncells; i++)
+		meas_finish(&pt->cells[i], x + (size_t)(i + 1) * o->reps, cnt[i + 1], coll, bytes, n_ranks);
+	for (int i = 0; i < ncells; i++)
+		if (pt->cells[i].n >= 2 && (pt->best < 0 || pt->cells[i].mean_us < pt->cells[pt->best].mean_us))
+			pt->best = i;
+	if (pt->best >= 0 && pt->cells[pt->best].mean_us > 0)
+		pt->gain = pt->def.mean_us / pt->cells[pt->best].mean_us - 1.0;
+	pt->choice = tune_choose(&pt->def, pt->cells, ncells, o->min_gain);
+	/* NCCL's own cell with its own count is no change. */
+	if (pt->choice >= 0 && pt->cells[pt->choice].algo == pt->nccl_algo &&
+	    pt->cells[pt->choice].proto == pt->nccl_proto && !pt->cells[pt->choice].n_channels)
+		pt->choice = -1;
+out:
+	free(x);
+	free(cnt);
+	return ret;
+}
+
+int tune_run(const struct tune_opts *o, struct tune_result *res, char *err, size_t errlen)
+{
+	struct tune_be *be = NULL;
+	struct tune_maps m = { 0 };
+	int ret, cap = 0;
+
+	memset(res, 0, sizeof(*res));
+	ret = o->backend == TUNE_BACKEND_EMU ? tune_be_emu_open(o, &be, err, errlen)
+					     : tune_be_nccl_open(o, &be, err, errlen);
+	if (ret)
+		return ret;
+	ret = maps_open(be->pid, &m, err, errlen);
+	if (ret)
+		goto out;
+	res->n_ranks = be->n_ranks;
+	res->n_nodes = be->n_nodes;
+	snprintf(res->backend_desc, sizeof(res->backend_desc), "%s", be->desc);
+	for (int coll = 0; coll < TUNE_NUM_COLLS; coll++) {
+		if (!o->colls[coll])
+			continue;
+		for (uint64_t b = o->min_bytes; b && b <= o->max_bytes; b <<= 1) {
+			struct tune_point *pt;
+
+			if (res->n_pts == cap) {
+				struct tune_point *np = realloc(res->pts, (size_t)(cap ? 2 * cap : 64) * sizeof(*np));
+
+				if (!np) {
+					ret = -ENOMEM;
+					snprintf(err, errlen, "out of memory");
+					goto out;
+				}
+				res->pts = np;
+				cap = cap ? 2 * cap : 64;
+			}
+			pt = &res->pts[res->n_pts];
+			ret = measure_point(o, be, &m, coll, b, pt, err, errlen);
+			if (ret == -ERANGE) { /* too small for this many ranks: skipped */
+				free(pt->cells);
+				ret = 0;
+				continue;
+			}
+			res->n_pts++;
+			if (ret)
+				goto out;
+			if (o->log)
+				fprintf(o->log, "tune: %s %llu B: %d cells x %d, NCCL %s/%s, %s\n",
+					emu_coll_name(coll), (unsigned long long)b, pt->n_cells, o->reps,
+					emu_algo_name(pt->nccl_algo), emu_proto_name(pt->nccl_proto),
+					pt->choice < 0 ? "kept" : "changed");
+			if (b > UINT64_MAX / 2)
+				break;
+		}
+	}
+out:
+	maps_close(&m);
+	be->close(be);
+	return ret;
+}
+
+void tune_result_free(struct tune_result *res)
+{
+	for (int i = 0; i < res->n_pts; i++)
+		free(res->pts[i].cells);
+	free(res->pts);
+	memset(res, 0, sizeof(*res));
+}
+
+/* ---- names -------------------------------------------------------------------- */
+
+int tune_algo_from_name(const char *s)
+{
+	for (int a = 0; a < 7; a++)
+		if (!strcasecmp(s, emu_algo_name(a)))
+			return a;
+	return -1;
+}
+
+int tune_proto_from_name(const char *s)
+{
+	for (int p = 0; p < 3; p++)
+		if (!strcasecmp(s, emu_proto_name(p)))
+			return p;
+	return -1;
+}
+
+int tune_parse_skew(const char *s, struct tune_skew *sk)
+{
+	char buf[128], *f[4], *op, *slash, *end, *save = NULL;
+	int n = 0;
+
+	if (!s || strlen(s) >= sizeof(buf))
+		return -EINVAL;
+	strcpy(buf, s);
+	for (char *t = strtok_r(buf, ":", &save); t; t = strtok_r(NULL, ":", &save)) {
+		if (n == 4)
+			return -EINVAL;
+		f[n++] = t;
+	}
+	if (n != 4)
+		return -EINVAL;
+	op = strpbrk(f[3], "*~");
+	slash = strchr(f[3], '/');
+	if (!op || !slash || slash > op)
+		return -EINVAL;
+	sk->rel_nccl = *op == '~';
+	*op = 0;
+	*slash = 0;
+	sk->coll = emu_coll_from_name(f[0]);
+	sk->algo = tune_algo_from_name(f[3]);
+	sk->proto = tune_proto_from_name(slash + 1);
+	errno = 0;
+	sk->factor = strtod(op + 1, &end);
+	if (sk->coll < 0 || sk->algo < 0 || sk->proto < 0 || errno || *end || end == op + 1 ||
+	    !(sk->factor > 0) || emu_parse_size(f[1], &sk->lo) || emu_parse_size(f[2], &sk->hi) ||
+	    sk->lo > sk->hi)
+		return -EINVAL;
+	return 0;
+}

@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * test_webhook.c - `ncclbpf export --alert-webhook` against a receiver on
+ * loopback: an emulated rank (its own process, the plugin as profiler)
+ * runs 4 MiB AllReduces of 8 ms, the exporter must POST a firing
+ * Alertmanager-style alert for the 4M bound of 5 ms (and none for other
+ * sizes); after the rank's collectives drop to 1 ms it must POST the
+ * resolution (endsAt).
+ */
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "emu_prof.h"
+#include "emu_test.h"
+
+struct shared {
+	_Atomic int phase; /* 0 slow, 1 go fast, 2 fast done, 3 stop */
+	_Atomic int ready;
+};
+static struct shared *sh;
+
+static void burst(struct prof *p, uint64_t *seq, uint64_t lat, int n)
+{
+	static uint64_t clock_ns = 1000000;
+
+	for (int i = 0; i < n; i++) {
+		void *g = start_group(p), *c = start_coll(p, g, (*seq)++, (4u << 20) / 4, 1);
+		void *k = start_kch(p, c, 0, clock_ns);
+
+		record_kch_stop(p, k, clock_ns + lat);
+		stop(p, k);
+		stop(p, c);
+		stop(p, g);
+		clock_ns += lat + 1000;
+	}
+}
+
+static void run_rank(void)
+{
+	struct prof p = { .v = 5 };
+	char err[256];
+	uint64_t seq = 0;
+
+	if (emu_open(&p.pl, EMU_PROFILER, EMU_PLUGIN, 5, err, sizeof(err)) || prof_init(&p, 0xa1e7))
+		_exit(2);
+	burst(&p, &seq, 8000000, 500);
+	atomic_store(&sh->ready, 1);
+	while (atomic_load(&sh->phase) == 0)
+		usleep(1000);
+	burst(&p, &seq, 1000000, 500);
+	atomic_store(&sh->phase, 2);
+	while (atomic_load(&sh->phase) != 3)
+		usleep(1000);
+	prof_fini(&p);
+	_exit(0);
+}
+
+/* Accepts one POST within 10 s, answers 200, returns the body (malloc'ed) or NULL. */
+static char *receive(int lfd)
+{
+	struct pollfd pf = { .fd = lfd, .events = POLLIN };
+	char *buf = calloc(1, 65536), *body;
+	size_t len = 0;
+	long want = -1;
+	int fd;
+
+	if (!buf || poll(&pf, 1, 10000) != 1 || (fd = accept(lfd, NULL, NULL)) < 0) {
+		free(buf);
+		return NULL;
+	}
+	while (len < 65535) {
+		ssize_t n = recv(fd, buf + len, 65535 - len, 0);
+		char *hdr_end;
+
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+		buf[len] = 0;
+		hdr_end = strstr(buf, "\r\n\r\n");
+		if (hdr_end && want < 0) {
+			char *cl = strcasestr(buf, "Content-Length:");
+
+			want = cl ? atol(cl + 15) : 0;
+		}
+		if (hdr_end && (long)(len - (size_t)(hdr_end + 4 - buf)) >= want)
+			break;
+	}
+	send(fd, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", 38, MSG_NOSIGNAL);
+	close(fd);
+	body = strstr(buf, "\r\n\r\n");
+	body = body ? strdup(body + 4) : NULL;
+	free(buf);
+	return body;
+}
+
+int main(void)
+{
+	char dir[] = "/tmp/ncclbpf-alerts.XXXXXX", url[128], pidarg[16];
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(sa);
+	pid_t rank, exporter;
+	char *b1, *b2;
+	int lfd, st = 0;
+
+	if (!mkdtemp(dir))
+		return 1;
+	setenv("NCCLBPF_CTL_DIR", dir, 1);
+	setenv("NCCLBPF_MAP_DIR", dir, 1);
+	setenv("NCCLBPF_POLICY", EMU_BPF_DIR "/latency_hist.bpf.o", 1); /* a profiler program: GPU timing on */
+	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	lfd = socket(AF_INET, SOCK_STREAM, 0);
+	if (sh == MAP_FAILED || lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    listen(lfd, 4) || getsockname(lfd, (struct sockaddr *)&sa, &sl))
+		return 1;
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/api/v2/alerts", ntohs(sa.sin_port));
+	rank = fork();
+	if (!rank)
+		run_rank();
+	while (!atomic_load(&sh->ready))
+		usleep(1000);
+	snprintf(pidarg, sizeof(pidarg), "%d", (int)rank);
+	exporter = fork();
+	if (!exporter) {
+		int devnull = open("/dev/null", 1);
+
+		if (!getenv("ALERTS_VERBOSE"))
+			dup2(devnull, 1);
+		execl(NCCLBPF_CLI, NCCLBPF_CLI, "export", "--count", "3", "--interval", "1",
+		      "--alert-webhook", url, "--alert-p99", "4M=0.005,16K=0.0001", "--alert-refused",
+		      pidarg, (char *)NULL);
+		_exit(127);
+	}
+	b1 = receive(lfd);
+	CHECK(b1 != NULL);
+	if (b1) {
+		CHECK_STR_CONTAINS(b1, "\"alertname\":\"NcclbpfCollectiveLatencyP99High\"");
+		CHECK_STR_CONTAINS(b1, "\"size\":\"4M\"");
+		CHECK_STR_CONTAINS(b1, "\"communicator\":\"0xa1e7\"");
+		CHECK_STR_CONTAINS(b1, "\"startsAt\":");
+		CHECK(!strstr(b1, "\"size\":\"16K\"") && !strstr(b1, "endsAt") &&
+		      !strstr(b1, "NcclbpfPolicyOutputRefused"));
+		CHECK(b1[0] == '[' && b1[strlen(b1) - 1] == ']');
+	}
+	atomic_store(&sh->phase, 1);
+	while (atomic_load(&sh->phase) != 2)
+		usleep(1000);
+	b2 = receive(lfd);
+	CHECK(b2 != NULL);
+	if (b2) {
+		CHECK_STR_CONTAINS(b2, "\"alertname\":\"NcclbpfCollectiveLatencyP99High\"");
+		CHECK_STR_CONTAINS(b2, "\"endsAt\":");
+	}
+	waitpid(exporter, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	atomic_store(&sh->phase, 3);
+	waitpid(rank, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	free(b1);
+	free(b2);
+	rmdir(dir);
+	return check_summary("alerts_webhook");
+}

@@ -1,0 +1,842 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * test_observe.c - the kernel probes against work this test does itself,
+ * with counts checked exactly where the test controls them and ranges
+ * where the kernel decides (latencies, retransmits).
+ *
+ *   test_observe io      O_DIRECT reads on a loop device the test creates,
+ *                        buffered reads (page cache), io_uring reads
+ *   test_observe net     TCP over loopback in a new network namespace, with
+ *                        a tc BPF program dropping 3% of data packets on
+ *                        ingress (an egress drop is reported to the sender,
+ *                        which re-sends without counting a retransmit)
+ *   test_observe sched   pipe ping-pong and affinity-forced migrations
+ *   test_observe gpu     uprobes on a stand-in libcuda, ioctls on a device
+ *   test_observe targets --cgroup (a nested v2 cgroup the test makes) and
+ *                        --comm select exactly the processes inside
+ *   test_observe errors  missing BTF, missing tracepoint, no privileges:
+ *                        clear errors and no program left loaded
+ *
+ * Needs root and kernel BTF; prints SKIP and exits 77 otherwise.
+ */
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/bpf.h>
+#include <linux/loop.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#ifdef HAVE_LIBURING
+#include <liburing.h>
+#endif
+
+#include "observe.h"
+#include "ncclbpf/runtime.h"
+
+#define SKIP 77
+static int failures;
+
+#define CHECK(cond, ...)                                                                   \
+	do {                                                                               \
+		if (!(cond)) {                                                             \
+			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);    \
+			fprintf(stderr, __VA_ARGS__);                                      \
+			fputc('\n', stderr);                                               \
+			failures++;                                                        \
+		}                                                                          \
+	} while (0)
+
+static struct nbpf_obs *open_self(unsigned int probes)
+{
+	int me = getpid();
+	struct nbpf_obs_opts o = { .probes = probes, .strict = true, .pids = &me, .n_pids = 1 };
+	struct nbpf_obs *obs = NULL;
+
+	nbpf_obs_opts_env(&o);
+	if (nbpf_obs_open(&o, &obs)) {
+		fprintf(stderr, "FAIL: nbpf_obs_open: %s\n", ncclbpf_errmsg());
+		exit(1);
+	}
+	return obs;
+}
+
+/* ---- io ---------------------------------------------------------------------- */
+
+static int make_loop(const char *backing, char *dev, size_t n)
+{
+	int ctl = open("/dev/loop-control", O_RDWR), num, fd, lfd;
+
+	if (ctl < 0)
+		return -1;
+	num = ioctl(ctl, LOOP_CTL_GET_FREE);
+	close(ctl);
+	if (num < 0)
+		return -1;
+	snprintf(dev, n, "/dev/loop%d", num);
+	fd = open(backing, O_RDWR);
+	lfd = open(dev, O_RDWR);
+	if (fd < 0 || lfd < 0 || ioctl(lfd, LOOP_SET_FD, fd)) {
+		if (fd >= 0)
+			close(fd);
+		if (lfd >= 0)
+			close(lfd);
+		return -1;
+	}
+	close(fd);
+	/* Detach by itself when the test's last descriptor closes, even if the test dies. */
+	{
+		struct loop_info64 li = { .lo_flags = LO_FLAGS_AUTOCLEAR };
+
+		ioctl(lfd, LOOP_SET_STATUS64, &li);
+	}
+	return lfd;
+}
+
+static const struct nbpf_obs_blk *find_blk(const struct nbpf_obs_snap *s, uint32_t dev, uint32_t op)
+{
+	for (size_t i = 0; i < s->n_blk; i++)
+		if (s->blk[i].k.tgid == (uint32_t)getpid() && s->blk[i].k.dev == dev && s->blk[i].k.op == op)
+			return &s->blk[i];
+	return NULL;
+}
+
+static int test_io(void)
+{
+	char backing[] = "/var/tmp/ncclbpf-observe-XXXXXX", dev[64];
+	const int n_aligned = 200, n_small = 20;
+	int bfd = mkstemp(backing), lfd, dfd;
+	struct nbpf_obs_snap s;
+	struct nbpf_obs *obs;
+	struct stat sb;
+	void *buf;
+
+	if (bfd < 0 || ftruncate(bfd, 16 << 20)) {
+		printf("SKIP io: cannot create a backing file\n");
+		return SKIP;
+	}
+	close(bfd);
+	lfd = make_loop(backing, dev, sizeof(dev));
+	unlink(backing);
+	if (lfd < 0) {
+		printf("SKIP io: no loop device (%s)\n", strerror(errno));
+		return SKIP;
+	}
+	fstat(lfd, &sb);
+	posix_memalign(&buf, 4096, 1 << 20);
+	obs = open_self(1u << NBPF_OBS_IO);
+	dfd = open(dev, O_RDONLY | O_DIRECT);
+	CHECK(dfd >= 0, "%s: %s", dev, strerror(errno));
+	/* Synchronous O_DIRECT reads: one block request each, nothing merges. */
+	for (int i = 0; i < n_aligned; i++)
+		CHECK(pread(dfd, buf, 4096, (off_t)i * 8192) == 4096, "aligned read %d", i);
+	for (int i = 0; i < n_small; i++)
+		CHECK(pread(dfd, buf, 512, (off_t)i * 8192 + 512) == 512, "512-byte read %d", i);
+	close(dfd);
+	/* Buffered reads after dropping the device's page cache: misses. */
+	dfd = open(dev, O_RDONLY);
+	posix_fadvise(dfd, 0, 0, POSIX_FADV_DONTNEED);
+	ioctl(dfd, BLKFLSBUF, 0);
+	for (int i = 0; i < 64; i++)
+		CHECK(pread(dfd, buf, 4096, (off_t)(4 << 20) + i * 4096) == 4096, "buffered read %d", i);
+	close(dfd);
+	CHECK(!nbpf_obs_snapshot(obs, &s), "snapshot: %s", ncclbpf_errmsg());
+	{
+		const struct nbpf_obs_blk *b = find_blk(&s, (uint32_t)(major(sb.st_rdev) << 20 | minor(sb.st_rdev)),
+							OBS_OP_READ);
+
+		CHECK(b, "no block reads recorded for %s", dev);
+		if (b) {
+			/* The buffered reads add readahead requests of their own sizes: count them apart. */
+			uint64_t small_direct = b->v.size.slot[9];   /* 512 B */
+
+			printf("io: %s reads %llu small %llu unaligned %llu p50 %.0f ns p99 %.0f ns\n", dev,
+			       (unsigned long long)b->v.lat.count, (unsigned long long)b->v.small,
+			       (unsigned long long)b->v.unaligned, nbpf_obs_hist_quantile(&b->v.lat, 0.5),
+			       nbpf_obs_hist_quantile(&b->v.lat, 0.99));
+			CHECK(small_direct == (uint64_t)n_small, "512-byte requests %llu, want %d",
+			      (unsigned long long)small_direct, n_small);
+			CHECK(b->v.size.slot[12] >= (uint64_t)n_aligned, "4 KiB requests %llu, want >= %d",
+			      (unsigned long long)b->v.size.slot[12], n_aligned);
+			CHECK(b->v.unaligned == (uint64_t)n_small, "unaligned %llu, want %d",
+			      (unsigned long long)b->v.unaligned, n_small);
+			/* 512-byte reads at 8 KiB * i + 512: aligned to exactly 512 bytes. */
+			CHECK(b->v.align.slot[9] == (uint64_t)n_small, "512-byte aligned %llu, want %d",
+			      (unsigned long long)b->v.align.slot[9], n_small);
+			CHECK(b->v.align.count == b->v.lat.count, "alignment samples");
+			CHECK(b->v.lat.count >= (uint64_t)(n_aligned + n_small + 1) &&
+			      b->v.lat.count <= (uint64_t)(n_aligned + n_small + 64),
+			      "requests %llu, want direct %d + 1..64 buffered", (unsigned long long)b->v.lat.count,
+			      n_aligned + n_small);
+			CHECK(b->v.lat.sum > 0 && nbpf_obs_hist_quantile(&b->v.lat, 0.99) < 1e9,
+			      "latency out of range");
+			CHECK(b->v.errors == 0, "errors %llu", (unsigned long long)b->v.errors);
+		}
+		for (size_t i = 0; i < s.n_pcache; i++)
+			if (s.pcache[i].tgid == (uint32_t)getpid()) {
+				printf("io: page cache looked up %llu added %llu\n",
+				       (unsigned long long)s.pcache[i].v.accessed,
+				       (unsigned long long)s.pcache[i].v.added);
+				CHECK(s.pcache[i].v.accessed >= 64, "lookups %llu",
+				      (unsigned long long)s.pcache[i].v.accessed);
+				CHECK(s.pcache[i].v.added >= 64, "misses %llu",
+				      (unsigned long long)s.pcache[i].v.added);
+			}
+	}
+	nbpf_obs_snap_free(&s);
+#ifdef HAVE_LIBURING
+	{
+		struct io_uring ring;
+		const int n = 100;
+		int ffd = open("/proc/self/exe", O_RDONLY);
+		uint64_t got = 0;
+
+		CHECK(!io_uring_queue_init(8, &ring, 0), "io_uring_queue_init");
+		for (int i = 0; i < n; i++) {
+			struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+			struct io_uring_cqe *cqe;
+
+			io_uring_prep_read(sqe, ffd, buf, 4096, (off_t)i * 4096 % 65536);
+			io_uring_sqe_set_data64(sqe, (uint64_t)i + 1);
+			io_uring_submit(&ring);
+			CHECK(!io_uring_wait_cqe(&ring, &cqe), "wait_cqe");
+			io_uring_cqe_seen(&ring, cqe);
+		}
+		io_uring_queue_exit(&ring);
+		close(ffd);
+		CHECK(!nbpf_obs_snapshot(obs, &s), "snapshot");
+		for (size_t i = 0; i < s.n_uring; i++)
+			if (s.uring[i].k.tgid == (uint32_t)getpid() && s.uring[i].k.opcode == IORING_OP_READ)
+				got = s.uring[i].v.count;
+		printf("io: io_uring reads %llu\n", (unsigned long long)got);
+		CHECK(got == (uint64_t)n, "io_uring reads %llu, want %d", (unsigned long long)got, n);
+		nbpf_obs_snap_free(&s);
+	}
+#else
+	printf("SKIP io_uring part: built without liburing\n");
+#endif
+	nbpf_obs_close(obs);
+	ioctl(lfd, LOOP_CLR_FD, 0);
+	close(lfd);
+	free(buf);
+	return failures ? 1 : 0;
+}
+
+/* ---- net --------------------------------------------------------------------- */
+
+/* skb->len >= 200 and 3% of the time: TC_ACT_SHOT; else TC_ACT_OK.  SYNs and ACKs pass. */
+static int drop_prog(void)
+{
+	struct bpf_insn insns[] = {
+		{ .code = BPF_LDX | BPF_MEM | BPF_W, .dst_reg = 6, .src_reg = 1, .off = 0 }, /* len */
+		{ .code = BPF_JMP | BPF_JLT | BPF_K, .dst_reg = 6, .off = 5, .imm = 200 },
+		{ .code = BPF_JMP | BPF_CALL, .imm = BPF_FUNC_get_prandom_u32 },
+		{ .code = BPF_ALU64 | BPF_MOD | BPF_K, .dst_reg = 0, .imm = 100 },
+		{ .code = BPF_JMP | BPF_JGE | BPF_K, .dst_reg = 0, .off = 2, .imm = 3 },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 0, .imm = 2 },
+		{ .code = BPF_JMP | BPF_EXIT },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+
+	return bpf_prog_load(BPF_PROG_TYPE_SCHED_CLS, "obs_test_drop", "GPL", insns,
+			     sizeof(insns) / sizeof(insns[0]), NULL);
+}
+
+static int lo_setup(void)
+{
+	struct ifreq ifr = { 0 };
+	int s = socket(AF_INET, SOCK_DGRAM, 0), err = 0;
+
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+	ifr.ifr_mtu = 1500; /* many packets in flight: losses are repaired by fast retransmit */
+	if (ioctl(s, SIOCSIFMTU, &ifr))
+		err = -errno;
+	ioctl(s, SIOCGIFFLAGS, &ifr);
+	ifr.ifr_flags |= IFF_UP;
+	if (ioctl(s, SIOCSIFFLAGS, &ifr))
+		err = -errno;
+	close(s);
+	return err;
+}
+
+struct sink {
+	int lfd;
+	uint64_t got;
+};
+
+static void *sink_main(void *p)
+{
+	struct sink *k = p;
+	char buf[65536];
+	int fd = accept(k->lfd, NULL, NULL);
+	ssize_t n;
+
+	while (fd >= 0 && (n = read(fd, buf, sizeof(buf))) > 0)
+		k->got += (uint64_t)n;
+	if (fd >= 0)
+		close(fd);
+	return NULL;
+}
+
+static int test_net(void)
+{
+	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = 1, .attach_point = BPF_TC_INGRESS);
+	LIBBPF_OPTS(bpf_tc_opts, tco);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(sa);
+	static char buf[64 * 1024];
+	const uint64_t total = 8 << 20;
+	uint64_t sent = 0, seen_tx = 0, seen_rx = 0, retrans = 0;
+	struct sink k = { 0 };
+	struct tcp_info ti;
+	socklen_t til = sizeof(ti);
+	struct nbpf_obs_snap s;
+	struct nbpf_obs *obs;
+	pthread_t th;
+	int pfd, cfd;
+	uint32_t srtt = 0;
+
+	if (unshare(CLONE_NEWNET) || lo_setup()) {
+		printf("SKIP net: cannot make a network namespace (%s)\n", strerror(errno));
+		return SKIP;
+	}
+	pfd = drop_prog();
+	hook.ifindex = (int)if_nametoindex("lo");
+	CHECK(pfd >= 0, "drop program: %s", strerror(errno));
+	CHECK(!bpf_tc_hook_create(&hook), "clsact on lo");
+	tco.prog_fd = pfd;
+	CHECK(!bpf_tc_attach(&hook, &tco), "tc attach");
+	obs = open_self(1u << NBPF_OBS_NET);
+	k.lfd = socket(AF_INET, SOCK_STREAM, 0);
+	bind(k.lfd, (struct sockaddr *)&sa, sizeof(sa));
+	listen(k.lfd, 1);
+	getsockname(k.lfd, (struct sockaddr *)&sa, &sl);
+	pthread_create(&th, NULL, sink_main, &k);
+	cfd = socket(AF_INET, SOCK_STREAM, 0);
+	CHECK(!connect(cfd, (struct sockaddr *)&sa, sizeof(sa)), "connect: %s", strerror(errno));
+	while (sent < total) {
+		ssize_t n = write(cfd, buf, sizeof(buf));
+
+		if (n <= 0)
+			break;
+		sent += (uint64_t)n;
+	}
+	shutdown(cfd, SHUT_WR);
+	pthread_join(th, NULL);
+	/* Everything was received: no retransmit of this socket can still come. */
+	getsockopt(cfd, IPPROTO_TCP, TCP_INFO, &ti, &til);
+	close(cfd);
+	CHECK(!nbpf_obs_snapshot(obs, &s), "snapshot");
+	for (size_t i = 0; i < s.n_conn; i++) {
+		const struct obs_conn *c = &s.conn[i].v;
+
+		if (c->tgid != (uint32_t)getpid())
+			continue;
+		if (c->dport == ntohs(sa.sin_port)) { /* the sending side: its peer is the listener */
+			seen_tx += c->bytes_sent;
+			retrans += c->retrans;
+			srtt = c->srtt_us;
+			CHECK(!memcmp(c->daddr, &sa.sin_addr, 4), "peer address");
+		}
+		seen_rx += c->bytes_recv;
+	}
+	printf("net: sent %llu (seen %llu) received %llu (seen %llu) retransmits %llu "
+	       "(kernel's total %u) srtt %u us\n", (unsigned long long)sent,
+	       (unsigned long long)seen_tx, (unsigned long long)k.got, (unsigned long long)seen_rx,
+	       (unsigned long long)retrans, ti.tcpi_total_retrans, srtt);
+	CHECK(seen_tx == sent, "bytes sent");
+	CHECK(seen_rx == k.got && k.got == sent, "bytes received");
+	CHECK(retrans >= 1 && retrans <= ti.tcpi_total_retrans, "retransmits %llu vs %u",
+	      (unsigned long long)retrans, ti.tcpi_total_retrans);
+	CHECK(srtt > 0 && srtt < 1000000, "srtt %u us", srtt);
+	nbpf_obs_snap_free(&s);
+	nbpf_obs_close(obs);
+	bpf_tc_hook_destroy(&hook);
+	close(pfd);
+	return failures ? 1 : 0;
+}
+
+/* ---- sched ------------------------------------------------------------------- */
+
+static int pp[2][2];
+static const int n_pingpong = 200, n_moves = 40;
+
+static void *pong_main(void *arg)
+{
+	char c;
+
+	for (int i = 0; i < n_pingpong; i++) {
+		if (read(pp[0][0], &c, 1) != 1 || write(pp[1][1], &c, 1) != 1)
+			break;
+	}
+	return NULL;
+}
+
+static int test_sched(void)
+{
+	struct nbpf_obs_snap s;
+	struct nbpf_obs *obs;
+	pthread_t th;
+	cpu_set_t set;
+	char c = 'x';
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+		printf("SKIP sched: needs two CPUs\n");
+		return SKIP;
+	}
+	/* Pretend CPU 0 and CPU 1 sit on different nodes, so every forced move crosses. */
+	setenv("NCCLBPF_OBSERVE_NUMA", "0,1", 1);
+	obs = open_self(1u << NBPF_OBS_SCHED);
+	pipe(pp[0]);
+	pipe(pp[1]);
+	pthread_create(&th, NULL, pong_main, NULL);
+	for (int i = 0; i < n_pingpong; i++)
+		if (write(pp[0][1], &c, 1) != 1 || read(pp[1][0], &c, 1) != 1)
+			break;
+	pthread_join(th, NULL);
+	for (int i = 0; i < n_moves; i++) {
+		CPU_ZERO(&set);
+		CPU_SET(i & 1, &set);
+		sched_setaffinity(0, sizeof(set), &set);
+	}
+	CHECK(!nbpf_obs_snapshot(obs, &s), "snapshot");
+	for (size_t i = 0; i < s.n_sched; i++) {
+		const struct obs_sched_val *v = &s.sched[i].v;
+
+		if (s.sched[i].tgid != (uint32_t)getpid())
+			continue;
+		printf("sched: runq %llu (p99 %.0f ns) offcpu %llu migrations %llu cross-node %llu\n",
+		       (unsigned long long)v->runq.count, nbpf_obs_hist_quantile(&v->runq, 0.99),
+		       (unsigned long long)v->offcpu.count, (unsigned long long)v->migrations,
+		       (unsigned long long)v->cross_node);
+		/*
+		 * Each side usually blocks in read once per round trip and is woken
+		 * once; the scheduler decides, so a range (a thread that finds its
+		 * data already there does not block).
+		 */
+		CHECK(v->offcpu.count >= (uint64_t)n_pingpong / 2 && v->offcpu.count <= 10u * n_pingpong,
+		      "off-CPU %llu", (unsigned long long)v->offcpu.count);
+		CHECK(v->runq.count >= (uint64_t)n_pingpong / 2, "run-queue %llu",
+		      (unsigned long long)v->runq.count);
+		CHECK(nbpf_obs_hist_quantile(&v->runq, 0.5) < 1e9, "run-queue p50");
+		/* The first move may find us on the target CPU already. */
+		CHECK(v->cross_node >= (uint64_t)n_moves - 1 && v->cross_node <= v->migrations,
+		      "cross-node %llu of %llu", (unsigned long long)v->cross_node,
+		      (unsigned long long)v->migrations);
+	}
+	CHECK(s.n_sched > 0, "no scheduling record");
+	nbpf_obs_snap_free(&s);
+	nbpf_obs_close(obs);
+	return failures ? 1 : 0;
+}
+
+/* ---- gpu --------------------------------------------------------------------- */
+
+static __u32 last_prog_id(void);
+
+/* Runs of the first program named name loaded after id first (stats must be on). */
+static long long prog_runs_since(__u32 first, const char *name)
+{
+	__u32 id = first;
+
+	while (!bpf_prog_get_next_id(id, &id)) {
+		struct bpf_prog_info info = { 0 };
+		__u32 len = sizeof(info);
+		int fd = bpf_prog_get_fd_by_id(id);
+		long long runs = -1;
+
+		if (fd < 0)
+			continue;
+		if (!bpf_obj_get_info_by_fd(fd, &info, &len) && !strcmp(info.name, name))
+			runs = (long long)info.run_cnt;
+		close(fd);
+		if (runs >= 0)
+			return runs;
+	}
+	return -1;
+}
+
+static int test_gpu(const char *libcuda)
+{
+	int (*launch)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+		      void *, void **, void **);
+	int (*sync)(void *);
+	const int n_launch = 1000, n_sync = 10, n_ioctl = 100;
+	struct nbpf_obs_snap s;
+	struct nbpf_obs *obs;
+	void *h = dlopen(libcuda, RTLD_NOW);
+	int fd, found = 0;
+
+	CHECK(h, "dlopen %s", libcuda);
+	if (!h)
+		return 1;
+	launch = (void *)dlsym(h, "cuLaunchKernel");
+	sync = (void *)dlsym(h, "cuStreamSynchronize");
+	setenv("NCCLBPF_OBSERVE_LIBCUDA", libcuda, 1);
+	setenv("NCCLBPF_OBSERVE_GPU_MAJORS", "1", 1); /* /dev/null stands in for /dev/nvidiactl */
+	/*
+	 * Another process using the library launches too: with --pid targets
+	 * its calls must not even reach the program (uprobes per process).
+	 */
+	int go[2], stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	__u32 first = last_prog_id();
+	pid_t other;
+
+	pipe(go);
+	other = fork();
+	if (!other) {
+		char c;
+
+		if (read(go[0], &c, 1) != 1)
+			_exit(1);
+		for (int i = 0; i < 500; i++)
+			launch(NULL, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
+		_exit(0);
+	}
+	obs = open_self(1u << NBPF_OBS_GPU);
+	write(go[1], "g", 1);
+	waitpid(other, NULL, 0);
+	close(go[0]);
+	close(go[1]);
+	for (int i = 0; i < n_launch; i++)
+		launch(NULL, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
+	if (stats_fd >= 0) {
+		long long runs = prog_runs_since(first, "gpu_launch");
+
+		printf("gpu: gpu_launch ran %lld times (ours %d, another process's 500)\n", runs, n_launch);
+		CHECK(runs == n_launch, "gpu_launch ran %lld times: uprobes reach other processes", runs);
+		close(stats_fd);
+	} else {
+		printf("SKIP per-process uprobe check: BPF_ENABLE_STATS refused\n");
+	}
+	for (int i = 0; i < n_sync; i++)
+		sync(NULL);
+	fd = open("/dev/null", O_RDONLY);
+	for (int i = 0; i < n_ioctl; i++)
+		ioctl(fd, FIONREAD, &(int){ 0 });
+	close(fd);
+	CHECK(!nbpf_obs_snapshot(obs, &s), "snapshot");
+	for (size_t i = 0; i < s.n_gpu; i++) {
+		const struct obs_gpu_val *v = &s.gpu[i].v;
+
+		if (s.gpu[i].tgid != (uint32_t)getpid())
+			continue;
+		found = 1;
+		printf("gpu: launches %llu sync %llu (p50 %.0f ns) ioctl %llu\n",
+		       (unsigned long long)v->launches, (unsigned long long)v->sync.count,
+		       nbpf_obs_hist_quantile(&v->sync, 0.5), (unsigned long long)v->ioctl.count);
+		CHECK(v->launches == (uint64_t)n_launch, "launches");
+		CHECK(v->sync.count == (uint64_t)n_sync, "syncs");
+		CHECK(nbpf_obs_hist_quantile(&v->sync, 0.5) >= 1e6 &&
+		      nbpf_obs_hist_quantile(&v->sync, 0.5) < 1e9, "sync time");
+		CHECK(v->ioctl.count == (uint64_t)n_ioctl, "ioctls %llu", (unsigned long long)v->ioctl.count);
+	}
+	CHECK(found, "no gpu record");
+	nbpf_obs_snap_free(&s);
+	nbpf_obs_close(obs);
+	dlclose(h);
+	return failures ? 1 : 0;
+}
+
+/* ---- targets ---------------------------------------------------------------- */
+
+/* A child that waits for go, optionally renames itself, then sleeps n times. */
+static pid_t sleeper(int go_fd, const char *name, int n)
+{
+	pid_t pid = fork();
+	char c;
+
+	if (pid)
+		return pid;
+	if (name)
+		prctl(PR_SET_NAME, name);
+	if (read(go_fd, &c, 1) != 1)
+		_exit(1);
+	for (int i = 0; i < n; i++)
+		usleep(1000);
+	_exit(0);
+}
+
+static const struct obs_sched_val *sched_of(const struct nbpf_obs_snap *s, pid_t pid)
+{
+	for (size_t i = 0; i < s->n_sched; i++)
+		if (s->sched[i].tgid == (uint32_t)pid)
+			return &s->sched[i].v;
+	return NULL;
+}
+
+/* Runs an inside and an outside sleeper under opts; only the inside one may be counted. */
+static void targets_case(struct nbpf_obs_opts *o, const char *what, const char *cg_procs,
+			 const char *in_name, const char *out_name)
+{
+	int go[2];
+	pid_t in, out;
+	struct nbpf_obs *obs = NULL;
+	struct nbpf_obs_snap s;
+	const struct obs_sched_val *vi, *vo;
+
+	pipe(go);
+	in = sleeper(go[0], in_name, 50);
+	out = sleeper(go[0], out_name, 50);
+	if (cg_procs) {
+		FILE *f = fopen(cg_procs, "w");
+
+		CHECK(f && fprintf(f, "%d\n", (int)in) > 0 && !fclose(f), "moving %d into %s", (int)in,
+		      cg_procs);
+	}
+	usleep(20000); /* the renames happen before observe starts */
+	CHECK(!nbpf_obs_open(o, &obs), "%s: %s", what, ncclbpf_errmsg());
+	write(go[1], "gg", 2);
+	waitpid(in, NULL, 0);
+	waitpid(out, NULL, 0);
+	close(go[0]);
+	close(go[1]);
+	if (!obs)
+		return;
+	CHECK(!nbpf_obs_snapshot(obs, &s), "snapshot");
+	vi = sched_of(&s, in);
+	vo = sched_of(&s, out);
+	printf("targets: %s: inside %llu off-CPU periods, outside %s\n", what,
+	       vi ? (unsigned long long)vi->offcpu.count : 0ULL, vo ? "counted" : "not counted");
+	/*
+	 * Each usleep blocks once, unless the timer fires while the thread is
+	 * preempted before it sleeps (a loaded machine): most, not all, count.
+	 */
+	CHECK(vi && vi->offcpu.count >= 25, "%s: inside process not counted", what);
+	CHECK(!vo, "%s: outside process counted", what);
+	CHECK(!sched_of(&s, getpid()), "%s: the test itself counted", what);
+	nbpf_obs_snap_free(&s);
+	nbpf_obs_close(obs);
+}
+
+static int test_targets(void)
+{
+	struct nbpf_obs_opts o = { .probes = 1u << NBPF_OBS_SCHED, .strict = true };
+	char mnt[256] = "", outer[512], inner[600], procs[700], line[1024];
+	FILE *m = fopen("/proc/mounts", "r");
+
+	while (m && fgets(line, sizeof(line), m)) {
+		char dev[256], dir[256], type[64];
+
+		if (sscanf(line, "%255s %255s %63s", dev, dir, type) == 3 && !strcmp(type, "cgroup2")) {
+			snprintf(mnt, sizeof(mnt), "%s", dir);
+			break;
+		}
+	}
+	if (m)
+		fclose(m);
+	o.mode = OBS_MODE_COMM;
+	o.comm = "obs-comm-in";
+	targets_case(&o, "comm", NULL, "obs-comm-in", "obs-comm-out");
+	if (!mnt[0]) {
+		printf("SKIP targets cgroup part: no cgroup2 mount\n");
+		return failures ? 1 : 0;
+	}
+	/* The selection covers descendants: watch the outer directory, run inside the inner one. */
+	snprintf(outer, sizeof(outer), "%s/ncclbpf-observe-%d", mnt, (int)getpid());
+	snprintf(inner, sizeof(inner), "%s/inner", outer);
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", inner);
+	if (mkdir(outer, 0755) || mkdir(inner, 0755)) {
+		printf("SKIP targets cgroup part: cannot create %s: %s\n", inner, strerror(errno));
+		rmdir(outer);
+		return failures ? 1 : 0;
+	}
+	o.mode = OBS_MODE_CGROUP;
+	o.cgroup = outer;
+	targets_case(&o, "cgroup", procs, NULL, NULL);
+	rmdir(inner);
+	rmdir(outer);
+	return failures ? 1 : 0;
+}
+
+/* ---- errors ------------------------------------------------------------------ */
+
+/*
+ * Programs of ours in the kernel loaded after this test started: kernel
+ * program ids only grow, so programs of other tests or tenants that
+ * happen to share a name prefix and were there before do not count.
+ */
+static __u32 first_id;
+
+static int our_progs(void)
+{
+	static const char *const names[] = { "io_block_", "io_uring_submit", "io_uring_done",
+					     "io_pcache_", "net_send", "net_recv", "net_retrans",
+					     "sched_sw", "sched_wake", "sched_migrate", "gpu_launch",
+					     "gpu_sync_", "gpu_copy_", "gpu_ioctl_" };
+	__u32 id = first_id;
+	int n = 0;
+
+	while (!bpf_prog_get_next_id(id, &id)) {
+		struct bpf_prog_info info = { 0 };
+		__u32 len = sizeof(info);
+		int fd = bpf_prog_get_fd_by_id(id);
+
+		if (fd < 0)
+			continue;
+		if (!bpf_obj_get_info_by_fd(fd, &info, &len))
+			for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+				if (!strncmp(info.name, names[i], strlen(names[i])))
+					n++;
+		close(fd);
+	}
+	return n;
+}
+
+/* The highest program id now: later loads get higher ones. */
+static __u32 last_prog_id(void)
+{
+	__u32 id = 0, next;
+
+	while (!bpf_prog_get_next_id(id, &next))
+		id = next;
+	return id;
+}
+
+/*
+ * The kernel frees a program after its last reference goes, through RCU and
+ * a work queue, so its id lingers briefly: wait (bounded) for the count.
+ */
+static int our_progs_settled(int want)
+{
+	int n = our_progs();
+
+	for (int i = 0; i < 300 && n > want; i++) {
+		usleep(10 * 1000);
+		n = our_progs();
+	}
+	return n;
+}
+
+static int expect_fail(struct nbpf_obs_opts *o, const char *what, const char *needle)
+{
+	struct nbpf_obs *obs = NULL;
+	int before = our_progs(), err = nbpf_obs_open(o, &obs);
+
+	CHECK(err < 0, "%s: open succeeded", what);
+	if (err < 0) {
+		printf("errors: %s -> %s\n", what, ncclbpf_errmsg());
+		CHECK(strstr(ncclbpf_errmsg(), needle), "%s: message lacks '%s'", what, needle);
+	}
+	nbpf_obs_close(obs);
+	CHECK(our_progs_settled(before) <= before, "%s: %d programs left loaded", what,
+	      our_progs() - before);
+	return 0;
+}
+
+static int test_errors(void)
+{
+	int me = getpid();
+	struct nbpf_obs_opts o = { .probes = 1u << NBPF_OBS_IO | 1u << NBPF_OBS_SCHED, .strict = true,
+				   .pids = &me, .n_pids = 1 };
+	int base;
+
+	first_id = last_prog_id();
+	base = our_progs(); /* 0 unless another observe session started meanwhile */
+	o.btf_path = "/nonexistent/vmlinux";
+	expect_fail(&o, "missing BTF", "kernel BTF /nonexistent/vmlinux");
+	/* io loads first; sched then lacks sched_switch: io must go too. */
+	o.btf_path = NULL;
+	o.tp_rename = "sched_switch=no_such_tracepoint";
+	expect_fail(&o, "missing tracepoint", "no tracepoint sched/no_such_tracepoint");
+	/* Same with a classic tracepoint and only io asked for: the set stays, the signal is reported. */
+	{
+		struct nbpf_obs *obs = NULL;
+
+		o.probes = 1u << NBPF_OBS_IO;
+		o.tp_rename = "io_uring_complete=no_such_tracepoint";
+		CHECK(!nbpf_obs_open(&o, &obs), "io without io_uring: %s", ncclbpf_errmsg());
+		if (obs) {
+			const struct nbpf_obs_status *st = nbpf_obs_status(obs, NBPF_OBS_IO);
+
+			printf("errors: io without io_uring_complete -> attached, missing: %s\n", st->missing);
+			CHECK(st->attached && strstr(st->missing, "io_uring latency"), "status");
+			CHECK(our_progs() > base, "io programs loaded");
+		}
+		nbpf_obs_close(obs);
+		CHECK(our_progs_settled(base) <= base, "closed: %d programs left", our_progs() - base);
+	}
+	/*
+	 * A missing tracepoint with a fallback: fexit on tcp_sendmsg where the
+	 * kernel attaches fentry/fexit (reported as the route taken), a clear
+	 * error naming both where it does not.
+	 */
+	{
+		struct nbpf_obs *obs = NULL;
+
+		o.probes = 1u << NBPF_OBS_NET;
+		o.tp_rename = "sock_send_length=no_such_tracepoint";
+		if (!nbpf_obs_open(&o, &obs)) {
+			const struct nbpf_obs_status *st = nbpf_obs_status(obs, NBPF_OBS_NET);
+
+			printf("errors: net without sock_send_length -> %s\n", st->via);
+			CHECK(strstr(st->via, "net_send_fexit"), "fallback not reported: '%s'", st->via);
+		} else {
+			printf("errors: net without sock_send_length -> %s\n", ncclbpf_errmsg());
+			CHECK(strstr(ncclbpf_errmsg(), "sock/no_such_tracepoint") &&
+			      strstr(ncclbpf_errmsg(), "tcp_sendmsg"), "message names both attach points");
+		}
+		nbpf_obs_close(obs);
+		CHECK(our_progs_settled(base) <= base, "net fallback: %d programs left", our_progs() - base);
+	}
+	/* Without privileges: a child that dropped every capability. */
+	{
+		pid_t pid = fork();
+		int st = 0;
+
+		if (!pid) {
+			struct nbpf_obs *obs = NULL;
+			struct nbpf_obs_opts u = { .probes = 1u << NBPF_OBS_IO, .pids = &me, .n_pids = 1 };
+			int err;
+
+			if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+				_exit(3);
+			err = nbpf_obs_open(&u, &obs);
+			printf("errors: no privileges -> %s\n", ncclbpf_errmsg());
+			_exit(err == -EPERM && strstr(ncclbpf_errmsg(), "CAP_BPF") ? 0 : 1);
+		}
+		waitpid(pid, &st, 0);
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "unprivileged child status %d", st);
+	}
+	CHECK(our_progs_settled(base) <= base, "%d programs left loaded", our_progs() - base);
+	return failures ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2)
+		return 2;
+	if (geteuid() != 0 || access("/sys/kernel/btf/vmlinux", R_OK)) {
+		printf("SKIP %s: needs root and kernel BTF (/sys/kernel/btf/vmlinux)\n", argv[1]);
+		return SKIP;
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (!strcmp(argv[1], "io"))
+		return test_io();
+	if (!strcmp(argv[1], "net"))
+		return test_net();
+	if (!strcmp(argv[1], "sched"))
+		return test_sched();
+	if (!strcmp(argv[1], "gpu") && argc > 2)
+		return test_gpu(argv[2]);
+	if (!strcmp(argv[1], "targets"))
+		return test_targets();
+	if (!strcmp(argv[1], "errors"))
+		return test_errors();
+	return 2;
+}

@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * fake_sweep.c - bench/gpu/nccl_sweep --serve's protocol without GPUs, for
+ * testing `ncclbpf tune --backend nccl` on CPU: a separate process that
+ * loads the plugin through the NCCL emulator as NCCL would (tuner from
+ * $NCCL_TUNER_PLUGIN, policy from $NCCLBPF_POLICY), so tune must reach its
+ * maps over another process's control socket exactly as with real NCCL.
+ * Each request is one getCollInfo; the answer is the emulator's true time
+ * of the cell NCCL then runs ($FAKE_SWEEP_SKEW: skews as --emu-skew,
+ * separated by ','; no noise).  "--serve --ngpus N" as nccl_sweep takes.
+ * $FAKE_SWEEP_FAIL=hang:K or exit:K makes request K (from 1) hang or the
+ * process exit, as a collective that never completes or a crash would.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "emulator/emu.h"
+#include "tune/tune.h"
+#include "tune/tune_backend.h"
+
+static const char *const ops[] = { "broadcast", "reduce", "allgather", "reducescatter", "allreduce" };
+
+int main(int argc, char **argv)
+{
+	struct tune_emu_opts e = { .topo = EMU_TOPO_DEFAULT };
+	const char *skews = getenv("FAKE_SWEEP_SKEW");
+	struct emu_plugin pl;
+	struct emu_tuner t;
+	char err[512], line[256], op[32];
+
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--ngpus") && i + 1 < argc && atoi(argv[i + 1]) > 0)
+			e.topo.n_ranks = atoi(argv[++i]);
+	if (skews && *skews) {
+		char buf[1024], *save = NULL;
+
+		snprintf(buf, sizeof(buf), "%s", skews);
+		for (char *s = strtok_r(buf, ",", &save); s && e.n_skews < TUNE_MAX_SKEWS;
+		     s = strtok_r(NULL, ",", &save))
+			if (tune_parse_skew(s, &e.skews[e.n_skews++])) {
+				fprintf(stderr, "fake_sweep: bad skew %s\n", s);
+				return 2;
+			}
+	}
+	printf("# fake nccl_sweep: emulator, %d ranks\n", e.topo.n_ranks);
+	if (emu_open(&pl, EMU_TUNER, getenv("NCCL_TUNER_PLUGIN"), 5, err, sizeof(err)) ||
+	    emu_tuner_init(&t, &pl, 0xfa4eull, &e.topo, NULL) || !t.ctx) {
+		printf("err %s\n", err);
+		return 1;
+	}
+	printf("ready %d\n", e.topo.n_ranks);
+	fflush(stdout);
+	const char *fail = getenv("FAKE_SWEEP_FAIL");
+	int fail_at = fail && strchr(fail, ':') ? atoi(strchr(fail, ':') + 1) : 0, req = 0;
+
+	while (fgets(line, sizeof(line), stdin)) {
+		unsigned long long bytes;
+		int it, wu, coll = -1;
+		struct emu_decision d;
+
+		if (++req == fail_at && !strncmp(fail, "hang", 4))
+			for (;;)
+				pause();
+		if (req == fail_at)
+			_exit(3);
+		if (sscanf(line, "%31s %llu %d %d", op, &bytes, &it, &wu) != 4) {
+			printf("err bad request\n");
+		} else {
+			for (int i = 0; i < 5; i++)
+				if (!strcmp(op, ops[i]))
+					coll = i;
+			if (coll < 0 || emu_tuner_call(&t, &e.topo, coll, bytes, &d))
+				printf("err %s %llu\n", op, bytes);
+			else
+				printf("ok %llu %.4f 0\n", bytes,
+				       tune_emu_truth(&e, coll, bytes, d.algo, d.proto, d.n_channels));
+		}
+		fflush(stdout);
+	}
+	emu_tuner_fini(&t);
+	emu_close(&pl);
+	return 0;
+}
