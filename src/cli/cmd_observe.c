@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * cmd_observe.c - `ncclbpf observe [--pid P | --cgroup PATH | --comm NAME]
- * [--probes io,net,sched,gpu] [--duration S] [--interval MS] [-j]`: the
- * kernel's view of the job (src/observe) beside the plugin's collective
- * telemetry, per process, every interval.
+ * [--probes io,net,sched,gpu] [--duration S] [--interval MS] [-j]
+ * [--pin-numa auto|NODE [--repin-rate N] | --no-repin]`: the kernel's view
+ * of the job (src/observe) beside the plugin's collective telemetry, per
+ * process, every interval; with --pin-numa, closed loop 3: threads that
+ * migrated off their home NUMA node are moved back (observe_repin.c).
  *
  * With no target it watches every process running the plugin, found
  * through the control sockets like `ps`; as root it also finds other
@@ -11,6 +13,7 @@
  * plugin serves only its own user.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,10 +55,39 @@ static void on_event(void *ctx, const struct obs_event *e)
 {
 	struct obs_state *s = ctx;
 
+	if (e->kind == OBS_EV_NUMA) {
+		/* A signal for the re-pinner, not an outlier to show. */
+		obs_repin_event(s, e, mono_s());
+		return;
+	}
 	if (s->n_ev < sizeof(s->ev) / sizeof(s->ev[0]))
 		s->ev[s->n_ev++] = *e;
 	else
 		s->ev_dropped++;
+}
+
+/*
+ * The re-pinner over the sched set's NUMA table, and its first scan, so
+ * every thread that exists now has its home before the first event.
+ */
+static int repin_open(struct obs_state *s, struct nbpf_obs *obs, int home, double rate)
+{
+	struct nbpf_repin_opts ro = { .home_node = home, .max_per_s = rate };
+	static int node[OBS_MAX_CPUS];
+	int n = nbpf_obs_numa_table(obs, node, OBS_MAX_CPUS), err;
+
+	if (n < 0)
+		return n;
+	if ((err = nbpf_repin_new(node, n, &ro, &s->repin)))
+		return err;
+	obs_repin_scan(s, mono_s());
+	if (home >= 0)
+		fprintf(stderr, "numa re-pin: on, home node %d, at most %g moves/s, %" PRIu64
+				" threads\n", home, rate, nbpf_repin_stats(s->repin)->tracked);
+	else
+		fprintf(stderr, "numa re-pin: on, home = first node seen, at most %g moves/s, %"
+				PRIu64 " threads\n", rate, nbpf_repin_stats(s->repin)->tracked);
+	return 0;
 }
 
 int cmd_observe(struct cli *c, int argc, char **argv)
@@ -64,8 +96,9 @@ int cmd_observe(struct cli *c, int argc, char **argv)
 	struct obs_state s = { .cli = c };
 	struct nbpf_obs_snap prev = { 0 };
 	struct nbpf_obs *obs = NULL;
-	double duration = 0, interval_ms = 1000, t0, t_prev;
-	int pid = 0, n_modes = 0, rc = CLI_OK, err, *pids = NULL;
+	double duration = 0, interval_ms = 1000, t0, t_prev, repin_rate = 10;
+	int pid = 0, n_modes = 0, rc = CLI_OK, err, *pids = NULL, home = -1;
+	bool pin_numa = false, no_repin = false;
 	char *end;
 
 	for (int i = 0; i < argc; i++) {
@@ -106,6 +139,23 @@ int cmd_observe(struct cli *c, int argc, char **argv)
 				return cli_usage_error("observe: --outlier needs milliseconds > 0");
 			o.outlier_ns = (uint64_t)(ms * 1e6);
 			i++;
+		} else if (!strcmp(a, "--pin-numa") && v) {
+			if (strcmp(v, "auto")) {
+				long n = strtol(v, &end, 10);
+
+				if (*end || n < 0 || n >= OBS_MAX_CPUS)
+					return cli_usage_error("observe: --pin-numa takes auto or a node number");
+				home = (int)n;
+			}
+			pin_numa = true;
+			i++;
+		} else if (!strcmp(a, "--repin-rate") && v) {
+			repin_rate = strtod(v, &end);
+			if (*end || !(repin_rate > 0))
+				return cli_usage_error("observe: --repin-rate needs moves per second > 0");
+			i++;
+		} else if (!strcmp(a, "--no-repin")) {
+			no_repin = true;
 		} else if (!strcmp(a, "--btf") && v) {
 			o.btf_path = v;
 			i++;
@@ -115,6 +165,10 @@ int cmd_observe(struct cli *c, int argc, char **argv)
 	}
 	if (n_modes > 1)
 		return cli_usage_error("observe: --pid, --cgroup and --comm exclude each other");
+	pin_numa = pin_numa && !no_repin;
+	if (pin_numa && o.probes && !(o.probes & (1u << NBPF_OBS_SCHED)))
+		return cli_usage_error("observe: --pin-numa needs the sched probe set");
+	o.numa_events = pin_numa;
 	nbpf_obs_opts_env(&o);
 	if (pid) {
 		if (kill(pid, 0) && errno == ESRCH)
@@ -145,6 +199,10 @@ int cmd_observe(struct cli *c, int argc, char **argv)
 		goto out;
 	}
 	obs_print_status(obs, stderr);
+	if (pin_numa && (err = repin_open(&s, obs, home, repin_rate))) {
+		rc = cli_err(CLI_NO, "observe: %s", ncclbpf_errmsg());
+		goto out;
+	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	t0 = t_prev = mono_s();
@@ -199,6 +257,7 @@ int cmd_observe(struct cli *c, int argc, char **argv)
 		}
 		if (o.mode != OBS_MODE_PIDS)
 			obs_procs_from_snap(&s, &d);
+		obs_repin_scan(&s, mono_s());
 		for (size_t i = 0; i < s.n_procs; i++)
 			obs_proc_nccl(&s.procs[i]);
 		if (c->json)
@@ -210,6 +269,7 @@ int cmd_observe(struct cli *c, int argc, char **argv)
 			break;
 	}
 out:
+	nbpf_repin_free(s.repin);
 	nbpf_obs_snap_free(&prev);
 	nbpf_obs_close(obs);
 	for (size_t i = 0; i < s.n_procs; i++)

@@ -464,6 +464,8 @@ int nbpf_obs_open(const struct nbpf_obs_opts *o, struct nbpf_obs **out)
 		obs->o.probes = NBPF_OBS_ALL;
 	obs->cfg.mode = o->mode;
 	obs->cfg.outlier_ns = o->outlier_ns ? o->outlier_ns : 10 * 1000 * 1000ull;
+	if (o->numa_events)
+		obs->cfg.flags |= OBS_CFG_NUMA_EVENTS;
 	lb_len = 0;
 	lb_log[0] = 0;
 	libbpf_set_print(lb_print);

@@ -59,6 +59,8 @@ struct obs_cfg {
 
 /* tcp_retransmit_skb passes the retransmit's result (6.9+): count only the ones that went out. */
 #define OBS_CFG_RETRANS_ERR 1u
+/* Each NUMA-crossing migration of a job thread also goes to the ring buffer (re-pinning). */
+#define OBS_CFG_NUMA_EVENTS 2u
 
 /* Block requests: per process, device and operation. */
 enum obs_io_op { OBS_OP_READ = 0, OBS_OP_WRITE = 1, OBS_OP_OTHER = 2 };
@@ -132,6 +134,7 @@ enum obs_event_kind {
 	OBS_EV_RETRANS = 5, /* a = dport, b = daddr (IPv4) */
 	OBS_EV_SYNC = 6,
 	OBS_EV_IOCTL = 7,   /* a = cmd */
+	OBS_EV_NUMA = 8,    /* a = source CPU, b = destination CPU; value_ns = 0 */
 };
 
 struct obs_event {

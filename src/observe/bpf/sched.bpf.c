@@ -146,7 +146,10 @@ int BPF_PROG(sched_migrate, struct task_struct *p, int dest_cpu)
 	v->migrations += 1;
 	ns = bpf_map_lookup_elem(&cpu_node, &src);
 	nd = bpf_map_lookup_elem(&cpu_node, &dst);
-	if (ns && nd && *ns != *nd)
+	if (ns && nd && *ns != *nd) {
 		v->cross_node += 1;
+		if (obs_cfg.flags & OBS_CFG_NUMA_EVENTS)
+			obs_outlier(OBS_EV_NUMA, tgid, p->pid, 0, src, dst);
+	}
 	return 0;
 }
