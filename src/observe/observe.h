@@ -120,6 +120,17 @@ int nbpf_obs_poll(struct nbpf_obs *obs, int timeout_ms, nbpf_obs_event_fn fn, vo
  */
 int nbpf_obs_numa_table(struct nbpf_obs *obs, int *node, int n);
 
+/*
+ * Tiered tracing: the deep tier sends every block, io_uring and run-queue
+ * latency record of the targets to the ring buffer (as nbpf_obs_poll
+ * events) until until_ns (CLOCK_MONOTONIC; 0 switches it off), at most per_s
+ * records a second over all CPUs, enforced in the kernel (a token bucket per
+ * CPU, per_s split evenly).  Records beyond the budget are dropped and
+ * counted: nbpf_obs_deep_stats, cumulative.
+ */
+int nbpf_obs_deep(struct nbpf_obs *obs, uint64_t until_ns, uint64_t per_s);
+int nbpf_obs_deep_stats(struct nbpf_obs *obs, uint64_t *sent, uint64_t *dropped);
+
 /* Quantile q of a log2 histogram (value units), interpolated inside the slot; 0 if empty. */
 double nbpf_obs_hist_quantile(const struct obs_hist *h, double q);
 

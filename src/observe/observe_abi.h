@@ -125,6 +125,25 @@ struct obs_gpu_val {
 	struct obs_hist ioctl;  /* ioctl on /dev/nvidia* descriptors, ns */
 };
 
+/*
+ * Tiered tracing.  The cheap tier (histograms, counters, outliers above
+ * obs_cfg.outlier_ns) is always on; the deep tier also sends every latency
+ * record (block, io_uring, run queue) to the ring buffer while it is on, at
+ * most a budget per second.  User space switches it (map tier_ctl, one
+ * entry); each CPU keeps its own token bucket (map tier_bucket, per CPU):
+ * tracing programs may not take a bpf_spin_lock, and per-CPU state needs no
+ * lock.  Shared by the sets like the target table.
+ */
+struct obs_tier_ctl {
+	obs_u64 until_ns;      /* on while bpf_ktime_get_ns() < until_ns; 0: off */
+	obs_u64 per_cpu_per_s; /* records per second (and burst) each CPU may send */
+};
+
+struct obs_tier_bucket {
+	obs_u64 tokens, last_ns;
+	obs_u64 sent, dropped; /* deep-tier records sent, and refused by the budget */
+};
+
 /* Outliers: one ring-buffer record each. */
 enum obs_event_kind {
 	OBS_EV_BLOCK = 1,   /* a = dev, b = bytes */

@@ -107,8 +107,7 @@ int BPF_PROG(sched_sw, bool preempt, struct task_struct *prev, struct task_struc
 	if (t->wake) {
 		d = now - t->wake;
 		obs_hist_add(&v->runq, d);
-		if (d > obs_cfg.outlier_ns)
-			obs_outlier(OBS_EV_RUNQ, tgid, next->pid, d, 0, 0);
+		obs_latency_event(OBS_EV_RUNQ, tgid, next->pid, d, 0, 0);
 		t->wake = 0;
 	}
 	if (t->off) {
