@@ -90,6 +90,67 @@ static int repin_open(struct obs_state *s, struct nbpf_obs *obs, int home, doubl
 	return 0;
 }
 
+/* --deep-when SIGNAL=MS: the deep tier's condition, over all watched processes. */
+struct deep_rule {
+	bool set;
+	bool runq;         /* runq-p99, else block-p99 */
+	double bound_ns;
+	double window_s;
+	uint64_t budget;
+	double until;      /* mono_s() when the current window ends; 0: off */
+};
+
+static int deep_parse(struct deep_rule *r, const char *v)
+{
+	const char *eq = strchr(v, '=');
+	char *end;
+
+	if (!eq)
+		return -1;
+	if (!strncmp(v, "runq-p99=", 9))
+		r->runq = true;
+	else if (strncmp(v, "block-p99=", 10))
+		return -1;
+	r->bound_ns = strtod(eq + 1, &end) * 1e6;
+	if (*end || !(r->bound_ns > 0))
+		return -1;
+	r->set = true;
+	return 0;
+}
+
+/*
+ * Once per interval: while the condition holds the deep tier's window is
+ * pushed out to now + window (the kernel switches it off at that deadline
+ * by itself, so a stalled or killed observe never leaves it on).
+ */
+static void deep_step(struct deep_rule *r, struct nbpf_obs *obs, const struct nbpf_obs_snap *d,
+		      double now)
+{
+	struct obs_hist h = { 0 };
+	double p99;
+
+	for (size_t k = 0; r->runq && k < d->n_sched; k++)
+		for (int z = 0; z < OBS_HIST_SLOTS; z++)
+			h.slot[z] += d->sched[k].v.runq.slot[z], h.count += d->sched[k].v.runq.slot[z];
+	for (size_t k = 0; !r->runq && k < d->n_blk; k++)
+		for (int z = 0; z < OBS_HIST_SLOTS; z++)
+			h.slot[z] += d->blk[k].v.lat.slot[z], h.count += d->blk[k].v.lat.slot[z];
+	p99 = nbpf_obs_hist_quantile(&h, 0.99);
+	if (p99 > r->bound_ns) {
+		if (!r->until)
+			fprintf(stderr, "deep tier: on (%s p99 %.3f ms > %.3f ms), %g s, at most %" PRIu64
+					" records/s\n", r->runq ? "runq" : "block", p99 / 1e6,
+				r->bound_ns / 1e6, r->window_s, r->budget);
+		r->until = now + r->window_s;
+		if (nbpf_obs_deep(obs, (uint64_t)(r->until * 1e9), r->budget))
+			fprintf(stderr, "deep tier: %s\n", ncclbpf_errmsg());
+	} else if (r->until && now >= r->until) {
+		r->until = 0;
+		fprintf(stderr, "deep tier: off (%s p99 %.3f ms)\n", r->runq ? "runq" : "block",
+			p99 / 1e6);
+	}
+}
+
 int cmd_observe(struct cli *c, int argc, char **argv)
 {
 	struct nbpf_obs_opts o = { .mode = OBS_MODE_PIDS };
@@ -99,6 +160,7 @@ int cmd_observe(struct cli *c, int argc, char **argv)
 	double duration = 0, interval_ms = 1000, t0, t_prev, repin_rate = 10;
 	int pid = 0, n_modes = 0, rc = CLI_OK, err, *pids = NULL, home = -1;
 	bool pin_numa = false, no_repin = false;
+	struct deep_rule deep = { .window_s = 10, .budget = 1000 };
 	char *end;
 
 	for (int i = 0; i < argc; i++) {
@@ -153,6 +215,22 @@ int cmd_observe(struct cli *c, int argc, char **argv)
 			repin_rate = strtod(v, &end);
 			if (*end || !(repin_rate > 0))
 				return cli_usage_error("observe: --repin-rate needs moves per second > 0");
+			i++;
+		} else if (!strcmp(a, "--deep-when") && v) {
+			if (deep_parse(&deep, v))
+				return cli_usage_error("observe: --deep-when takes runq-p99=MS or block-p99=MS");
+			i++;
+		} else if (!strcmp(a, "--deep-window") && v) {
+			deep.window_s = strtod(v, &end);
+			if (*end || !(deep.window_s > 0))
+				return cli_usage_error("observe: --deep-window needs seconds > 0");
+			i++;
+		} else if (!strcmp(a, "--deep-budget") && v) {
+			long long n = strtoll(v, &end, 10);
+
+			if (*end || n <= 0)
+				return cli_usage_error("observe: --deep-budget needs records per second > 0");
+			deep.budget = (uint64_t)n;
 			i++;
 		} else if (!strcmp(a, "--no-repin")) {
 			no_repin = true;
@@ -258,12 +336,23 @@ int cmd_observe(struct cli *c, int argc, char **argv)
 		if (o.mode != OBS_MODE_PIDS)
 			obs_procs_from_snap(&s, &d);
 		obs_repin_scan(&s, mono_s());
+		if ((s.deep = deep.set)) {
+			deep_step(&deep, obs, &d, now);
+			s.deep_on = deep.until > 0;
+		}
 		for (size_t i = 0; i < s.n_procs; i++)
 			obs_proc_nccl(&s.procs[i]);
 		if (c->json)
 			obs_print_json(&s, obs, &d, secs, iter);
 		else
 			obs_print_table(&s, &d, secs, iter);
+		if (!c->json && deep.set) {
+			uint64_t sent = 0, dropped = 0;
+
+			nbpf_obs_deep_stats(obs, &sent, &dropped);
+			printf("deep tier  %s  records sent %" PRIu64 "  dropped over budget %" PRIu64 "\n",
+			       deep.until ? "on" : "off", sent, dropped);
+		}
 		nbpf_obs_snap_free(&d);
 		if (duration && now - t0 >= duration - 1e-3)
 			break;

@@ -40,6 +40,8 @@ struct obs_state {
 	uint64_t ev_dropped;
 	/* --pin-numa: closed loop 3, NULL when off. */
 	struct nbpf_repin *repin;
+	/* --deep-when: whether the deep tier's window is open. */
+	bool deep, deep_on;
 };
 
 /* observe_procs.c */

@@ -238,6 +238,13 @@ void obs_print_json(struct obs_state *s, struct nbpf_obs *obs, const struct nbpf
 			",\"failed\":%" PRIu64 "}", st->tracked, st->moved, st->pinned, st->limited,
 			st->failed);
 	}
+	if (s->deep) {
+		uint64_t sent = 0, dropped = 0;
+
+		nbpf_obs_deep_stats(obs, &sent, &dropped);
+		fprintf(f, ",\"deep\":{\"on\":%s,\"sent\":%" PRIu64 ",\"dropped\":%" PRIu64 "}",
+			s->deep_on ? "true" : "false", sent, dropped);
+	}
 	fprintf(f, "}\n");
 	fflush(f);
 }
