@@ -32,10 +32,24 @@ static void cli_logger(int level, unsigned long flags, const char *file, int lin
 	}
 }
 
+#ifndef NCCLBPF_REL_LIBDIR
+#define NCCLBPF_REL_LIBDIR "../lib"
+#endif
+#ifndef NCCLBPF_FULL_LIBDIR
+#define NCCLBPF_FULL_LIBDIR "/usr/local/lib"
+#endif
+
+/*
+ * NCCLBPF_PLUGIN, else the plugin next to the binary (a build tree), else
+ * the library directory of the install tree the binary sits in (found from
+ * the binary, so a relocated or staged install finds its own plugin), else
+ * the library directory the build was configured to install into.
+ */
 int emu_cli_plugin_path(char *out, size_t n)
 {
 	const char *env = getenv("NCCLBPF_PLUGIN");
 	char exe[4096];
+	const char *dir;
 	ssize_t len;
 
 	if (env && *env) {
@@ -43,10 +57,17 @@ int emu_cli_plugin_path(char *out, size_t n)
 		return access(out, R_OK) ? -ENOENT : 0;
 	}
 	len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (len <= 0)
-		return -ENOENT;
-	exe[len] = 0;
-	snprintf(out, n, "%s/libnccl-ncclbpf.so", dirname(exe));
+	if (len > 0) {
+		exe[len] = 0;
+		dir = dirname(exe);
+		snprintf(out, n, "%s/libnccl-ncclbpf.so", dir);
+		if (!access(out, R_OK))
+			return 0;
+		snprintf(out, n, "%s/" NCCLBPF_REL_LIBDIR "/libnccl-ncclbpf.so", dir);
+		if (!access(out, R_OK))
+			return 0;
+	}
+	snprintf(out, n, NCCLBPF_FULL_LIBDIR "/libnccl-ncclbpf.so");
 	return access(out, R_OK) ? -ENOENT : 0;
 }
 
