@@ -899,9 +899,10 @@ static int test_tier(void)
 	t0 = mono();
 	CHECK(!nbpf_obs_deep(obs, (uint64_t)((t0 + 1.0) * 1e9), budget), "deep: %s", ncclbpf_errmsg());
 	tier_pingpong(2000);
-	el = mono() - t0;
-	on = drain_runq(obs);
 	CHECK(!nbpf_obs_deep_stats(obs, &sent, &dropped), "stats");
+	el = mono() - t0;
+	/* Everything counted as sent arrives (and what our own waiting in the drain sends). */
+	on = drain_runq(obs);
 	/*
 	 * After the window.  Our own sleeps in the window were run-queue records
 	 * too: drain them and take the counts from here.
@@ -916,7 +917,7 @@ static int test_tier(void)
 	printf("tier: off %d, on %d records in %.2f s (sent %llu, dropped %llu), after %d\n", off1, on,
 	       el, (unsigned long long)sent, (unsigned long long)dropped, off2);
 	CHECK(off1 == 0, "deep tier off, yet %d records", off1);
-	CHECK(on > 0 && (uint64_t)on == sent, "on: %d records, %llu sent", on,
+	CHECK(sent > 0 && (uint64_t)on >= sent, "on: %d records, %llu sent", on,
 	      (unsigned long long)sent);
 	/* Each CPU: a full bucket at the start plus what refills while it runs. */
 	per_cpu = (budget + (uint64_t)ncpu - 1) / (uint64_t)ncpu;
