@@ -584,6 +584,129 @@ static void test_cmov(void)
 		 "mov %r0, 2\nexit");
 }
 
+/*
+ * clang's BPF ladder for ncclbpf_log2() (find_log2 in the JIT): registers
+ * X T B K0 R K C as in its comment, the input loaded into X by `pre`,
+ * `post` run right after, then r0 = a checksum of R, K, K0 and C (what the
+ * fused form must leave in them).  bit16 lets a test break one constant.
+ */
+static void log2_src(char *buf, size_t len, const int *rg, const char *pre, const char *post,
+		     int bit16)
+{
+	int x = rg[0], t = rg[1], b = rg[2], k0 = rg[3], r = rg[4], k = rg[5], c = rg[6];
+
+	snprintf(buf, len,
+		 "%s\n"
+		 "lddw %%r%d, 0x100000000\nmov %%r%d, %%r%d\njgt %%r%d, %%r%d, +2\n"
+		 "mov %%r%d, %%r%d\nrsh %%r%d, 32\nmov %%r%d, 1\nlddw %%r%d, 0xffffffff\n"
+		 "mov %%r%d, 1\njgt %%r%d, %%r%d, +1\nmov %%r%d, 0\nlsh %%r%d, 5\n"
+		 "mov %%r%d, 65536\njgt %%r%d, %%r%d, +1\nor %%r%d, %d\njgt %%r%d, %%r%d, +1\nrsh %%r%d, 16\n"
+		 "mov %%r%d, 256\njgt %%r%d, %%r%d, +1\nor %%r%d, 8\njgt %%r%d, %%r%d, +1\nrsh %%r%d, 8\n"
+		 "mov %%r%d, 16\njgt %%r%d, %%r%d, +1\nor %%r%d, 4\njgt %%r%d, %%r%d, +1\nrsh %%r%d, 4\n"
+		 "mov %%r%d, 4\njgt %%r%d, %%r%d, +1\nadd %%r%d, 2\njgt %%r%d, %%r%d, +1\nrsh %%r%d, 2\n"
+		 "jgt %%r%d, 1, +1\nmov %%r%d, 0\nadd %%r%d, %%r%d\n"
+		 "%s\n"
+		 "mov %%r9, %%r%d\nlsh %%r9, 8\nadd %%r9, %%r%d\nlsh %%r9, 8\nxor %%r9, %%r%d\n"
+		 "lsh %%r9, 1\nxor %%r9, %%r%d\nmov %%r0, %%r9\nexit",
+		 pre, c, t, x, c, x, t, x, t, b, k0, r, x, k0, r, r,
+		 k, k, t, r, bit16, k, t, t,
+		 k, k, t, r, k, t, t,
+		 k, k, t, r, k, t, t,
+		 k, k, t, r, k, t, t,
+		 t, b, r, b, post, r, k, k0, c);
+}
+
+static size_t code_size_of(const char *src)
+{
+	struct nbpf_insn *insns = NULL;
+	struct nbpf_jit_image *img = NULL;
+	uint32_t n = 0;
+	size_t sz = 0;
+
+	if (nbpf_asm(src, strlen(src), &insns, &n) == 0 && nbpf_jit_compile(insns, n, &conf_env, &img) == 0) {
+		sz = img->code_size;
+		nbpf_jit_free(img);
+	}
+	free(insns);
+	return sz;
+}
+
+/*
+ * The log2 ladder as bsr: the interpreter's answer for 0, 1, powers of two
+ * and their neighbours and pseudo-random values, in the register shapes
+ * clang produces (K reusing X, C reusing R) and one with all distinct; and
+ * the ladders that must stay branches (a jump into the middle, T or B read
+ * afterwards, a changed constant): still equal to the interpreter, and
+ * compiled to the long code.
+ */
+static void test_log2(void)
+{
+	static const int shapes[][7] = {
+		{ 5, 3, 4, 0, 2, 5, 2 }, /* adaptive_channels */
+		{ 7, 3, 4, 5, 2, 5, 2 }, /* slo_enforcer */
+		{ 1, 2, 3, 4, 5, 6, 7 },
+		{ 8, 6, 7, 1, 0, 2, 3 },
+	};
+	uint64_t vals[4 + 64 * 3 + 200], rnd = 0x9e3779b97f4a7c15ull;
+	char src[4096], pre[64], name[96];
+	size_t nv = 0, fused, unfused;
+
+	vals[nv++] = 0;
+	vals[nv++] = 3;
+	vals[nv++] = UINT64_MAX;
+	vals[nv++] = (uint64_t)INT64_MAX;
+	for (int k = 0; k < 64; k++) {
+		vals[nv++] = 1ull << k;
+		vals[nv++] = (1ull << k) - 1;
+		vals[nv++] = (1ull << k) + 1;
+	}
+	while (nv < sizeof(vals) / sizeof(vals[0])) {
+		rnd ^= rnd << 13;
+		rnd ^= rnd >> 7;
+		rnd ^= rnd << 17;
+		vals[nv++] = rnd >> (rnd & 63); /* every magnitude */
+	}
+	for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
+		const char *post = s == 3 ? "mov %r6, 0\nmov %r7, 0" : s == 2 ? "mov %r2, 0\nmov %r3, 0" :
+					    "mov %r3, 0\nmov %r4, 0";
+
+		for (size_t v = 0; v < nv; v++) {
+			snprintf(pre, sizeof(pre), "lddw %%r%d, 0x%llx", shapes[s][0],
+				 (unsigned long long)vals[v]);
+			log2_src(src, sizeof(src), shapes[s], pre, post, 16);
+			snprintf(name, sizeof(name), "log2 shape %zu x=0x%llx", s,
+				 (unsigned long long)vals[v]);
+			run_same(name, src);
+		}
+	}
+	/* Fused: far shorter than the ladder. */
+	log2_src(src, sizeof(src), shapes[0], "lddw %r5, 1000", "mov %r3, 0\nmov %r4, 0", 16);
+	fused = code_size_of(src);
+	run_same("log2 fused", src);
+	/* A jump from outside into the middle (to the second step; T, B, R initialised). */
+	log2_src(src, sizeof(src), shapes[0], "mov %r0, 0\nmov %r2, 0\nmov %r3, 0\nmov %r4, 0\n"
+		 "lddw %r5, 1000\njgt %r5, 7, +13",
+		 "mov %r3, 0\nmov %r4, 0", 16);
+	unfused = code_size_of(src);
+	CHECK_MSG(fused && unfused > fused + 60, "log2 jump into middle: %zu vs fused %zu", unfused, fused);
+	run_same("log2 jump into middle", src);
+	/* T, then B, read after the ladder: their values are not computed, no fusion. */
+	log2_src(src, sizeof(src), shapes[0], "lddw %r5, 1000", "mov %r8, %r3\nmov %r3, 0\nmov %r4, 0\n"
+		 "add %r2, %r8", 16);
+	unfused = code_size_of(src);
+	CHECK_MSG(unfused > fused + 60, "log2 T live: %zu vs fused %zu", unfused, fused);
+	run_same("log2 T live", src);
+	log2_src(src, sizeof(src), shapes[0], "lddw %r5, 1000", "add %r2, %r4\nmov %r3, 0", 16);
+	unfused = code_size_of(src);
+	CHECK_MSG(unfused > fused + 60, "log2 B live: %zu vs fused %zu", unfused, fused);
+	run_same("log2 B live", src);
+	/* One constant off: not log2, so not bsr. */
+	log2_src(src, sizeof(src), shapes[0], "lddw %r5, 0x12345", "mov %r3, 0\nmov %r4, 0", 17);
+	unfused = code_size_of(src);
+	CHECK_MSG(unfused > fused + 60, "log2 other constant: %zu vs fused %zu", unfused, fused);
+	run_same("log2 other constant", src);
+}
+
 /* Runs src on both engines over a 64-byte block at r1; interpreter's r0 is the expectation. */
 static void run_same_mem(const char *name, const char *src)
 {
@@ -736,6 +859,7 @@ int main(void)
 	test_mul_add();
 	test_flag_reuse();
 	test_cmov();
+	test_log2();
 	test_store_imm();
 	test_jump_sizes();
 	test_image_and_errors();

@@ -154,7 +154,22 @@ static int test_io(void)
 	for (int i = 0; i < 64; i++)
 		CHECK(pread(dfd, buf, 4096, (off_t)(4 << 20) + i * 4096) == 4096, "buffered read %d", i);
 	close(dfd);
-	CHECK(!nbpf_obs_snapshot(obs, &s), "snapshot: %s", ncclbpf_errmsg());
+	/*
+	 * A read returns once its request completed, but the completion's
+	 * program may still be running on another CPU: give the counts up to a
+	 * second to settle before judging them.
+	 */
+	for (int tries = 0;; tries++) {
+		const struct nbpf_obs_blk *b;
+
+		CHECK(!nbpf_obs_snapshot(obs, &s), "snapshot: %s", ncclbpf_errmsg());
+		b = find_blk(&s, (uint32_t)(major(sb.st_rdev) << 20 | minor(sb.st_rdev)), OBS_OP_READ);
+		if (tries >= 20 || (b && b->v.size.slot[12] >= (uint64_t)n_aligned &&
+				    b->v.size.slot[9] >= (uint64_t)n_small))
+			break;
+		nbpf_obs_snap_free(&s);
+		usleep(50 * 1000);
+	}
 	{
 		const struct nbpf_obs_blk *b = find_blk(&s, (uint32_t)(major(sb.st_rdev) << 20 | minor(sb.st_rdev)),
 							OBS_OP_READ);

@@ -64,6 +64,8 @@ static const int bpf2x86_default[NBPF_NREGS] = {
 #define MOV_CMOVED 16384u /* on that mov: emitted by the jump, nothing here */
 #define MOV_DEAD  32768u /* on mov r, imm whose only use is the store after it */
 #define STX_IMM   65536u /* on that store: stores the immediate */
+#define LOG2_HEAD 131072u /* first insn of clang's log2 ladder: one bsr (find_log2) */
+#define LOG2_BODY 262144u /* the rest of it: nothing here */
 
 struct jit {
 	const struct nbpf_insn *insns;
@@ -532,6 +534,178 @@ static bool cmov_pair(const struct jit *j, const uint8_t *target, uint32_t i)
 		return false;
 	return m->off == 0 && m->dst < NBPF_REG_FP &&
 	       (NBPF_SRC(m->code) == NBPF_K || m->src < NBPF_REG_FP);
+}
+
+/*
+ * clang's BPF code for ncclbpf_log2() (include/ncclbpf/policy.h): BPF has
+ * no clz, so the ladder is 24 instructions and 12 branches where gcc
+ * emits one bsr.  The symbols stand for registers bound on the first
+ * match: X the input, R the result, T the shifted input, B the last
+ * step's bit, C, K0 and K the constant registers (clang reuses X's
+ * register for K when X is dead by then).
+ */
+enum { LX, LT, LB, LK0, LR, LK, LC, LNSYM, LNONE = LNSYM };
+
+struct log2_step {
+	uint8_t code;
+	uint8_t dst, src;  /* symbols; src LNONE for immediates */
+	int16_t off;
+	int32_t imm;
+};
+
+#define L_JGT(a, b, o) { NBPF_JMP | NBPF_JGT | NBPF_X, a, b, o, 0 }
+#define L_ALU(op, d, v) { NBPF_ALU64 | (op) | NBPF_K, d, LNONE, 0, v }
+#define L_STEP(lim, bit, sh) L_ALU(NBPF_MOV, LK, lim), L_JGT(LK, LT, 1), L_ALU(NBPF_OR, LR, bit), \
+	L_JGT(LK, LT, 1), L_ALU(NBPF_RSH, LT, sh)
+
+static const struct log2_step log2_ladder[] = {
+	{ NBPF_OP_LDDW, LC, LNONE, 0, 0 }, { 0, 0, LNONE, 0, 1 },  /* C = 1 << 32 */
+	{ NBPF_ALU64 | NBPF_MOV | NBPF_X, LT, LX, 0, 0 },
+	L_JGT(LC, LX, 2),
+	{ NBPF_ALU64 | NBPF_MOV | NBPF_X, LT, LX, 0, 0 },
+	L_ALU(NBPF_RSH, LT, 32),
+	L_ALU(NBPF_MOV, LB, 1),
+	{ NBPF_OP_LDDW, LK0, LNONE, 0, -1 }, { 0, 0, LNONE, 0, 0 }, /* K = 2^32 - 1 */
+	L_ALU(NBPF_MOV, LR, 1),
+	L_JGT(LX, LK0, 1),
+	L_ALU(NBPF_MOV, LR, 0),
+	L_ALU(NBPF_LSH, LR, 5),
+	L_STEP(65536, 16, 16), L_STEP(256, 8, 8), L_STEP(16, 4, 4),
+	L_ALU(NBPF_MOV, LK, 4), L_JGT(LK, LT, 1), L_ALU(NBPF_ADD, LR, 2),
+	L_JGT(LK, LT, 1), L_ALU(NBPF_RSH, LT, 2),
+	{ NBPF_JMP | NBPF_JGT | NBPF_K, LT, LNONE, 1, 1 },
+	L_ALU(NBPF_MOV, LB, 0),
+	{ NBPF_ALU64 | NBPF_ADD | NBPF_X, LR, LB, 0, 0 },
+};
+#define LOG2_LEN ((uint32_t)(sizeof(log2_ladder) / sizeof(log2_ladder[0])))
+
+static bool log2_bind(int8_t *sym, uint8_t s, uint8_t reg)
+{
+	if (s == LNONE)
+		return true;
+	if (sym[s] < 0)
+		sym[s] = (int8_t)reg;
+	return sym[s] == reg;
+}
+
+/* r holds no value anyone reads from k on (straight line; see store_imm_pair). */
+static bool reg_dead_from(const struct jit *j, uint32_t k, unsigned r)
+{
+	for (; k < j->n; k++) {
+		const struct nbpf_insn *in = &j->insns[k];
+		uint8_t cls = NBPF_CLASS(in->code);
+
+		if (in->code == NBPF_OP_EXIT)
+			return r != 0 && (j->in_main[k] || r >= 6);
+		if (cls == NBPF_JMP || cls == NBPF_JMP32 || insn_reads(in, r))
+			return false;
+		if (insn_writes(in) & (1u << r))
+			return true;
+		if (in->code == NBPF_OP_LDDW)
+			k++;
+	}
+	return false;
+}
+
+/*
+ * The ladder at i, exactly as above: same opcodes, constants and offsets,
+ * one register per symbol (see the aliasing rules below), no other
+ * translation folded into it,
+ * no jump or call from outside landing after its first instruction, and T
+ * and B dead after it (their final values are not computed).  R, K, K0
+ * and C get what the ladder leaves in them, so it may be replaced by
+ * `R = bsr(X | 1); K = 4; K0 = 2^32 - 1; C = 2^32` (a register shared by
+ * two symbols keeps the later write).
+ */
+static bool find_log2(const struct jit *j, uint32_t i, int8_t *sym)
+{
+	uint32_t end = i + LOG2_LEN;
+
+	if (end > j->n)
+		return false;
+	memset(sym, -1, LNSYM);
+	for (uint32_t k = 0; k < LOG2_LEN; k++) {
+		const struct log2_step *t = &log2_ladder[k];
+		const struct nbpf_insn *in = &j->insns[i + k];
+
+		if (j->kflags[i + k] || (k && j->entry[i + k]))
+			return false;
+		if (k && log2_ladder[k - 1].code == NBPF_OP_LDDW) { /* second half of an lddw */
+			if (in->code != 0 || in->imm != t->imm)
+				return false;
+			continue;
+		}
+		if (in->code != t->code || in->off != t->off || in->imm != t->imm ||
+		    (t->code == NBPF_OP_LDDW && in->src != 0) || in->dst >= NBPF_REG_FP ||
+		    !log2_bind(sym, t->dst, in->dst))
+			return false;
+		if (t->src != LNONE && (in->src >= NBPF_REG_FP || !log2_bind(sym, t->src, in->src)))
+			return false;
+		if (t->src == LNONE && t->code != NBPF_OP_LDDW && in->src != 0)
+			return false;
+	}
+	/* X T B K0 R distinct; K and C only reuse registers dead before they are written. */
+	for (int a = 0; a < LC; a++)
+		for (int b = a + 1; b <= LC; b++)
+			if (sym[a] == sym[b] && b < LK)
+				return false;
+	if (sym[LK] == sym[LT] || sym[LK] == sym[LB] || sym[LK] == sym[LR] ||
+	    sym[LC] == sym[LX] || sym[LC] == sym[LT])
+		return false;
+	for (uint32_t k = 0; k < j->n; k++) { /* nothing from outside lands inside */
+		const struct nbpf_insn *in = &j->insns[k];
+		uint8_t cls = NBPF_CLASS(in->code), op = NBPF_OP(in->code);
+		int64_t to;
+
+		if (k >= i && k < end)
+			continue;
+		if (in->code == NBPF_OP_LDDW) {
+			k++;
+			continue;
+		}
+		if ((cls != NBPF_JMP && cls != NBPF_JMP32) || op == NBPF_EXIT ||
+		    (op == NBPF_CALL && in->src != 1))
+			continue;
+		to = (int64_t)k + 1 + (op == NBPF_CALL || (op == NBPF_JA && cls == NBPF_JMP32) ?
+				       in->imm : in->off);
+		if (to > i && to < end)
+			return false;
+	}
+	return reg_dead_from(j, end, (unsigned)sym[LT]) && reg_dead_from(j, end, (unsigned)sym[LB]);
+}
+
+/*
+ * floor(log2(X)), 0 for X <= 1: bsr of X | 1 is the same for X >= 1 and 0
+ * for X = 0, and never sees 0 (where its result is undefined).  bsr is
+ * baseline x86-64; lzcnt would need a CPUID check for the same latency.
+ */
+static void emit_log2(struct jit *j, uint32_t i)
+{
+	struct nbpf_x86 *e = &j->e;
+	int8_t sym[LNSYM];
+	int x, r;
+
+	/* find_log2 checked the ladder; its flags are set now, so only bind */
+	memset(sym, -1, sizeof(sym));
+	for (uint32_t k = 0; k < LOG2_LEN; k++) {
+		const struct log2_step *t = &log2_ladder[k];
+		const struct nbpf_insn *in = &j->insns[i + k];
+
+		if (k && log2_ladder[k - 1].code == NBPF_OP_LDDW)
+			continue;
+		log2_bind(sym, t->dst, in->dst);
+		log2_bind(sym, t->src, in->src);
+	}
+	x = j->bpf2x86[sym[LX]];
+	r = j->bpf2x86[sym[LR]];
+	x86_mov_rr(e, 1, X_R11, x);
+	x86_alu_ri(e, 1, G1_OR, X_R11, 1);
+	x86_op2_rr(e, 1, 0xbd, r, X_R11);
+	x86_mov_imm64(e, j->bpf2x86[sym[LK]], 4);
+	if (sym[LK0] != sym[LK])
+		x86_mov_imm64(e, j->bpf2x86[sym[LK0]], UINT32_MAX);
+	if (sym[LC] != sym[LB] && sym[LC] != sym[LK0] && sym[LC] != sym[LK] && sym[LC] != sym[LR])
+		x86_mov_imm64(e, j->bpf2x86[sym[LC]], 1ull << 32);
 }
 
 static int emit_alu(struct jit *j, uint32_t i, const struct nbpf_insn *in)
@@ -1072,6 +1246,12 @@ static int emit_insn(struct jit *j, uint32_t i)
 	const struct nbpf_insn *in = &j->insns[i];
 
 	j->fp_off = j->in_main[i] ? j->alloc : SUB_ALLOC;
+	if (j->kflags[i] & LOG2_BODY)
+		return 0;
+	if (j->kflags[i] & LOG2_HEAD) {
+		emit_log2(j, i);
+		return 0;
+	}
 	switch (NBPF_CLASS(in->code)) {
 	case NBPF_ALU: case NBPF_ALU64:
 		return emit_alu(j, i, in);
@@ -1481,7 +1661,19 @@ static int analyze(struct jit *j)
 	for (uint32_t i = 0; i < n; i++)
 		if (j->inline_map[i])
 			find_key(j, target, i);
+	for (uint32_t i = 0; i < n; i++) {
+		int8_t sym[LNSYM];
+
+		if (ins[i].code == NBPF_OP_LDDW && find_log2(j, i, sym)) {
+			j->kflags[i] |= LOG2_HEAD;
+			for (uint32_t k = 1; k < LOG2_LEN; k++)
+				j->kflags[i + k] |= LOG2_BODY;
+			i += LOG2_LEN - 1;
+		}
+	}
 	for (uint32_t i = 0; i + 1 < n; i++) {
+		if (j->kflags[i] & (LOG2_HEAD | LOG2_BODY))
+			continue;
 		if (ins[i].code == NBPF_OP_LDDW) {
 			i++;
 			continue;
