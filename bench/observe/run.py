@@ -10,13 +10,18 @@ the same on tracepoints (bench/observe/bt).  Cost = the kernel programs' run tim
 (kernel.bpf_stats_enabled; programs loaded by the observer) + the observer process's CPU
 time, over a window in the middle of the run, per second of wall time.
 
-usage: run.py BUILD_DIR [SECONDS] [READS_PER_SECOND]
+With "tiers" as the fourth argument it measures the tiers instead: the io set's cheap tier,
+and its deep tier held on (--deep-when block-p99 below any request's latency) under two
+budgets, every block and io_uring record of the job sent to the ring up to the budget.
+
+usage: run.py BUILD_DIR [SECONDS] [READS_PER_SECOND] [tiers]
 """
 import json, os, subprocess, sys, time
 
 build = sys.argv[1] if len(sys.argv) > 1 else "build"
 secs = int(sys.argv[2]) if len(sys.argv) > 2 else 6
 rate = sys.argv[3] if len(sys.argv) > 3 else "60000"
+tiers = len(sys.argv) > 4 and sys.argv[4] == "tiers"
 here = os.path.dirname(os.path.abspath(__file__))
 job_bin = os.path.join(build, "bench/observe/obs_job")
 ncclbpf = os.path.join(build, "ncclbpf")
@@ -82,6 +87,13 @@ try:
           f"kernel {os.uname().release}")
     run("unobserved", None)
     obs = [ncclbpf, "observe", "--pid", "{pid}", "--duration", str(secs + 5), "--interval", "1000"]
+    if tiers:
+        io = obs + ["--probes", "io"]
+        run("observe io, cheap tier", io)
+        for budget in ("1000", "1000000"):
+            run(f"observe io, deep tier, {budget}/s", io + ["--deep-when", "block-p99=0.000001",
+                                                           "--deep-budget", budget])
+        sys.exit(0)
     run("observe io,net,sched (default)", obs + ["--probes", "io,net,sched"])
     for s, tool in (("io", "biolatency"), ("net", "tcprtt"), ("sched", "runqlat")):
         run(f"observe {s}", obs + ["--probes", s])

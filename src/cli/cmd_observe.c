@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * cmd_observe.c - `ncclbpf observe [--pid P | --cgroup PATH | --comm NAME]
- * [--probes io,net,sched,gpu] [--duration S] [--interval MS] [-j]`: the
- * kernel's view of the job (src/observe) beside the plugin's collective
- * telemetry, per process, every interval.
+ * [--probes io,net,sched,gpu] [--duration S] [--interval MS] [-j]
+ * [--pin-numa auto|NODE [--repin-rate N] | --no-repin]`: the kernel's view
+ * of the job (src/observe) beside the plugin's collective telemetry, per
+ * process, every interval; with --pin-numa, closed loop 3: threads that
+ * migrated off their home NUMA node are moved back (observe_repin.c).
  *
  * With no target it watches every process running the plugin, found
  * through the control sockets like `ps`; as root it also finds other
@@ -11,6 +13,7 @@
  * plugin serves only its own user.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,10 +55,100 @@ static void on_event(void *ctx, const struct obs_event *e)
 {
 	struct obs_state *s = ctx;
 
+	if (e->kind == OBS_EV_NUMA) {
+		/* A signal for the re-pinner, not an outlier to show. */
+		obs_repin_event(s, e, mono_s());
+		return;
+	}
 	if (s->n_ev < sizeof(s->ev) / sizeof(s->ev[0]))
 		s->ev[s->n_ev++] = *e;
 	else
 		s->ev_dropped++;
+}
+
+/*
+ * The re-pinner over the sched set's NUMA table, and its first scan, so
+ * every thread that exists now has its home before the first event.
+ */
+static int repin_open(struct obs_state *s, struct nbpf_obs *obs, int home, double rate)
+{
+	struct nbpf_repin_opts ro = { .home_node = home, .max_per_s = rate };
+	static int node[OBS_MAX_CPUS];
+	int n = nbpf_obs_numa_table(obs, node, OBS_MAX_CPUS), err;
+
+	if (n < 0)
+		return n;
+	if ((err = nbpf_repin_new(node, n, &ro, &s->repin)))
+		return err;
+	obs_repin_scan(s, mono_s());
+	if (home >= 0)
+		fprintf(stderr, "numa re-pin: on, home node %d, at most %g moves/s, %" PRIu64
+				" threads\n", home, rate, nbpf_repin_stats(s->repin)->tracked);
+	else
+		fprintf(stderr, "numa re-pin: on, home = first node seen, at most %g moves/s, %"
+				PRIu64 " threads\n", rate, nbpf_repin_stats(s->repin)->tracked);
+	return 0;
+}
+
+/* --deep-when SIGNAL=MS: the deep tier's condition, over all watched processes. */
+struct deep_rule {
+	bool set;
+	bool runq;         /* runq-p99, else block-p99 */
+	double bound_ns;
+	double window_s;
+	uint64_t budget;
+	double until;      /* mono_s() when the current window ends; 0: off */
+};
+
+static int deep_parse(struct deep_rule *r, const char *v)
+{
+	const char *eq = strchr(v, '=');
+	char *end;
+
+	if (!eq)
+		return -1;
+	if (!strncmp(v, "runq-p99=", 9))
+		r->runq = true;
+	else if (strncmp(v, "block-p99=", 10))
+		return -1;
+	r->bound_ns = strtod(eq + 1, &end) * 1e6;
+	if (*end || !(r->bound_ns > 0))
+		return -1;
+	r->set = true;
+	return 0;
+}
+
+/*
+ * Once per interval: while the condition holds the deep tier's window is
+ * pushed out to now + window (the kernel switches it off at that deadline
+ * by itself, so a stalled or killed observe never leaves it on).
+ */
+static void deep_step(struct deep_rule *r, struct nbpf_obs *obs, const struct nbpf_obs_snap *d,
+		      double now)
+{
+	struct obs_hist h = { 0 };
+	double p99;
+
+	for (size_t k = 0; r->runq && k < d->n_sched; k++)
+		for (int z = 0; z < OBS_HIST_SLOTS; z++)
+			h.slot[z] += d->sched[k].v.runq.slot[z], h.count += d->sched[k].v.runq.slot[z];
+	for (size_t k = 0; !r->runq && k < d->n_blk; k++)
+		for (int z = 0; z < OBS_HIST_SLOTS; z++)
+			h.slot[z] += d->blk[k].v.lat.slot[z], h.count += d->blk[k].v.lat.slot[z];
+	p99 = nbpf_obs_hist_quantile(&h, 0.99);
+	if (p99 > r->bound_ns) {
+		if (!r->until)
+			fprintf(stderr, "deep tier: on (%s p99 %.3f ms > %.3f ms), %g s, at most %" PRIu64
+					" records/s\n", r->runq ? "runq" : "block", p99 / 1e6,
+				r->bound_ns / 1e6, r->window_s, r->budget);
+		r->until = now + r->window_s;
+		if (nbpf_obs_deep(obs, (uint64_t)(r->until * 1e9), r->budget))
+			fprintf(stderr, "deep tier: %s\n", ncclbpf_errmsg());
+	} else if (r->until && now >= r->until) {
+		r->until = 0;
+		fprintf(stderr, "deep tier: off (%s p99 %.3f ms)\n", r->runq ? "runq" : "block",
+			p99 / 1e6);
+	}
 }
 
 int cmd_observe(struct cli *c, int argc, char **argv)
@@ -64,8 +157,10 @@ int cmd_observe(struct cli *c, int argc, char **argv)
 	struct obs_state s = { .cli = c };
 	struct nbpf_obs_snap prev = { 0 };
 	struct nbpf_obs *obs = NULL;
-	double duration = 0, interval_ms = 1000, t0, t_prev;
-	int pid = 0, n_modes = 0, rc = CLI_OK, err, *pids = NULL;
+	double duration = 0, interval_ms = 1000, t0, t_prev, repin_rate = 10;
+	int pid = 0, n_modes = 0, rc = CLI_OK, err, *pids = NULL, home = -1;
+	bool pin_numa = false, no_repin = false;
+	struct deep_rule deep = { .window_s = 10, .budget = 1000 };
 	char *end;
 
 	for (int i = 0; i < argc; i++) {
@@ -106,6 +201,39 @@ int cmd_observe(struct cli *c, int argc, char **argv)
 				return cli_usage_error("observe: --outlier needs milliseconds > 0");
 			o.outlier_ns = (uint64_t)(ms * 1e6);
 			i++;
+		} else if (!strcmp(a, "--pin-numa") && v) {
+			if (strcmp(v, "auto")) {
+				long n = strtol(v, &end, 10);
+
+				if (*end || n < 0 || n >= OBS_MAX_CPUS)
+					return cli_usage_error("observe: --pin-numa takes auto or a node number");
+				home = (int)n;
+			}
+			pin_numa = true;
+			i++;
+		} else if (!strcmp(a, "--repin-rate") && v) {
+			repin_rate = strtod(v, &end);
+			if (*end || !(repin_rate > 0))
+				return cli_usage_error("observe: --repin-rate needs moves per second > 0");
+			i++;
+		} else if (!strcmp(a, "--deep-when") && v) {
+			if (deep_parse(&deep, v))
+				return cli_usage_error("observe: --deep-when takes runq-p99=MS or block-p99=MS");
+			i++;
+		} else if (!strcmp(a, "--deep-window") && v) {
+			deep.window_s = strtod(v, &end);
+			if (*end || !(deep.window_s > 0))
+				return cli_usage_error("observe: --deep-window needs seconds > 0");
+			i++;
+		} else if (!strcmp(a, "--deep-budget") && v) {
+			long long n = strtoll(v, &end, 10);
+
+			if (*end || n <= 0)
+				return cli_usage_error("observe: --deep-budget needs records per second > 0");
+			deep.budget = (uint64_t)n;
+			i++;
+		} else if (!strcmp(a, "--no-repin")) {
+			no_repin = true;
 		} else if (!strcmp(a, "--btf") && v) {
 			o.btf_path = v;
 			i++;
@@ -115,6 +243,10 @@ int cmd_observe(struct cli *c, int argc, char **argv)
 	}
 	if (n_modes > 1)
 		return cli_usage_error("observe: --pid, --cgroup and --comm exclude each other");
+	pin_numa = pin_numa && !no_repin;
+	if (pin_numa && o.probes && !(o.probes & (1u << NBPF_OBS_SCHED)))
+		return cli_usage_error("observe: --pin-numa needs the sched probe set");
+	o.numa_events = pin_numa;
 	nbpf_obs_opts_env(&o);
 	if (pid) {
 		if (kill(pid, 0) && errno == ESRCH)
@@ -145,6 +277,10 @@ int cmd_observe(struct cli *c, int argc, char **argv)
 		goto out;
 	}
 	obs_print_status(obs, stderr);
+	if (pin_numa && (err = repin_open(&s, obs, home, repin_rate))) {
+		rc = cli_err(CLI_NO, "observe: %s", ncclbpf_errmsg());
+		goto out;
+	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	t0 = t_prev = mono_s();
@@ -199,17 +335,30 @@ int cmd_observe(struct cli *c, int argc, char **argv)
 		}
 		if (o.mode != OBS_MODE_PIDS)
 			obs_procs_from_snap(&s, &d);
+		obs_repin_scan(&s, mono_s());
+		if ((s.deep = deep.set)) {
+			deep_step(&deep, obs, &d, now);
+			s.deep_on = deep.until > 0;
+		}
 		for (size_t i = 0; i < s.n_procs; i++)
 			obs_proc_nccl(&s.procs[i]);
 		if (c->json)
 			obs_print_json(&s, obs, &d, secs, iter);
 		else
 			obs_print_table(&s, &d, secs, iter);
+		if (!c->json && deep.set) {
+			uint64_t sent = 0, dropped = 0;
+
+			nbpf_obs_deep_stats(obs, &sent, &dropped);
+			printf("deep tier  %s  records sent %" PRIu64 "  dropped over budget %" PRIu64 "\n",
+			       deep.until ? "on" : "off", sent, dropped);
+		}
 		nbpf_obs_snap_free(&d);
 		if (duration && now - t0 >= duration - 1e-3)
 			break;
 	}
 out:
+	nbpf_repin_free(s.repin);
 	nbpf_obs_snap_free(&prev);
 	nbpf_obs_close(obs);
 	for (size_t i = 0; i < s.n_procs; i++)

@@ -55,9 +55,13 @@ const struct cli_cmd cli_cmds[] = {
 	  "live collective latency, bandwidth and tuner decisions" },
 	{ "observe", NULL, cmd_observe,
 	  "observe [--pid PID | --cgroup PATH | --comm NAME] [--probes io,net,sched,gpu] "
-	  "[--duration S] [--interval MS] [--outlier MS] [--btf FILE]",
+	  "[--duration S] [--interval MS] [--outlier MS] [--btf FILE] "
+	  "[--pin-numa auto|NODE [--repin-rate N] | --no-repin] "
+	  "[--deep-when runq-p99=MS|block-p99=MS [--deep-window S] [--deep-budget N]]",
 	  "the kernel's view of the job (block and io_uring I/O, TCP per peer, scheduling, GPU "
-	  "submission) beside its collective P99; needs root or CAP_BPF+CAP_PERFMON" },
+	  "submission) beside its collective P99; --pin-numa moves threads that left their NUMA "
+	  "node back; --deep-when sends every latency record for a while when a P99 is too high; "
+	  "needs root or CAP_BPF+CAP_PERFMON" },
 	{ "loop", NULL, cmd_loop,
 	  "loop [--channels LIST] [--window N] [--margin N] [--ranks N] [--pids P,...] [--share-dir DIR --node NAME --nodes K]",
 	  "closed loop: every rank's latency telemetry -> one channel plan -> every rank, from an agreed call" },

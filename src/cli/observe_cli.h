@@ -13,6 +13,7 @@
 
 #include "control/ctl_tele.h"
 #include "observe.h"
+#include "repin.h"
 
 /* A process being watched: its labels and its plugin telemetry, if it runs the plugin. */
 struct proc {
@@ -37,6 +38,10 @@ struct obs_state {
 	struct obs_event ev[64];
 	size_t n_ev;
 	uint64_t ev_dropped;
+	/* --pin-numa: closed loop 3, NULL when off. */
+	struct nbpf_repin *repin;
+	/* --deep-when: whether the deep tier's window is open. */
+	bool deep, deep_on;
 };
 
 /* observe_procs.c */
@@ -51,6 +56,14 @@ void obs_discover(struct obs_state *s);
 void obs_proc_nccl(struct proc *p);
 /* Adds the processes the kernel's tables name (cgroup and comm targets). */
 void obs_procs_from_snap(struct obs_state *s, const struct nbpf_obs_snap *d);
+
+/*
+ * --pin-numa: every thread of every watched process, on the CPU it last ran
+ * on, to the re-pinner (new threads get their home, off-home ones move).
+ */
+void obs_repin_scan(struct obs_state *s, double now_s);
+/* One migration event: a thread crossed to another node. */
+void obs_repin_event(struct obs_state *s, const struct obs_event *e, double now_s);
 
 /* observe_view.c */
 /* One line per set that is not attached, misses signals, or took a fallback. */

@@ -44,7 +44,7 @@ static const char *op_name(uint32_t op)
 static const char *ev_name(uint32_t k)
 {
 	static const char *const n[] = { "?", "block", "io_uring", "runq", "offcpu", "retransmit",
-					 "cuda-sync", "nvidia-ioctl" };
+					 "cuda-sync", "nvidia-ioctl", "numa-migrate" };
 
 	return k < sizeof(n) / sizeof(n[0]) ? n[k] : "?";
 }
@@ -228,7 +228,24 @@ void obs_print_json(struct obs_state *s, struct nbpf_obs *obs, const struct nbpf
 		fprintf(f, "%s{\"kind\":\"%s\",\"pid\":%u,\"tid\":%u,\"value_ns\":%" PRIu64 "%s}",
 			i ? "," : "", ev_name(e->kind), e->tgid, e->tid, e->value_ns, what);
 	}
-	fprintf(f, "]}\n");
+	fprintf(f, "]");
+	if (s->repin) {
+		const struct nbpf_repin_stats *st = nbpf_repin_stats(s->repin);
+
+		/* Cumulative, like the Prometheus counters. */
+		fprintf(f, ",\"repin\":{\"threads\":%" PRIu64 ",\"moved\":%" PRIu64
+			",\"pinned_elsewhere\":%" PRIu64 ",\"over_budget\":%" PRIu64
+			",\"failed\":%" PRIu64 "}", st->tracked, st->moved, st->pinned, st->limited,
+			st->failed);
+	}
+	if (s->deep) {
+		uint64_t sent = 0, dropped = 0;
+
+		nbpf_obs_deep_stats(obs, &sent, &dropped);
+		fprintf(f, ",\"deep\":{\"on\":%s,\"sent\":%" PRIu64 ",\"dropped\":%" PRIu64 "}",
+			s->deep_on ? "true" : "false", sent, dropped);
+	}
+	fprintf(f, "}\n");
 	fflush(f);
 }
 
@@ -327,6 +344,13 @@ void obs_print_table(struct obs_state *s, const struct nbpf_obs_snap *d, double 
 	}
 	if (s->ev_dropped)
 		printf("outliers not shown: %" PRIu64 "\n", s->ev_dropped);
+	if (s->repin) {
+		const struct nbpf_repin_stats *st = nbpf_repin_stats(s->repin);
+
+		printf("numa re-pin  %" PRIu64 " threads  moved home %" PRIu64 "  left (pinned "
+		       "elsewhere) %" PRIu64 "  over budget %" PRIu64 "  failed %" PRIu64 "\n",
+		       st->tracked, st->moved, st->pinned, st->limited, st->failed);
+	}
 	fflush(stdout);
 }
 

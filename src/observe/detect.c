@@ -241,6 +241,28 @@ int obs_fill_numa(struct nbpf_obs *obs, struct obs_set *s)
 	return 0;
 }
 
+int nbpf_obs_numa_table(struct nbpf_obs *obs, int *node, int n)
+{
+	struct bpf_object *obj = obs ? obs->sets[NBPF_OBS_SCHED].obj : NULL;
+	struct bpf_map *m = obj ? bpf_object__find_map_by_name(obj, "cpu_node") : NULL;
+	long conf = sysconf(_SC_NPROCESSORS_CONF);
+	int fd = m ? bpf_map__fd(m) : -1;
+
+	if (fd < 0)
+		return nbpf_err(-ENOENT, "the sched probe set is not loaded");
+	if (conf > 0 && conf < n)
+		n = (int)conf;
+	if (n > OBS_MAX_CPUS)
+		n = OBS_MAX_CPUS;
+	for (__u32 cpu = 0; cpu < (__u32)n; cpu++) {
+		__u32 v = 0;
+
+		bpf_map_lookup_elem(fd, &cpu, &v);
+		node[cpu] = (int)v;
+	}
+	return n;
+}
+
 /*
  * The v2 cgroup id is the directory's inode number; its level is its depth
  * below the cgroup2 mount (wherever that is: /sys/fs/cgroup, or

@@ -459,11 +459,13 @@ int nbpf_obs_open(const struct nbpf_obs_opts *o, struct nbpf_obs **out)
 	if (!obs)
 		return nbpf_err(-ENOMEM, "out of memory");
 	obs->o = *o;
-	obs->targets_fd = obs->events_fd = -1;
+	obs->targets_fd = obs->events_fd = obs->tier_ctl_fd = obs->tier_bucket_fd = -1;
 	if (!obs->o.probes)
 		obs->o.probes = NBPF_OBS_ALL;
 	obs->cfg.mode = o->mode;
 	obs->cfg.outlier_ns = o->outlier_ns ? o->outlier_ns : 10 * 1000 * 1000ull;
+	if (o->numa_events)
+		obs->cfg.flags |= OBS_CFG_NUMA_EVENTS;
 	lb_len = 0;
 	lb_log[0] = 0;
 	libbpf_set_print(lb_print);
@@ -554,6 +556,11 @@ int nbpf_obs_open(const struct nbpf_obs_opts *o, struct nbpf_obs **out)
 			bpf_map__reuse_fd(bpf_object__find_map_by_name(s->obj, "targets"), obs->targets_fd);
 		if (obs->events_fd >= 0)
 			bpf_map__reuse_fd(bpf_object__find_map_by_name(s->obj, "events"), obs->events_fd);
+		if (obs->tier_ctl_fd >= 0) {
+			bpf_map__reuse_fd(bpf_object__find_map_by_name(s->obj, "tier_ctl"), obs->tier_ctl_fd);
+			bpf_map__reuse_fd(bpf_object__find_map_by_name(s->obj, "tier_bucket"),
+					  obs->tier_bucket_fd);
+		}
 		if ((err = bpf_object__load(s->obj))) {
 			char *nl;
 
@@ -569,7 +576,11 @@ int nbpf_obs_open(const struct nbpf_obs_opts *o, struct nbpf_obs **out)
 		if (obs->targets_fd < 0) {
 			obs->targets_fd = dup(bpf_map__fd(bpf_object__find_map_by_name(s->obj, "targets")));
 			obs->events_fd = dup(bpf_map__fd(bpf_object__find_map_by_name(s->obj, "events")));
-			if (obs->targets_fd < 0 || obs->events_fd < 0) {
+			obs->tier_ctl_fd = dup(bpf_map__fd(bpf_object__find_map_by_name(s->obj, "tier_ctl")));
+			obs->tier_bucket_fd = dup(bpf_map__fd(bpf_object__find_map_by_name(s->obj,
+											 "tier_bucket")));
+			if (obs->targets_fd < 0 || obs->events_fd < 0 || obs->tier_ctl_fd < 0 ||
+			    obs->tier_bucket_fd < 0) {
 				err = nbpf_err(-errno, "dup: %s", strerror(errno));
 				goto fail;
 			}
@@ -621,6 +632,10 @@ void nbpf_obs_close(struct nbpf_obs *obs)
 		close(obs->targets_fd);
 	if (obs->events_fd >= 0)
 		close(obs->events_fd);
+	if (obs->tier_ctl_fd >= 0)
+		close(obs->tier_ctl_fd);
+	if (obs->tier_bucket_fd >= 0)
+		close(obs->tier_bucket_fd);
 	btf__free(obs->btf);
 	free(obs);
 }
@@ -694,4 +709,45 @@ uint64_t nbpf_obs__lost(struct nbpf_obs *obs)
 		if (obs->sets[set].lost)
 			n += *obs->sets[set].lost;
 	return n;
+}
+
+int nbpf_obs_deep(struct nbpf_obs *obs, uint64_t until_ns, uint64_t per_s)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	struct obs_tier_ctl c = { .until_ns = until_ns };
+	__u32 z = 0;
+
+	if (obs->tier_ctl_fd < 0)
+		return nbpf_err(-ENOENT, "no probe set loaded");
+	if (ncpu <= 0)
+		ncpu = 1;
+	/* Split evenly; a budget below one per CPU still lets each CPU send one a second. */
+	c.per_cpu_per_s = per_s ? (per_s + (uint64_t)ncpu - 1) / (uint64_t)ncpu : 0;
+	if (bpf_map_update_elem(obs->tier_ctl_fd, &z, &c, BPF_ANY))
+		return nbpf_err(-errno, "deep tier: %s", strerror(errno));
+	return 0;
+}
+
+int nbpf_obs_deep_stats(struct nbpf_obs *obs, uint64_t *sent, uint64_t *dropped)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	struct obs_tier_bucket *b;
+	__u32 z = 0;
+
+	*sent = *dropped = 0;
+	if (obs->tier_bucket_fd < 0 || ncpu <= 0)
+		return nbpf_err(-ENOENT, "no probe set loaded");
+	b = calloc((size_t)ncpu, sizeof(*b));
+	if (!b)
+		return nbpf_err(-ENOMEM, "out of memory");
+	if (bpf_map_lookup_elem(obs->tier_bucket_fd, &z, b)) {
+		free(b);
+		return nbpf_err(-errno, "deep tier: %s", strerror(errno));
+	}
+	for (int i = 0; i < ncpu; i++) {
+		*sent += b[i].sent;
+		*dropped += b[i].dropped;
+	}
+	free(b);
+	return 0;
 }

@@ -38,6 +38,7 @@ struct nbpf_obs_opts {
 	const char *cgroup;       /* OBS_MODE_CGROUP: a cgroup v2 directory */
 	const char *comm;         /* OBS_MODE_COMM */
 	uint64_t outlier_ns;      /* 0: 10 ms */
+	bool numa_events;         /* every NUMA-crossing migration also as an OBS_EV_NUMA event */
 	/*
 	 * Overrides, NULL for the defaults (each also read from the environment
 	 * by nbpf_obs_opts_env): BTF for CO-RE (NCCLBPF_OBSERVE_BTF), the CUDA
@@ -111,6 +112,24 @@ int nbpf_obs_snap_delta(struct nbpf_obs_snap *out, const struct nbpf_obs_snap *n
 /* Outliers: calls fn for each queued event, waiting up to timeout_ms for the first. */
 typedef void (*nbpf_obs_event_fn)(void *ctx, const struct obs_event *e);
 int nbpf_obs_poll(struct nbpf_obs *obs, int timeout_ms, nbpf_obs_event_fn fn, void *ctx);
+
+/*
+ * The CPU -> NUMA node table the sched set was loaded with: node[cpu] for
+ * cpu < n; returns how many CPUs it filled (the configured CPUs, at most n),
+ * or -ENOENT when the sched set is not loaded.
+ */
+int nbpf_obs_numa_table(struct nbpf_obs *obs, int *node, int n);
+
+/*
+ * Tiered tracing: the deep tier sends every block, io_uring and run-queue
+ * latency record of the targets to the ring buffer (as nbpf_obs_poll
+ * events) until until_ns (CLOCK_MONOTONIC; 0 switches it off), at most per_s
+ * records a second over all CPUs, enforced in the kernel (a token bucket per
+ * CPU, per_s split evenly).  Records beyond the budget are dropped and
+ * counted: nbpf_obs_deep_stats, cumulative.
+ */
+int nbpf_obs_deep(struct nbpf_obs *obs, uint64_t until_ns, uint64_t per_s);
+int nbpf_obs_deep_stats(struct nbpf_obs *obs, uint64_t *sent, uint64_t *dropped);
 
 /* Quantile q of a log2 histogram (value units), interpolated inside the slot; 0 if empty. */
 double nbpf_obs_hist_quantile(const struct obs_hist *h, double q);

@@ -59,6 +59,8 @@ struct obs_cfg {
 
 /* tcp_retransmit_skb passes the retransmit's result (6.9+): count only the ones that went out. */
 #define OBS_CFG_RETRANS_ERR 1u
+/* Each NUMA-crossing migration of a job thread also goes to the ring buffer (re-pinning). */
+#define OBS_CFG_NUMA_EVENTS 2u
 
 /* Block requests: per process, device and operation. */
 enum obs_io_op { OBS_OP_READ = 0, OBS_OP_WRITE = 1, OBS_OP_OTHER = 2 };
@@ -123,6 +125,25 @@ struct obs_gpu_val {
 	struct obs_hist ioctl;  /* ioctl on /dev/nvidia* descriptors, ns */
 };
 
+/*
+ * Tiered tracing.  The cheap tier (histograms, counters, outliers above
+ * obs_cfg.outlier_ns) is always on; the deep tier also sends every latency
+ * record (block, io_uring, run queue) to the ring buffer while it is on, at
+ * most a budget per second.  User space switches it (map tier_ctl, one
+ * entry); each CPU keeps its own token bucket (map tier_bucket, per CPU):
+ * tracing programs may not take a bpf_spin_lock, and per-CPU state needs no
+ * lock.  Shared by the sets like the target table.
+ */
+struct obs_tier_ctl {
+	obs_u64 until_ns;      /* on while bpf_ktime_get_ns() < until_ns; 0: off */
+	obs_u64 per_cpu_per_s; /* records per second (and burst) each CPU may send */
+};
+
+struct obs_tier_bucket {
+	obs_u64 tokens, last_ns;
+	obs_u64 sent, dropped; /* deep-tier records sent, and refused by the budget */
+};
+
 /* Outliers: one ring-buffer record each. */
 enum obs_event_kind {
 	OBS_EV_BLOCK = 1,   /* a = dev, b = bytes */
@@ -132,6 +153,7 @@ enum obs_event_kind {
 	OBS_EV_RETRANS = 5, /* a = dport, b = daddr (IPv4) */
 	OBS_EV_SYNC = 6,
 	OBS_EV_IOCTL = 7,   /* a = cmd */
+	OBS_EV_NUMA = 8,    /* a = source CPU, b = destination CPU; value_ns = 0 */
 };
 
 struct obs_event {

@@ -45,7 +45,7 @@ struct nbpf_obs {
 	struct obs_set sets[NBPF_OBS_NSETS];
 	struct nbpf_obs_status st[NBPF_OBS_NSETS];
 	struct btf *btf;
-	int targets_fd, events_fd;
+	int targets_fd, events_fd, tier_ctl_fd, tier_bucket_fd;
 	struct ring_buffer *rb;
 	bool fentry_probed, fentry_ok;
 	nbpf_obs_event_fn ev_fn;

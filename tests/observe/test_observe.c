@@ -832,6 +832,122 @@ static int test_errors(void)
 	return failures ? 1 : 0;
 }
 
+/* ---- tiered tracing ------------------------------------------------------------ */
+
+static int tier_rounds;
+static int tp[2][2];
+
+static void *tier_pong(void *arg)
+{
+	char c;
+
+	(void)arg;
+	for (int i = 0; i < tier_rounds; i++)
+		if (read(tp[0][0], &c, 1) != 1 || write(tp[1][1], &c, 1) != 1)
+			break;
+	return NULL;
+}
+
+/* n round trips between two threads: about 2n wakeups, so about 2n run-queue records. */
+static void tier_pingpong(int n)
+{
+	pthread_t th;
+	char c = 'x';
+
+	tier_rounds = n;
+	pthread_create(&th, NULL, tier_pong, NULL);
+	for (int i = 0; i < n; i++)
+		if (write(tp[0][1], &c, 1) != 1 || read(tp[1][0], &c, 1) != 1)
+			break;
+	pthread_join(th, NULL);
+}
+
+static void count_runq(void *ctx, const struct obs_event *e)
+{
+	if (e->kind == OBS_EV_RUNQ)
+		++*(int *)ctx;
+}
+
+static int drain_runq(struct nbpf_obs *obs)
+{
+	int n = 0;
+
+	while (nbpf_obs_poll(obs, 50, count_runq, &n) > 0)
+		;
+	return n;
+}
+
+static double mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/*
+ * The deep tier: nothing below the outlier threshold reaches the ring while
+ * it is off; while on, run-queue records do, at most the budget, and the
+ * rest are dropped and counted; after its window, nothing again.
+ */
+static int test_tier(void)
+{
+	const uint64_t budget = 100; /* records per second, all CPUs */
+	int me = getpid(), ncpu = libbpf_num_possible_cpus(), off1, on, off2;
+	struct nbpf_obs_opts o = { .probes = 1u << NBPF_OBS_SCHED, .strict = true, .pids = &me,
+				   .n_pids = 1, .outlier_ns = 100ull * 1000 * 1000 * 1000 };
+	uint64_t sent = 0, dropped = 0, sent1 = 0, dropped1 = 0, sent2 = 0, dropped2 = 0, per_cpu;
+	struct nbpf_obs *obs = NULL;
+	double t0, el;
+
+	nbpf_obs_opts_env(&o);
+	if (nbpf_obs_open(&o, &obs)) {
+		printf("FAIL: nbpf_obs_open: %s\n", ncclbpf_errmsg());
+		return 1;
+	}
+	if (pipe(tp[0]) || pipe(tp[1]))
+		return 1;
+	/* Off: no run-queue latency is near 100 s, so nothing. */
+	tier_pingpong(500);
+	off1 = drain_runq(obs);
+	/* On for 1 s. */
+	t0 = mono();
+	CHECK(!nbpf_obs_deep(obs, (uint64_t)((t0 + 1.0) * 1e9), budget), "deep: %s", ncclbpf_errmsg());
+	tier_pingpong(2000);
+	CHECK(!nbpf_obs_deep_stats(obs, &sent, &dropped), "stats");
+	el = mono() - t0;
+	/* Everything counted as sent arrives (and what our own waiting in the drain sends). */
+	on = drain_runq(obs);
+	/*
+	 * After the window.  Our own sleeps in the window were run-queue records
+	 * too: drain them and take the counts from here.
+	 */
+	while (mono() < t0 + 1.1)
+		usleep(10000);
+	drain_runq(obs);
+	CHECK(!nbpf_obs_deep_stats(obs, &sent1, &dropped1), "stats");
+	tier_pingpong(500);
+	off2 = drain_runq(obs);
+	CHECK(!nbpf_obs_deep_stats(obs, &sent2, &dropped2), "stats");
+	printf("tier: off %d, on %d records in %.2f s (sent %llu, dropped %llu), after %d\n", off1, on,
+	       el, (unsigned long long)sent, (unsigned long long)dropped, off2);
+	CHECK(off1 == 0, "deep tier off, yet %d records", off1);
+	CHECK(sent > 0 && (uint64_t)on >= sent, "on: %d records, %llu sent", on,
+	      (unsigned long long)sent);
+	/* Each CPU: a full bucket at the start plus what refills while it runs. */
+	per_cpu = (budget + (uint64_t)ncpu - 1) / (uint64_t)ncpu;
+	CHECK(sent <= (uint64_t)ncpu * per_cpu * (1 + (el < 1 ? el : 1)) + (uint64_t)ncpu,
+	      "over budget: %llu sent in %.2f s", (unsigned long long)sent, el);
+	/* 2000 round trips wake about 4000 times: most of them over the budget. */
+	CHECK(dropped > 1000, "dropped %llu", (unsigned long long)dropped);
+	CHECK(off2 == 0 && sent2 == sent1 && dropped2 == dropped1, "after the window: %d records, "
+	      "%llu sent", off2, (unsigned long long)(sent2 - sent1));
+	nbpf_obs_close(obs);
+	for (int i = 0; i < 2; i++)
+		close(tp[i][0]), close(tp[i][1]);
+	return failures ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
@@ -853,5 +969,7 @@ int main(int argc, char **argv)
 		return test_targets();
 	if (!strcmp(argv[1], "errors"))
 		return test_errors();
+	if (!strcmp(argv[1], "tier"))
+		return test_tier();
 	return 2;
 }

@@ -114,7 +114,8 @@ static pid_t start_job(uid_t uid)
 /* Runs `ncclbpf -j observe ...` and checks the job's row in its samples. */
 static void check_observe(pid_t job_pid, const char *what)
 {
-	char cmd[1024], line[1 << 16], want_pid[64], want_ranks[96];
+	static char line[4 << 20]; /* one sample: every process on the machine */
+	char cmd[1024], want_pid[64], want_ranks[96];
 	int samples = 0, rows = 0, timed = 0;
 	FILE *p;
 
@@ -169,7 +170,9 @@ static void check_observe(pid_t job_pid, const char *what)
 /* `ncclbpf export --observe` without pids: the job's collective and kernel series, joined by ranks. */
 static void check_export(pid_t job_pid, const char *what, const char *dir)
 {
-	char cmd[1024], path[400], want[256], buf[1 << 16];
+	/* Every plugin process on the machine is exported: a parallel test run makes it large. */
+	static char buf[4 << 20];
+	char cmd[1024], path[400], want[256];
 	size_t n;
 	FILE *f;
 

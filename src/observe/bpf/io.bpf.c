@@ -145,8 +145,7 @@ int BPF_PROG(io_block_complete, struct request *rq, blk_status_t error, unsigned
 		if (error)
 			v->errors += 1;
 	}
-	if (lat > obs_cfg.outlier_ns)
-		obs_outlier(OBS_EV_BLOCK, s->tgid, s->tid, lat, k.dev, bytes);
+	obs_latency_event(OBS_EV_BLOCK, s->tgid, s->tid, lat, k.dev, bytes);
 	bpf_map_delete_elem(&rq_start, &key);
 	return 0;
 }
@@ -203,8 +202,7 @@ int io_uring_done(struct trace_event_raw_io_uring_complete *ctx)
 	h = obs_lookup_init(&uring, &k, &hist_zero);
 	if (h)
 		obs_hist_add(h, lat);
-	if (lat > obs_cfg.outlier_ns)
-		obs_outlier(OBS_EV_URING, s->tgid, s->tid, lat, s->opcode, 0);
+	obs_latency_event(OBS_EV_URING, s->tgid, s->tid, lat, s->opcode, 0);
 	bpf_map_delete_elem(&uring_start, &key);
 	return 0;
 }

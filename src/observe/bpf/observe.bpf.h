@@ -34,6 +34,20 @@ struct {
 	__uint(max_entries, 256 * 1024);
 } events SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct obs_tier_ctl);
+} tier_ctl SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct obs_tier_bucket);
+} tier_bucket SEC(".maps");
+
 static __always_inline bool obs_comm_match(const char *comm)
 {
 	for (int i = 0; i < OBS_COMM_LEN; i++) {
@@ -157,6 +171,55 @@ static __always_inline void obs_outlier(__u32 kind, __u32 tgid, __u32 tid, __u64
 	e->kind = kind;
 	e->pad = 0;
 	bpf_ringbuf_submit(e, 0);
+}
+
+/*
+ * Deep tier: may this CPU send one more record?  A token bucket refilled at
+ * per_cpu_per_s, holding at most that many (a second's worth); a program
+ * nested in another on the same CPU (block completion in an interrupt) can
+ * make the count off by one, never unbounded.
+ */
+static __always_inline bool obs_deep_take(void)
+{
+	struct obs_tier_bucket *b;
+	struct obs_tier_ctl *c;
+	__u64 now, el, add;
+	__u32 z = 0;
+
+	c = bpf_map_lookup_elem(&tier_ctl, &z);
+	if (!c || !c->until_ns)
+		return false;
+	now = bpf_ktime_get_ns();
+	if (now >= c->until_ns)
+		return false;
+	b = bpf_map_lookup_elem(&tier_bucket, &z);
+	if (!b)
+		return false;
+	el = now - b->last_ns;
+	if (el > 1000000000ull)
+		el = 1000000000ull;
+	add = el * c->per_cpu_per_s / 1000000000ull;
+	if (add) {
+		b->tokens += add;
+		if (b->tokens > c->per_cpu_per_s)
+			b->tokens = c->per_cpu_per_s;
+		b->last_ns = now;
+	}
+	if (!b->tokens) {
+		b->dropped++;
+		return false;
+	}
+	b->tokens--;
+	b->sent++;
+	return true;
+}
+
+/* A latency: to the ring buffer if it is an outlier, or if the deep tier is on and has budget. */
+static __always_inline void obs_latency_event(__u32 kind, __u32 tgid, __u32 tid, __u64 d,
+					      __u64 a, __u64 b)
+{
+	if (d > obs_cfg.outlier_ns || obs_deep_take())
+		obs_outlier(kind, tgid, tid, d, a, b);
 }
 
 #endif

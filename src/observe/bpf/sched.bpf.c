@@ -107,8 +107,7 @@ int BPF_PROG(sched_sw, bool preempt, struct task_struct *prev, struct task_struc
 	if (t->wake) {
 		d = now - t->wake;
 		obs_hist_add(&v->runq, d);
-		if (d > obs_cfg.outlier_ns)
-			obs_outlier(OBS_EV_RUNQ, tgid, next->pid, d, 0, 0);
+		obs_latency_event(OBS_EV_RUNQ, tgid, next->pid, d, 0, 0);
 		t->wake = 0;
 	}
 	if (t->off) {
@@ -146,7 +145,10 @@ int BPF_PROG(sched_migrate, struct task_struct *p, int dest_cpu)
 	v->migrations += 1;
 	ns = bpf_map_lookup_elem(&cpu_node, &src);
 	nd = bpf_map_lookup_elem(&cpu_node, &dst);
-	if (ns && nd && *ns != *nd)
+	if (ns && nd && *ns != *nd) {
 		v->cross_node += 1;
+		if (obs_cfg.flags & OBS_CFG_NUMA_EVENTS)
+			obs_outlier(OBS_EV_NUMA, tgid, p->pid, 0, src, dst);
+	}
 	return 0;
 }
