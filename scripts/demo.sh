@@ -15,3 +15,9 @@ echo "== ncclbpf sim $OBJ (AllReduce, 8 ranks, 1 node)"
 build/ncclbpf sim "$OBJ" --coll allreduce --ranks 8 --nodes 1 --sizes 8:1G
 echo "== ncclbpf bench $OBJ"
 build/ncclbpf bench "$OBJ" --calls 200000
+echo "== a live emulated job for 3 s (ncclbpf sim --serve), seen by ncclbpf ps"
+build/ncclbpf sim --serve "$OBJ" --duration 3 &
+job=$!
+sleep 1
+build/ncclbpf ps "$job"
+wait "$job"
