@@ -49,6 +49,7 @@ int cmd_reload(struct cli *c, int argc, char **argv);    /* cmd_reload.c */
 int cmd_rollback(struct cli *c, int argc, char **argv);  /* cmd_reload.c */
 int cmd_top(struct cli *c, int argc, char **argv);       /* cmd_top.c */
 int cmd_export(struct cli *c, int argc, char **argv);    /* cmd_export.c */
+int cmd_report(struct cli *c, int argc, char **argv);    /* cmd_report.c */
 int cmd_version(struct cli *c, int argc, char **argv);   /* main.c */
 int cmd_help(struct cli *c, int argc, char **argv);      /* main.c */
 int cmd_observe(struct cli *c, int argc, char **argv);   /* cmd_observe.c: kernel-side probes */

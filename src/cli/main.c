@@ -69,6 +69,9 @@ const struct cli_cmd cli_cmds[] = {
 	  "export [--listen ADDR:PORT | --textfile PATH] [--interval S] [--count N] "
 	  "[--observe io,net,sched,gpu] [--alert-webhook URL [--alert-p99 SIZE=S,...] [--alert-refused]] [PID...]",
 	  "Prometheus text exposition of every process's telemetry (and, with --observe, the kernel's)" },
+	{ "report", NULL, cmd_report, "report [-o FILE.html] [PID... | --from FILE.prom]",
+	  "one self-contained HTML page of inline SVG plots: latency per size class, bandwidth, "
+	  "algorithm/protocol mix, from live processes or a saved export" },
 	{ "verify", NULL, cmd_verify, "verify OBJ[:OBJ...] [PROGRAM] [--strict-consistency]",
 	  "verify every program of the objects against its hook; a rejection names the source line" },
 	{ "sim", NULL, cmd_sim,

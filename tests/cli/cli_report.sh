@@ -1,0 +1,62 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# ncclbpf report against a live emulated job and against a saved export:
+# both pages parse, carry an <svg> with the job's collectives, and name
+# nothing external; bad input exits 2.  Usage: cli_report.sh NCCLBPF POLICY TMPDIR
+BIN=$1 OBJ=$2 T=$3
+rm -rf "$T" && mkdir -p "$T" || exit 1
+fail() { echo "FAIL: $*"; kill "$P" 2>/dev/null; exit 1; }
+
+"$BIN" sim --serve "$OBJ" --duration 4 >"$T/serve.log" 2>&1 &
+P=$!
+sleep 1.5
+"$BIN" report -o "$T/out.html" "$P" || fail "report of a live pid"
+"$BIN" export --count 1 --textfile "$T/f.prom" "$P" || fail "export --textfile"
+wait "$P"
+"$BIN" report --from "$T/f.prom" -o "$T/out2.html" || fail "report --from"
+
+for f in "$T/out.html" "$T/out2.html"; do
+	python3 - "$f" <<'PY' || fail "$f is not a well-formed self-contained report"
+import sys, re, xml.etree.ElementTree as ET
+from html.parser import HTMLParser
+doc = open(sys.argv[1]).read()
+class P(HTMLParser):
+    def __init__(s):
+        super().__init__(); s.tags = []; s.ext = []
+    def handle_starttag(s, t, a):
+        s.tags.append(t)
+        for k, v in a:
+            if k in ("src", "href") or (v and re.match(r"\s*(https?:|//|url\()", v) and k != "xmlns"):
+                s.ext.append((t, k, v))
+p = P(); p.feed(doc); p.close()
+assert "script" not in p.tags and "link" not in p.tags and "img" not in p.tags, p.tags
+assert not p.ext, p.ext
+assert "url(" not in doc and "@import" not in doc
+svgs = re.findall(r"<svg.*?</svg>", doc, re.S)
+assert len(svgs) == 3, len(svgs)
+for s in svgs:
+    ET.fromstring(s)
+text = " ".join(svgs)
+for coll in ("AllReduce", "AllGather"):
+    assert coll in text, coll
+assert re.search(r"<rect [^>]*width=\"[1-9]", svgs[0]), "no latency bar"
+assert re.search(r"AllReduce [A-Z_]+/[A-Z0-9_]+", svgs[2]), "no algorithm/protocol row"
+PY
+done
+
+if [ -x /usr/bin/chromium ]; then
+	/usr/bin/chromium --headless --no-sandbox --disable-gpu --disable-background-networking \
+		--no-first-run --screenshot="$T/shot.png" --window-size=900,2000 \
+		"file://$T/out.html" >/dev/null 2>&1
+	[ -s "$T/shot.png" ] || fail "chromium rendered no screenshot"
+else
+	echo "SKIP: /usr/bin/chromium absent, the page was not rendered"
+fi
+
+# Bad input: exit 2 with one line.
+out=$("$BIN" report --from "$T/missing.prom" -o "$T/x.html" 2>&1); rc=$?
+[ $rc -eq 2 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] || fail "missing --from: rc $rc: $out"
+out=$("$BIN" report -o "$T/x.html" "$P" 2>&1); rc=$?
+[ $rc -eq 2 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] || fail "dead pid: rc $rc: $out"
+[ ! -e "$T/x.html" ] || fail "a failed report wrote a page"
+echo "PASS cli_report"
