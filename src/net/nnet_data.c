@@ -40,16 +40,42 @@ static int io_err(ssize_t n)
 									     : -errno;
 }
 
-void nnet_comm_fail(struct nnet_comm *c, int err)
+/*
+ * A TCP socket whose peer only shut it down keeps accepting bytes until its
+ * receive window closes; a sender facing a zero window then waits forever,
+ * since window probes carry no new data and never draw the reset.  So a
+ * failing comm aborts its sockets: connect() to AF_UNSPEC makes Linux send
+ * a RST at once, without closing the descriptor the helpers still use.
+ */
+static void sock_abort(int fd)
+{
+	struct sockaddr unspec = { .sa_family = AF_UNSPEC };
+
+	(void)connect(fd, &unspec, sizeof(unspec));
+	shutdown(fd, SHUT_RDWR);
+}
+
+static bool comm_stop(struct nnet_comm *c, int err, bool abort)
 {
 	int zero = 0;
 
 	if (!atomic_compare_exchange_strong(&c->err, &zero, err))
-		return;
-	/* Wake both ends: our helpers leave poll(), the peer sees EOF instead of waiting. */
-	shutdown(c->ctrl_fd, SHUT_RDWR);
-	for (int i = 0; i < c->nsocks; i++)
-		shutdown(c->socks[i].fd, SHUT_RDWR);
+		return false;
+	/* Wake both ends: our helpers leave poll(), the peer sees EOF or RST instead of waiting. */
+	for (int i = -1; i < c->nsocks; i++) {
+		int fd = i < 0 ? c->ctrl_fd : c->socks[i].fd;
+
+		if (abort)
+			sock_abort(fd);
+		else
+			shutdown(fd, SHUT_RDWR);
+	}
+	return true;
+}
+
+void nnet_comm_fail(struct nnet_comm *c, int err)
+{
+	comm_stop(c, err, true);
 }
 
 /* ---- helper threads ------------------------------------------------------ */
@@ -221,8 +247,11 @@ int nnet_close(struct nnet_comm *c)
 {
 	if (!c)
 		return 0;
-	/* shutdown wakes helpers blocked in poll(); the error it causes is moot now. */
-	nnet_comm_fail(c, -ECONNRESET);
+	/*
+	 * An orderly close: data already handed to the kernel still reaches the
+	 * peer.  shutdown wakes helpers blocked in poll(); the error is moot now.
+	 */
+	comm_stop(c, -ECONNRESET, false);
 	helpers_stop(c);
 	close(c->ctrl_fd);
 	for (int i = 0; i < c->nsocks; i++)

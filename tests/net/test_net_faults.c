@@ -207,7 +207,12 @@ static void connected(void **sc, void **rc)
 	CHECK(drv_close_listen(&d, lc) == 0);
 }
 
-static void truncated(size_t send, size_t cap)
+/*
+ * settle_ms lets the sender fill the receiver's socket buffers before the
+ * receiver sees the header: the sender then faces a zero window, which a
+ * mere shutdown on the receiving side never reopens (it hung until TMO).
+ */
+static void truncated(size_t send, size_t cap, unsigned settle_ms)
 {
 	void *sc, *rc, *sreq = NULL, *rreq = NULL, *buf = big_buf();
 	int r;
@@ -215,6 +220,8 @@ static void truncated(size_t send, size_t cap)
 	connected(&sc, &rc);
 	CHECK(drv_irecv(&d, rc, buf, cap, 0, NULL, &rreq) == 0 && rreq);
 	CHECK(drv_isend(&d, sc, buf, send, 0, NULL, &sreq) == 0 && sreq);
+	if (settle_ms)
+		usleep(settle_ms * 1000u);
 	r = drv_wait(&d, rreq, NULL, TMO);
 	CHECK_MSG(r == NBPF_NCCL_INVALID_USAGE, "truncated %zu into %zu: %d", send, cap, r);
 	/*
@@ -326,9 +333,10 @@ int main(int argc, char **argv)
 		return check_summary("net_faults");
 	bad_handles();
 	bad_comms_and_requests();
-	truncated(100, 10);
-	truncated(8u << 20, 4096);
-	truncated(BIG, 1u << 20);
+	truncated(100, 10, 0);
+	truncated(8u << 20, 4096, 0);
+	truncated(BIG, 1u << 20, 0);
+	truncated(BIG, 1u << 20, 500);
 	peer_closed();
 	peer_killed_sending();
 	peer_killed_receiving();
