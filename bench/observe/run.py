@@ -14,14 +14,22 @@ With "tiers" as the fourth argument it measures the tiers instead: the io set's 
 and its deep tier held on (--deep-when block-p99 below any request's latency) under two
 budgets, every block and io_uring record of the job sent to the ring up to the budget.
 
-usage: run.py BUILD_DIR [SECONDS] [READS_PER_SECOND] [tiers]
+With "default" as the fourth argument it alternates unobserved and default-set runs REPEAT
+times (fifth argument, 3 by default) and prints each program's runs/s and ns per run.
+
+usage: run.py BUILD_DIR [SECONDS] [READS_PER_SECOND] [tiers | default [REPEAT]]
 """
 import json, os, subprocess, sys, time
 
 build = sys.argv[1] if len(sys.argv) > 1 else "build"
 secs = int(sys.argv[2]) if len(sys.argv) > 2 else 6
 rate = sys.argv[3] if len(sys.argv) > 3 else "60000"
-tiers = len(sys.argv) > 4 and sys.argv[4] == "tiers"
+mode = sys.argv[4] if len(sys.argv) > 4 else ""
+tiers = mode == "tiers"
+# "default": the job unobserved and under the default set, alternating, REPEAT times each,
+# with the per-program breakdown of every observed run.
+per_prog = mode == "default"
+repeat = int(sys.argv[5]) if len(sys.argv) > 5 else 3
 here = os.path.dirname(os.path.abspath(__file__))
 job_bin = os.path.join(build, "bench/observe/obs_job")
 ncclbpf = os.path.join(build, "ncclbpf")
@@ -75,6 +83,15 @@ def run(label, observer, env=None):
     cost = 100 * (ns / 1e9 + (c1 - c0)) / wall
     print(f"{label:34s} {cost:6.2f}% of one CPU (programs {100 * ns / 1e9 / wall:5.2f}%, "
           f"{runs / wall:8.0f} runs/s; process {100 * (c1 - c0) / wall:5.2f}%)  job: {out}")
+    if per_prog:
+        for i, p in sorted(b.items()):
+            if i <= first or i not in a:
+                continue
+            n = p.get("run_cnt", 0) - a[i].get("run_cnt", 0)
+            t = p.get("run_time_ns", 0) - a[i].get("run_time_ns", 0)
+            if n:
+                print(f"    {p.get('name', '?'):24s} {n / wall:9.0f} runs/s {t / n:6.0f} ns/run "
+                      f"{100 * t / 1e9 / wall:5.2f}%")
 
 
 img = subprocess.run(["mktemp", "/var/tmp/obsbench.XXXXXX"], capture_output=True, text=True).stdout.strip()
@@ -85,8 +102,14 @@ subprocess.run(["sysctl", "-qw", "kernel.bpf_stats_enabled=1"])
 try:
     print(f"job: {rate} reads/s target, {secs} s per run, {os.cpu_count()} CPUs; "
           f"kernel {os.uname().release}")
-    run("unobserved", None)
+    if not per_prog:
+        run("unobserved", None)
     obs = [ncclbpf, "observe", "--pid", "{pid}", "--duration", str(secs + 5), "--interval", "1000"]
+    if per_prog:
+        for _ in range(repeat):
+            run("unobserved", None)
+            run("observe io,net,sched (default)", obs + ["--probes", "io,net,sched"])
+        sys.exit(0)
     if tiers:
         io = obs + ["--probes", "io"]
         run("observe io, cheap tier", io)

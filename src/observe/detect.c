@@ -55,18 +55,28 @@ const char *obs_tracefs_dir(void)
 	return NULL;
 }
 
-/* The name a tracepoint has after NCCLBPF_OBSERVE_TP_RENAME ("old=new,..."). */
-const char *obs_tp_name(const struct nbpf_obs *obs, const char *tp, char *buf, size_t n)
+/*
+ * The name sp's tracepoint has after NCCLBPF_OBSERVE_TP_RENAME ("old=new,...").
+ * An entry "btf:old=new" renames only the typed raw tracepoint, so the
+ * classic fallback can be exercised on a kernel that has both.
+ */
+const char *obs_tp_name(const struct nbpf_obs *obs, const struct prog_spec *sp, char *buf, size_t n)
 {
-	const char *r = obs->o.tp_rename;
+	const char *r = obs->o.tp_rename, *tp = sp->tp;
 	size_t len = strlen(tp);
 
 	while (r && *r) {
-		const char *end = strchr(r, ','), *eq = strchr(r, '=');
+		const char *end = strchr(r, ','), *eq, *k = r;
 
 		if (!end)
 			end = r + strlen(r);
-		if (eq && eq < end && (size_t)(eq - r) == len && !strncmp(r, tp, len)) {
+		if (!strncmp(k, "btf:", 4)) {
+			k += 4;
+			if (sp->kind != TP_BTF)
+				k = end;
+		}
+		eq = strchr(k, '=');
+		if (eq && eq < end && (size_t)(eq - k) == len && !strncmp(k, tp, len)) {
 			snprintf(buf, n, "%.*s", (int)(end - eq - 1), eq + 1);
 			return buf;
 		}
@@ -89,6 +99,48 @@ bool obs_tp_present(const struct nbpf_obs *obs, const struct prog_spec *sp, cons
 		return false;
 	snprintf(path, sizeof(path), "%s/events/%s/%s", dir, sp->cat, name);
 	return !faccessat(AT_FDCWD, path, F_OK, AT_EACCESS);
+}
+
+/* Whether the kernel's BTF has struct sname with a member mname. */
+static bool btf_has_member(const struct btf *btf, const char *sname, const char *mname)
+{
+	int id = btf__find_by_name_kind(btf, sname, BTF_KIND_STRUCT);
+	const struct btf_type *t = id > 0 ? btf__type_by_id(btf, (__u32)id) : NULL;
+
+	for (int i = 0; t && i < btf_vlen(t); i++)
+		if (!strcmp(btf__name_by_offset(btf, btf_members(t)[i].name_off), mname))
+			return true;
+	return false;
+}
+
+/*
+ * Does the scheduler stamp queued tasks (CONFIG_SCHED_INFO) where a
+ * program can read the stamp and the clock it is in?  task_struct must
+ * carry sched_info.last_queued, a fair queue must point at its run queue
+ * (CONFIG_FAIR_GROUP_SCHED; the run queues themselves are per-CPU data,
+ * which kernels without KALLSYMS_ALL do not let a program name), and the
+ * accounting must be live: this process has been counted on a CPU
+ * (/proc/self/schedstat's third field), which kernels before 5.14 do only
+ * with schedstats or delay accounting on.  A rename of "sched_info"
+ * (tests) switches it off.
+ */
+bool obs_sched_info(const struct nbpf_obs *obs)
+{
+	static const struct prog_spec si = { "sched_info", TP_BTF, NULL, "sched_info", "", "", false };
+	unsigned long long run = 0, delay = 0, pcount = 0;
+	char nb[64];
+	FILE *f;
+
+	if (!btf_has_member(obs->btf, obs_tp_name(obs, &si, nb, sizeof(nb)), "last_queued") ||
+	    !btf_has_member(obs->btf, "cfs_rq", "rq") || !btf_has_member(obs->btf, "rq", "clock"))
+		return false;
+	f = fopen("/proc/self/schedstat", "r");
+	if (f) {
+		if (fscanf(f, "%llu %llu %llu", &run, &delay, &pcount) != 3)
+			pcount = 0;
+		fclose(f);
+	}
+	return pcount > 0;
 }
 
 bool obs_find_libcuda(struct nbpf_obs *obs)

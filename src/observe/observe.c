@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "runtime/error.h"
@@ -28,16 +29,21 @@
 #include "gpu.skel.h"
 
 #define DEFAULT_BTF "/sys/kernel/btf/vmlinux"
+#define TARGET_BITS_SIZE ((size_t)OBS_PID_WORDS * sizeof(obs_u64))
 
 static const struct prog_spec io_specs[] = {
 	{ "io_block_issue", TP_BTF, "block", "block_rq_issue", "block latency", "issue", true },
 	{ "io_block_complete", TP_BTF, "block", "block_rq_complete", "block latency", "complete", true },
 	{ "io_block_start", TP_BTF, "block", "block_io_start", "block submitter attribution", "start", false },
 	{ "io_block_start_fentry", FENTRY, NULL, "__blk_account_io_start", "block submitter attribution", "start", false },
+	{ "io_uring_submit_btf", TP_BTF, "io_uring", "io_uring_submit_req", "io_uring latency", "submit", false },
 	{ "io_uring_submit", TP, "io_uring", "io_uring_submit_req", "io_uring latency", "submit", false },
 	{ "io_uring_submit_old", TP, "io_uring", "io_uring_submit_sqe", "io_uring latency", "submit", false },
+	{ "io_uring_done_btf", TP_BTF, "io_uring", "io_uring_complete", "io_uring latency", "complete", false },
 	{ "io_uring_done", TP, "io_uring", "io_uring_complete", "io_uring latency", "complete", false },
+	{ "io_pcache_get_btf", TP_BTF, "filemap", "mm_filemap_get_pages", "page-cache lookups", "get", false },
 	{ "io_pcache_get", TP, "filemap", "mm_filemap_get_pages", "page-cache lookups", "get", false },
+	{ "io_pcache_add_btf", TP_BTF, "filemap", "mm_filemap_add_to_page_cache", "page-cache misses", "add", false },
 	{ "io_pcache_add", TP, "filemap", "mm_filemap_add_to_page_cache", "page-cache misses", "add", false },
 	{ 0 },
 };
@@ -241,7 +247,7 @@ static bool spec_present(struct nbpf_obs *obs, const struct prog_spec *sp, bool 
 		snprintf(why, n, "no /dev/nvidia* devices");
 		return false;
 	}
-	name = obs_tp_name(obs, sp->tp, nb, sizeof(nb));
+	name = obs_tp_name(obs, sp, nb, sizeof(nb));
 	if (sp->kind == FENTRY) {
 		if (btf__find_by_name_kind(obs->btf, name, BTF_KIND_FUNC) <= 0) {
 			snprintf(why, n, "no kernel function %s", name);
@@ -254,7 +260,8 @@ static bool spec_present(struct nbpf_obs *obs, const struct prog_spec *sp, bool 
 		return true;
 	}
 	if (!obs_tp_present(obs, sp, name)) {
-		snprintf(why, n, "no tracepoint %s/%s in this kernel", sp->cat, name);
+		snprintf(why, n, "no tracepoint %s/%s in this kernel%s", sp->cat, name,
+			 sp->kind == TP_BTF ? "'s BTF" : "");
 		return false;
 	}
 	return true;
@@ -278,7 +285,7 @@ static bool set_select(struct nbpf_obs *obs, int set, bool have_cuda, bool have_
 		n++;
 	for (int i = 0; i < n; i++) {
 		bool first_of_signal = true, on = true;
-		char reasons[512] = "", via[256] = "";
+		char reasons[512] = "", via[512] = "";
 
 		for (int j = 0; j < i && first_of_signal; j++)
 			first_of_signal = strcmp(sp[j].signal, sp[i].signal) != 0;
@@ -319,7 +326,8 @@ static bool set_select(struct nbpf_obs *obs, int set, bool have_cuda, bool have_
 				continue;
 			}
 			load[pick] = true;
-			if (first >= 0 && sp[pick].kind == FENTRY)
+			/* Not the first choice: say which one runs, and why (a classic tracepoint costs more). */
+			if (first >= 0)
 				append(via, sizeof(via), "%s via %s (%s)", sp[i].signal, sp[pick].prog, first_why);
 		}
 		if (!on) {
@@ -348,9 +356,32 @@ static bool set_select(struct nbpf_obs *obs, int set, bool have_cuda, bool have_
 			continue;
 		bpf_program__set_autoload(p, load[i]);
 		if (load[i] && (sp[i].kind == TP_BTF || sp[i].kind == FENTRY))
-			bpf_program__set_attach_target(p, 0, obs_tp_name(obs, sp[i].tp, nb, sizeof(nb)));
+			bpf_program__set_attach_target(p, 0, obs_tp_name(obs, &sp[i], nb, sizeof(nb)));
 	}
 	return ok;
+}
+
+/*
+ * With the scheduler's own queue stamps, sched_switch alone times the run
+ * queue: the wakeup programs, which run for every wakeup on the machine,
+ * stay out.  Without, they are the route, and the status says so.
+ */
+static void sched_route(struct nbpf_obs *obs, struct obs_set *s)
+{
+	static const char *const wake[] = { "sched_wake", "sched_wake_new" };
+	struct nbpf_obs_status *st = &obs->st[NBPF_OBS_SCHED];
+
+	if (!(obs->cfg.flags & OBS_CFG_SCHED_INFO)) {
+		append(st->via, sizeof(st->via), "run-queue latency via sched_wake (no sched_info "
+			"queue stamps readable in this kernel)");
+		return;
+	}
+	for (size_t i = 0; i < sizeof(wake) / sizeof(wake[0]); i++) {
+		struct bpf_program *p = bpf_object__find_program_by_name(s->obj, wake[i]);
+
+		if (p)
+			bpf_program__set_autoload(p, false);
+	}
 }
 
 static int add_link(struct obs_set *s, struct bpf_link *l)
@@ -425,12 +456,12 @@ static int set_attach(struct nbpf_obs *obs, int set)
 		if (!p || !bpf_program__autoload(p) || sp->kind == UPROBE)
 			continue;
 		if (sp->kind == TP)
-			l = bpf_program__attach_tracepoint(p, sp->cat, obs_tp_name(obs, sp->tp, nb, sizeof(nb)));
+			l = bpf_program__attach_tracepoint(p, sp->cat, obs_tp_name(obs, sp, nb, sizeof(nb)));
 		else
 			l = bpf_program__attach(p);
 		if ((err = add_link(s, l)))
 			return nbpf_err(err, "%s: attaching %s to %s/%s: %s", set_names[set], sp->prog,
-					sp->cat ? sp->cat : "fentry", obs_tp_name(obs, sp->tp, nb, sizeof(nb)),
+					sp->cat ? sp->cat : "fentry", obs_tp_name(obs, sp, nb, sizeof(nb)),
 					strerror(-err));
 	}
 	if (set == NBPF_OBS_GPU && obs->libcuda[0]) {
@@ -486,6 +517,8 @@ int nbpf_obs_open(const struct nbpf_obs_opts *o, struct nbpf_obs **out)
 	}
 	if (obs_tp_nargs(obs, "tcp_retransmit_skb") >= 3)
 		obs->cfg.flags |= OBS_CFG_RETRANS_ERR;
+	if (obs_sched_info(obs))
+		obs->cfg.flags |= OBS_CFG_SCHED_INFO;
 	if (!obs_tracefs_dir()) {
 		err = nbpf_err(-ENOENT, "tracefs at /sys/kernel/tracing is not mounted or not "
 					"readable (mounting it needs CAP_SYS_ADMIN, reading it as "
@@ -536,6 +569,8 @@ int nbpf_obs_open(const struct nbpf_obs_opts *o, struct nbpf_obs **out)
 			}
 			continue;
 		}
+		if (set == NBPF_OBS_SCHED)
+			sched_route(obs, s);
 		for (int i = 0; s->specs[i].prog; i++) {
 			struct bpf_program *p = bpf_object__find_program_by_name(s->obj, s->specs[i].prog);
 
@@ -584,12 +619,19 @@ int nbpf_obs_open(const struct nbpf_obs_opts *o, struct nbpf_obs **out)
 				err = nbpf_err(-errno, "dup: %s", strerror(errno));
 				goto fail;
 			}
+			obs->target_bits = mmap(NULL, TARGET_BITS_SIZE, PROT_READ | PROT_WRITE,
+						MAP_SHARED, obs->targets_fd, 0);
+			if (obs->target_bits == MAP_FAILED) {
+				obs->target_bits = NULL;
+				err = nbpf_err(-errno, "mapping the target table: %s", strerror(errno));
+				goto fail;
+			}
 		}
 		if (set == NBPF_OBS_SCHED && (err = obs_fill_numa(obs, s)))
 			goto fail;
 	}
 	for (int i = 0; i < o->n_pids; i++)
-		if (obs->targets_fd >= 0 && (err = nbpf_obs_add_pid(obs, o->pids[i])))
+		if (obs->target_bits && (err = nbpf_obs_add_pid(obs, o->pids[i])))
 			goto fail;
 	/* Attach only once everything loaded: a failure here detaches all of it again. */
 	for (int set = 0; set < NBPF_OBS_NSETS; set++) {
@@ -628,6 +670,8 @@ void nbpf_obs_close(struct nbpf_obs *obs)
 	ring_buffer__free(obs->rb);
 	for (int set = NBPF_OBS_NSETS - 1; set >= 0; set--)
 		set_unload(&obs->sets[set]);
+	if (obs->target_bits)
+		munmap(obs->target_bits, TARGET_BITS_SIZE);
 	if (obs->targets_fd >= 0)
 		close(obs->targets_fd);
 	if (obs->events_fd >= 0)
@@ -645,14 +689,34 @@ const struct nbpf_obs_status *nbpf_obs_status(const struct nbpf_obs *obs, int se
 	return set >= 0 && set < NBPF_OBS_NSETS ? &obs->st[set] : NULL;
 }
 
+/*
+ * The bit of pid in the targets map.  Atomic: the CLI adds and removes
+ * processes while the programs read the words, and two pids share a word.
+ */
+static int target_bit(struct nbpf_obs *obs, int pid, bool on)
+{
+	obs_u64 m;
+	obs_u64 *w;
+
+	if (pid <= 0 || (unsigned int)pid >= OBS_PID_LIMIT)
+		return nbpf_err(-EINVAL, "pid %d: out of range", pid);
+	w = &obs->target_bits[(unsigned int)pid / 64];
+	m = 1ull << ((unsigned int)pid % 64);
+	if (on)
+		__atomic_fetch_or(w, m, __ATOMIC_RELEASE);
+	else
+		__atomic_fetch_and(w, ~m, __ATOMIC_RELEASE);
+	return 0;
+}
+
 int nbpf_obs_add_pid(struct nbpf_obs *obs, int pid)
 {
-	__u32 k = (__u32)pid, v = 1;
+	int err;
 
-	if (obs->targets_fd < 0)
+	if (!obs->target_bits)
 		return 0;
-	if (bpf_map_update_elem(obs->targets_fd, &k, &v, BPF_ANY))
-		return nbpf_err(-errno, "pid %d: adding to the target table: %s", pid, strerror(errno));
+	if ((err = target_bit(obs, pid, true)))
+		return err;
 	/* A process that joins later gets its own uprobes (those of the start are in open). */
 	if (obs->st[NBPF_OBS_GPU].attached && obs->libcuda[0] && obs->cfg.mode == OBS_MODE_PIDS)
 		attach_cuda(obs, pid);
@@ -661,11 +725,7 @@ int nbpf_obs_add_pid(struct nbpf_obs *obs, int pid)
 
 int nbpf_obs_del_pid(struct nbpf_obs *obs, int pid)
 {
-	__u32 k = (__u32)pid;
-
-	if (obs->targets_fd >= 0 && bpf_map_delete_elem(obs->targets_fd, &k) && errno != ENOENT)
-		return -errno;
-	return 0;
+	return obs->target_bits ? target_bit(obs, pid, false) : 0;
 }
 
 /* ---- outliers --------------------------------------------------------------- */

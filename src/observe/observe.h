@@ -67,7 +67,7 @@ struct nbpf_obs_status {
 	bool wanted, attached;
 	int n_links;
 	char missing[512];  /* "io_uring latency (no tracepoint io_uring/...)"; "" if none */
-	char via[256];      /* signals served by a fallback attach point, and why */
+	char via[768];      /* signals served by a fallback attach point, and why */
 	char error[512];    /* why the set is not attached; "" if it is */
 };
 

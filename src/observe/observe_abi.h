@@ -37,10 +37,14 @@ struct obs_hist {
 
 /* Which processes the probes count (obs_cfg.mode). */
 enum obs_mode {
-	OBS_MODE_PIDS = 0,   /* tgid in the targets map */
+	OBS_MODE_PIDS = 0,   /* tgid's bit set in the targets map */
 	OBS_MODE_CGROUP = 1, /* cgroup v2 id, or one of its descendants */
 	OBS_MODE_COMM = 2,   /* the process's (thread group leader's) comm */
 };
+
+/* The targets bitmap covers every tgid the kernel can hand out (PID_MAX_LIMIT on 64-bit). */
+#define OBS_PID_LIMIT (4u * 1024 * 1024)
+#define OBS_PID_WORDS (OBS_PID_LIMIT / 64)
 
 #define OBS_COMM_LEN 16
 #define OBS_MAX_DEV_MAJORS 8
@@ -61,6 +65,13 @@ struct obs_cfg {
 #define OBS_CFG_RETRANS_ERR 1u
 /* Each NUMA-crossing migration of a job thread also goes to the ring buffer (re-pinning). */
 #define OBS_CFG_NUMA_EVENTS 2u
+/*
+ * Run-queue latency from the scheduler's own accounting (CONFIG_SCHED_INFO:
+ * task_struct.sched_info.last_queued against the run queue's clock), read
+ * at sched_switch: no program on wakeups.  Without it, the wakeup programs
+ * time it.
+ */
+#define OBS_CFG_SCHED_INFO 4u
 
 /* Block requests: per process, device and operation. */
 enum obs_io_op { OBS_OP_READ = 0, OBS_OP_WRITE = 1, OBS_OP_OTHER = 2 };

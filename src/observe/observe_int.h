@@ -46,6 +46,7 @@ struct nbpf_obs {
 	struct nbpf_obs_status st[NBPF_OBS_NSETS];
 	struct btf *btf;
 	int targets_fd, events_fd, tier_ctl_fd, tier_bucket_fd;
+	obs_u64 *target_bits; /* the targets map, mmapped: OBS_PID_WORDS words */
 	struct ring_buffer *rb;
 	bool fentry_probed, fentry_ok;
 	nbpf_obs_event_fn ev_fn;
@@ -58,12 +59,15 @@ struct nbpf_obs {
 bool obs_has_caps(void);
 /* tracefs's directory, mounting it at /sys/kernel/tracing if needed; NULL if neither. */
 const char *obs_tracefs_dir(void);
-/* The name a tracepoint (or kernel function) has after NCCLBPF_OBSERVE_TP_RENAME. */
-const char *obs_tp_name(const struct nbpf_obs *obs, const char *tp, char *buf, size_t n);
+/* The name sp's tracepoint (or kernel function) has after NCCLBPF_OBSERVE_TP_RENAME. */
+const char *obs_tp_name(const struct nbpf_obs *obs, const struct prog_spec *sp, char *buf,
+			size_t n);
 /* A typed raw tracepoint in the kernel's BTF, or a classic one in tracefs. */
 bool obs_tp_present(const struct nbpf_obs *obs, const struct prog_spec *sp, const char *name);
 /* Arguments a typed raw tracepoint passes (its context excluded), or -1. */
 int obs_tp_nargs(const struct nbpf_obs *obs, const char *name);
+/* Whether sched_switch can read run-queue waits from the scheduler's sched_info. */
+bool obs_sched_info(const struct nbpf_obs *obs);
 /* Whether fentry/fexit attaches on this kernel (tried once, on func). */
 bool obs_fentry_works(struct nbpf_obs *obs, const char *func);
 /* The CUDA driver library into obs->libcuda; false when there is none. */

@@ -139,6 +139,20 @@ static int test_io(void)
 	fstat(lfd, &sb);
 	posix_memalign(&buf, 4096, 1 << 20);
 	obs = open_self(1u << NBPF_OBS_IO);
+	{
+		/* observe_io_classic: the typed tracepoints renamed away, the classic ones must serve. */
+		const char *r = getenv("NCCLBPF_OBSERVE_TP_RENAME");
+		const char *via = nbpf_obs_status(obs, NBPF_OBS_IO)->via;
+
+		printf("io: routes: %s\n", via[0] ? via : "all first choices");
+		if (r && strstr(r, "btf:io_uring_complete"))
+			CHECK(strstr(via, "io_uring_done (") && strstr(via, "io_uring_submit (") &&
+			      strstr(via, "io_pcache_get (") && strstr(via, "io_pcache_add ("),
+			      "classic fallbacks not reported: '%s'", via);
+		else if (!r)
+			CHECK(!strstr(via, "io_uring_done (") && !strstr(via, "io_pcache_get ("),
+			      "classic tracepoints used where the typed ones exist: '%s'", via);
+	}
 	dfd = open(dev, O_RDONLY | O_DIRECT);
 	CHECK(dfd >= 0, "%s: %s", dev, strerror(errno));
 	/* Synchronous O_DIRECT reads: one block request each, nothing merges. */
@@ -391,19 +405,48 @@ static int test_net(void)
 static int pp[2][2];
 static const int n_pingpong = 200, n_moves = 40;
 
+/* The kernel's own count of this thread's runs after a wait in a run queue, and their total wait. */
+struct sched_acct {
+	unsigned long long delay, pcount;
+};
+
+static struct sched_acct thread_acct(void)
+{
+	struct sched_acct a = { 0 };
+	unsigned long long run;
+	char path[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/thread-self/schedstat");
+	f = fopen(path, "r");
+	if (f) {
+		if (fscanf(f, "%llu %llu %llu", &run, &a.delay, &a.pcount) != 3)
+			a.delay = a.pcount = 0;
+		fclose(f);
+	}
+	return a;
+}
+
+static struct sched_acct pong_acct;
+
 static void *pong_main(void *arg)
 {
+	struct sched_acct a = thread_acct(), b;
 	char c;
 
 	for (int i = 0; i < n_pingpong; i++) {
 		if (read(pp[0][0], &c, 1) != 1 || write(pp[1][1], &c, 1) != 1)
 			break;
 	}
+	b = thread_acct();
+	pong_acct.delay = b.delay - a.delay;
+	pong_acct.pcount = b.pcount - a.pcount;
 	return NULL;
 }
 
 static int test_sched(void)
 {
+	struct sched_acct acct0, acct1;
 	struct nbpf_obs_snap s;
 	struct nbpf_obs *obs;
 	pthread_t th;
@@ -417,8 +460,11 @@ static int test_sched(void)
 	/* Pretend CPU 0 and CPU 1 sit on different nodes, so every forced move crosses. */
 	setenv("NCCLBPF_OBSERVE_NUMA", "0,1", 1);
 	obs = open_self(1u << NBPF_OBS_SCHED);
+	printf("sched: routes: %s\n", nbpf_obs_status(obs, NBPF_OBS_SCHED)->via[0] ?
+	       nbpf_obs_status(obs, NBPF_OBS_SCHED)->via : "all first choices");
 	pipe(pp[0]);
 	pipe(pp[1]);
+	acct0 = thread_acct();
 	pthread_create(&th, NULL, pong_main, NULL);
 	for (int i = 0; i < n_pingpong; i++)
 		if (write(pp[0][1], &c, 1) != 1 || read(pp[1][0], &c, 1) != 1)
@@ -429,16 +475,22 @@ static int test_sched(void)
 		CPU_SET(i & 1, &set);
 		sched_setaffinity(0, sizeof(set), &set);
 	}
+	acct1 = thread_acct();
 	CHECK(!nbpf_obs_snapshot(obs, &s), "snapshot");
 	for (size_t i = 0; i < s.n_sched; i++) {
 		const struct obs_sched_val *v = &s.sched[i].v;
 
 		if (s.sched[i].tgid != (uint32_t)getpid())
 			continue;
-		printf("sched: runq %llu (p99 %.0f ns) offcpu %llu migrations %llu cross-node %llu\n",
+		unsigned long long k_runs = acct1.pcount - acct0.pcount + pong_acct.pcount;
+		unsigned long long k_delay = acct1.delay - acct0.delay + pong_acct.delay;
+
+		printf("sched: runq %llu (p99 %.0f ns, sum %llu ns) offcpu %llu migrations %llu "
+		       "cross-node %llu; the kernel's schedstat: %llu runs after a wait, %llu ns\n",
 		       (unsigned long long)v->runq.count, nbpf_obs_hist_quantile(&v->runq, 0.99),
-		       (unsigned long long)v->offcpu.count, (unsigned long long)v->migrations,
-		       (unsigned long long)v->cross_node);
+		       (unsigned long long)v->runq.sum, (unsigned long long)v->offcpu.count,
+		       (unsigned long long)v->migrations, (unsigned long long)v->cross_node, k_runs,
+		       k_delay);
 		/*
 		 * Each side usually blocks in read once per round trip and is woken
 		 * once; the scheduler decides, so a range (a thread that finds its
@@ -448,6 +500,15 @@ static int test_sched(void)
 		      "off-CPU %llu", (unsigned long long)v->offcpu.count);
 		CHECK(v->runq.count >= (uint64_t)n_pingpong / 2, "run-queue %llu",
 		      (unsigned long long)v->runq.count);
+		/*
+		 * Against the scheduler's own count of runs after a wait (ours
+		 * watched a little longer: from open to the snapshot), and its
+		 * total wait, which also holds waits cut short by a migration.
+		 */
+		CHECK(k_runs && v->runq.count * 10 >= k_runs * 9 && v->runq.count <= k_runs + k_runs / 10 + 20,
+		      "run-queue %llu, the kernel counted %llu", (unsigned long long)v->runq.count, k_runs);
+		CHECK(v->runq.sum * 2 >= k_delay, "run-queue wait %llu ns, the kernel's %llu ns",
+		      (unsigned long long)v->runq.sum, k_delay);
 		CHECK(nbpf_obs_hist_quantile(&v->runq, 0.5) < 1e9, "run-queue p50");
 		/* The first move may find us on the target CPU already. */
 		CHECK(v->cross_node >= (uint64_t)n_moves - 1 && v->cross_node <= v->migrations,
@@ -616,6 +677,17 @@ static void targets_case(struct nbpf_obs_opts *o, const char *what, const char *
 	}
 	usleep(20000); /* the renames happen before observe starts */
 	CHECK(!nbpf_obs_open(o, &obs), "%s: %s", what, ncclbpf_errmsg());
+	if (obs && o->mode == OBS_MODE_PIDS) {
+		/*
+		 * Added after the start, beside its sibling (forked next, so most
+		 * likely in the same word of the target bitmap), which is added and
+		 * removed again: only the inside one's bit may stay set.
+		 */
+		CHECK(!nbpf_obs_add_pid(obs, out) && !nbpf_obs_add_pid(obs, in) &&
+		      !nbpf_obs_del_pid(obs, out), "%s: adding %d and %d", what, (int)in, (int)out);
+		CHECK(nbpf_obs_add_pid(obs, (int)OBS_PID_LIMIT) == -EINVAL && nbpf_obs_add_pid(obs, 0) == -EINVAL,
+		      "%s: a pid out of range accepted", what);
+	}
 	write(go[1], "gg", 2);
 	waitpid(in, NULL, 0);
 	waitpid(out, NULL, 0);
@@ -655,6 +727,7 @@ static int test_targets(void)
 	}
 	if (m)
 		fclose(m);
+	targets_case(&o, "pids", NULL, NULL, NULL);
 	o.mode = OBS_MODE_COMM;
 	o.comm = "obs-comm-in";
 	targets_case(&o, "comm", NULL, "obs-comm-in", "obs-comm-out");

@@ -164,12 +164,28 @@ struct trace_event_raw_io_uring_submit_sqe___old {
 static __always_inline void uring_submit(void *req, __u32 opcode)
 {
 	__u64 key = (__u64)req, id = bpf_get_current_pid_tgid();
-	struct uring_start s = { .ts = bpf_ktime_get_ns(), .tgid = id >> 32, .tid = (__u32)id,
-				 .opcode = opcode };
+	struct uring_start s;
 
 	if (!obs_current_is_target())
 		return;
+	s.ts = bpf_ktime_get_ns();
+	s.tgid = id >> 32;
+	s.tid = (__u32)id;
+	s.opcode = opcode;
+	s.pad = 0;
 	bpf_map_update_elem(&uring_start, &key, &s, BPF_ANY);
+}
+
+/*
+ * Each tracepoint has a typed raw form (tp_btf: the arguments as the
+ * kernel passes them, no trace record built) and a classic one, the
+ * fallback user space picks where the kernel's BTF lacks the first.
+ */
+SEC("tp_btf/io_uring_submit_req")
+int BPF_PROG(io_uring_submit_btf, struct io_kiocb *req)
+{
+	uring_submit(req, req->opcode);
+	return 0;
 }
 
 SEC("tp/io_uring/io_uring_submit_req")
@@ -186,16 +202,15 @@ int io_uring_submit_old(struct trace_event_raw_io_uring_submit_sqe___old *ctx)
 	return 0;
 }
 
-SEC("tp/io_uring/io_uring_complete")
-int io_uring_done(struct trace_event_raw_io_uring_complete *ctx)
+static __always_inline void uring_done(void *req)
 {
-	__u64 key = (__u64)BPF_CORE_READ(ctx, req), lat;
+	__u64 key = (__u64)req, lat;
 	struct uring_start *s = bpf_map_lookup_elem(&uring_start, &key);
 	struct obs_uring_key k = {};
 	struct obs_hist *h;
 
 	if (!s)
-		return 0;
+		return;
 	lat = bpf_ktime_get_ns() - s->ts;
 	k.tgid = s->tgid;
 	k.opcode = s->opcode;
@@ -204,37 +219,93 @@ int io_uring_done(struct trace_event_raw_io_uring_complete *ctx)
 		obs_hist_add(h, lat);
 	obs_latency_event(OBS_EV_URING, s->tgid, s->tid, lat, s->opcode, 0);
 	bpf_map_delete_elem(&uring_start, &key);
+}
+
+SEC("tp_btf/io_uring_complete")
+int BPF_PROG(io_uring_done_btf, void *ctx_, void *req)
+{
+	uring_done(req);
+	return 0;
+}
+
+SEC("tp/io_uring/io_uring_complete")
+int io_uring_done(struct trace_event_raw_io_uring_complete *ctx)
+{
+	uring_done(BPF_CORE_READ(ctx, req));
 	return 0;
 }
 
 /* Page cache: pages looked up by the job's reads, and pages its threads had to add. */
-SEC("tp/filemap/mm_filemap_get_pages")
-int io_pcache_get(struct trace_event_raw_mm_filemap_op_page_cache_range *ctx)
+static __always_inline void pcache_count(__u64 accessed, __u64 added)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct obs_pcache_val zero = {}, *v;
 
-	if (!obs_current_is_target())
-		return 0;
 	v = obs_lookup_init(&pcache, &tgid, &zero);
-	if (v)
-		v->accessed += ctx->last_index - ctx->index + 1;
+	if (!v)
+		return;
+	v->accessed += accessed;
+	v->added += added;
+}
+
+SEC("tp_btf/mm_filemap_get_pages")
+int BPF_PROG(io_pcache_get_btf, struct address_space *mapping, unsigned long index,
+	     unsigned long last_index)
+{
+	if (obs_current_is_target())
+		pcache_count(last_index - index + 1, 0);
+	return 0;
+}
+
+SEC("tp/filemap/mm_filemap_get_pages")
+int io_pcache_get(struct trace_event_raw_mm_filemap_op_page_cache_range *ctx)
+{
+	if (obs_current_is_target())
+		pcache_count(ctx->last_index - ctx->index + 1, 0);
+	return 0;
+}
+
+/* Older layouts of struct folio, for CO-RE: the order in its own byte (6.0 to 6.8). */
+struct folio___old {
+	__u8 _folio_order;
+} __attribute__((preserve_access_index));
+
+/*
+ * Pages in a folio, as folio_order() tells the classic tracepoint: a head
+ * flag, then the order in the low byte of the second page's flags (6.9+)
+ * or in _folio_order before.
+ */
+static __always_inline __u64 folio_pages(struct folio *f)
+{
+	unsigned long flags = 0;
+
+	bpf_core_read(&flags, sizeof(flags), &f->flags);
+	if (!(flags & (1UL << bpf_core_enum_value(enum pageflags, PG_head))))
+		return 1;
+	if (bpf_core_field_exists(f->_flags_1))
+		return 1ULL << (BPF_CORE_READ(f, _flags_1) & 0x1f);
+	if (bpf_core_field_exists(((struct folio___old *)f)->_folio_order))
+		return 1ULL << (BPF_CORE_READ((struct folio___old *)f, _folio_order) & 0x1f);
+	return 1;
+}
+
+SEC("tp_btf/mm_filemap_add_to_page_cache")
+int BPF_PROG(io_pcache_add_btf, struct folio *folio)
+{
+	if (obs_current_is_target())
+		pcache_count(0, folio_pages(folio));
 	return 0;
 }
 
 SEC("tp/filemap/mm_filemap_add_to_page_cache")
 int io_pcache_add(struct trace_event_raw_mm_filemap_op_page_cache *ctx)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	struct obs_pcache_val zero = {}, *v;
 	__u64 pages = 1;
 
 	if (!obs_current_is_target())
 		return 0;
 	if (bpf_core_field_exists(ctx->order))
 		pages = 1ULL << (BPF_CORE_READ(ctx, order) & 31);
-	v = obs_lookup_init(&pcache, &tgid, &zero);
-	if (v)
-		v->added += pages;
+	pcache_count(0, pages);
 	return 0;
 }

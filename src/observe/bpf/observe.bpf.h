@@ -21,12 +21,19 @@ const volatile struct obs_cfg obs_cfg = {};
 /* Dropped outliers (ring buffer full); read by user space from .bss. */
 __u64 obs_events_lost = 0;
 
-/* Shared with the other probe sets (bpf_map__reuse_fd). */
+/*
+ * The target processes, one bit per tgid (OBS_MODE_PIDS), shared with the
+ * other probe sets (bpf_map__reuse_fd) and written by user space through
+ * mmap.  Every program asks this first, on every event of the machine: an
+ * array lookup the verifier inlines into a bounds check and a load, where
+ * a hash lookup costs a jhash and a bucket walk.
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32);   /* tgid */
-	__type(value, __u32); /* unused */
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, OBS_PID_WORDS);
+	__type(key, __u32);   /* tgid / 64 */
+	__type(value, __u64); /* bit tgid % 64 */
 } targets SEC(".maps");
 
 struct {
@@ -64,13 +71,18 @@ static __always_inline bool obs_comm_match(const char *comm)
  * cgroup: its v2 cgroup is the configured one or below it.  comm: its
  * process's name (the group leader's: threads may rename themselves).
  */
+static __always_inline bool obs_tgid_is_target(__u32 tgid)
+{
+	__u32 w = tgid / 64;
+	__u64 *bits = bpf_map_lookup_elem(&targets, &w);
+
+	return bits && (*bits >> (tgid % 64)) & 1;
+}
+
 static __always_inline bool obs_is_target(struct task_struct *t)
 {
-	if (obs_cfg.mode == OBS_MODE_PIDS) {
-		__u32 tgid = BPF_CORE_READ(t, tgid);
-
-		return bpf_map_lookup_elem(&targets, &tgid) != NULL;
-	}
+	if (obs_cfg.mode == OBS_MODE_PIDS)
+		return obs_tgid_is_target(BPF_CORE_READ(t, tgid));
 	if (obs_cfg.mode == OBS_MODE_CGROUP) {
 		struct cgroup *cg = BPF_CORE_READ(t, cgroups, dfl_cgrp);
 		__u32 lvl = obs_cfg.cg_level;
@@ -92,6 +104,9 @@ static __always_inline bool obs_is_target(struct task_struct *t)
 
 static __always_inline bool obs_current_is_target(void)
 {
+	/* The tgid from the helper: no task pointer walk in the common mode. */
+	if (obs_cfg.mode == OBS_MODE_PIDS)
+		return obs_tgid_is_target(bpf_get_current_pid_tgid() >> 32);
 	return obs_is_target(bpf_get_current_task_btf());
 }
 

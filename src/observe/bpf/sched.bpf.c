@@ -3,6 +3,12 @@
  * sched.bpf.c - the job's threads on the CPU: run-queue latency (woken or
  * preempted -> running again), off-CPU time (blocked -> running again)
  * and migrations, counting those that cross NUMA nodes.
+ *
+ * Where the kernel keeps sched_info (OBS_CFG_SCHED_INFO), the scheduler
+ * has already stamped when each task was queued, in the run queue's clock:
+ * sched_switch reads that for the task coming in, and no program runs on
+ * wakeups, which fire for every thread of the machine.  Elsewhere the
+ * wakeup programs stamp job threads in task storage.
  */
 #include "observe.bpf.h"
 
@@ -40,6 +46,34 @@ struct {
 } cpu_node SEC(".maps");
 
 const struct obs_sched_val sched_zero = {};
+
+/*
+ * When next was queued (woken, created, or preempted) on the run queue it
+ * now leaves, and that queue's clock now (updated by __schedule before
+ * this tracepoint): false if it was not queued, else its wait in *wait.
+ * A wait of 0 is common and counts: the queue's clock advances only when
+ * the scheduler updates it, so a task woken and run within one update
+ * waited 0 in the scheduler's own terms (its schedstat counts it too).
+ * The scheduler consumes the stamp only after the tracepoint
+ * (sched_info_arrive in prepare_task_switch).  The queue is reached
+ * through the task's fair class queue (CONFIG_FAIR_GROUP_SCHED, which user
+ * space checked): every task's points at its CPU's, whatever its class.
+ */
+static __always_inline bool queued_wait(struct task_struct *next, __u64 *wait)
+{
+	__u64 q = next->sched_info.last_queued, now;
+	struct cfs_rq *cfs;
+
+	if (!q)
+		return false;
+	cfs = next->se.cfs_rq;
+	if (!cfs || !bpf_core_field_exists(cfs->rq))
+		return false;
+	now = BPF_CORE_READ(cfs, rq, clock);
+	/* Queued on another CPU's clock just ahead of this one's: no wait, not a wrap. */
+	*wait = now > q ? now - q : 0;
+	return true;
+}
 
 static __always_inline void mark(struct task_struct *p, bool blocked)
 {
@@ -83,34 +117,46 @@ static __always_inline unsigned int task_state(struct task_struct *t)
 SEC("tp_btf/sched_switch")
 int BPF_PROG(sched_sw, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
+	bool si = obs_cfg.flags & OBS_CFG_SCHED_INFO;
 	struct obs_sched_val *v;
 	struct task_ts *t;
-	__u64 now, d;
+	__u64 now, d, wait = 0;
+	bool queued = false;
 	__u32 tgid;
 
 	/*
 	 * Preempted means runnable, whatever __state says: a task preempted
 	 * between set_current_state() and schedule() still reads as sleeping.
+	 * With sched_info the scheduler stamps runnable ones itself.
 	 */
-	if (obs_is_target(prev))
-		mark(prev, !preempt && task_state(prev) != TASK_RUNNING_);
+	if (obs_is_target(prev)) {
+		bool blocked = !preempt && task_state(prev) != TASK_RUNNING_;
+
+		if (blocked || !si)
+			mark(prev, blocked);
+	}
 	if (!obs_is_target(next))
 		return 0;
 	t = bpf_task_storage_get(&task_ts, next, 0, 0);
-	if (!t || !(t->wake | t->off))
+	if (si)
+		queued = queued_wait(next, &wait);
+	if (!queued && !(t && (t->wake | t->off)))
 		return 0;
 	now = bpf_ktime_get_ns();
 	tgid = next->tgid;
 	v = obs_lookup_init(&sched, &tgid, &sched_zero);
 	if (!v)
 		return 0;
-	if (t->wake) {
-		d = now - t->wake;
-		obs_hist_add(&v->runq, d);
-		obs_latency_event(OBS_EV_RUNQ, tgid, next->pid, d, 0, 0);
+	if (!si && t && t->wake) {
+		wait = now - t->wake;
+		queued = true;
 		t->wake = 0;
 	}
-	if (t->off) {
+	if (queued) {
+		obs_hist_add(&v->runq, wait);
+		obs_latency_event(OBS_EV_RUNQ, tgid, next->pid, wait, 0, 0);
+	}
+	if (t && t->off) {
 		d = now - t->off;
 		obs_hist_add(&v->offcpu, d);
 		t->off = 0;
