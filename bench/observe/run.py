@@ -17,7 +17,10 @@ budgets, every block and io_uring record of the job sent to the ring up to the b
 With "default" as the fourth argument it alternates unobserved and default-set runs REPEAT
 times (fifth argument, 3 by default) and prints each program's runs/s and ns per run.
 
-usage: run.py BUILD_DIR [SECONDS] [READS_PER_SECOND] [tiers | default [REPEAT]]
+With "compare OTHER_NCCLBPF" it also runs another build's observer between them.
+
+usage: run.py BUILD_DIR [SECONDS] [READS_PER_SECOND] [tiers | default [REPEAT] |
+              compare OTHER_NCCLBPF [REPEAT]]
 """
 import json, os, subprocess, sys, time
 
@@ -28,8 +31,11 @@ mode = sys.argv[4] if len(sys.argv) > 4 else ""
 tiers = mode == "tiers"
 # "default": the job unobserved and under the default set, alternating, REPEAT times each,
 # with the per-program breakdown of every observed run.
-per_prog = mode == "default"
-repeat = int(sys.argv[5]) if len(sys.argv) > 5 else 3
+per_prog = mode in ("default", "compare")
+# "compare OTHER_NCCLBPF [REPEAT]": the same, with another build's observer (e.g. the previous
+# commit's) run on the same job between ours, so both see the same machine.
+other = sys.argv[5] if mode == "compare" else None
+repeat = int(sys.argv[6 if other else 5]) if len(sys.argv) > (6 if other else 5) else 3
 here = os.path.dirname(os.path.abspath(__file__))
 job_bin = os.path.join(build, "bench/observe/obs_job")
 ncclbpf = os.path.join(build, "ncclbpf")
@@ -109,6 +115,8 @@ try:
         for _ in range(repeat):
             run("unobserved", None)
             run("observe io,net,sched (default)", obs + ["--probes", "io,net,sched"])
+            if other:
+                run("other build, default", [other] + obs[1:] + ["--probes", "io,net,sched"])
         sys.exit(0)
     if tiers:
         io = obs + ["--probes", "io"]

@@ -705,6 +705,10 @@ static void targets_case(struct nbpf_obs_opts *o, const char *what, const char *
 	 * preempted before it sleeps (a loaded machine): most, not all, count.
 	 */
 	CHECK(vi && vi->offcpu.count >= 25, "%s: inside process not counted", what);
+	/* Most periods are a 1 ms usleep: the total is at least that, in ns. */
+	CHECK(vi && vi->offcpu.sum >= (vi->offcpu.count - 2) * 900000ull &&
+	      vi->offcpu.sum <= vi->offcpu.count * 1000000000ull, "%s: off-CPU total %llu ns for %llu periods",
+	      what, vi ? (unsigned long long)vi->offcpu.sum : 0ULL, vi ? (unsigned long long)vi->offcpu.count : 0ULL);
 	CHECK(!vo, "%s: outside process counted", what);
 	CHECK(!sched_of(&s, getpid()), "%s: the test itself counted", what);
 	nbpf_obs_snap_free(&s);

@@ -85,7 +85,7 @@ int BPF_PROG(net_send, struct sock *sk, int ret, int flags)
 {
 	struct obs_conn *c;
 
-	if (ret <= 0 || !is_tcp(sk) || !obs_current_is_target())
+	if (ret <= 0 || !obs_current_is_target() || !is_tcp(sk))
 		return 0;
 	c = conn_get(sk);
 	if (!c)
@@ -101,7 +101,7 @@ int BPF_PROG(net_recv, struct sock *sk, int ret, int flags)
 {
 	struct obs_conn *c;
 
-	if (ret <= 0 || !is_tcp(sk) || !obs_current_is_target())
+	if (ret <= 0 || !obs_current_is_target() || !is_tcp(sk))
 		return 0;
 	c = conn_get(sk);
 	if (!c)

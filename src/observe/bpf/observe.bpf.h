@@ -81,8 +81,9 @@ static __always_inline bool obs_tgid_is_target(__u32 tgid)
 
 static __always_inline bool obs_is_target(struct task_struct *t)
 {
+	/* t is a BTF pointer: a direct load, not a probe-read helper call. */
 	if (obs_cfg.mode == OBS_MODE_PIDS)
-		return obs_tgid_is_target(BPF_CORE_READ(t, tgid));
+		return obs_tgid_is_target(t->tgid);
 	if (obs_cfg.mode == OBS_MODE_CGROUP) {
 		struct cgroup *cg = BPF_CORE_READ(t, cgroups, dfl_cgrp);
 		__u32 lvl = obs_cfg.cg_level;

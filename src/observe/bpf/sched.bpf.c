@@ -47,6 +47,16 @@ struct {
 
 const struct obs_sched_val sched_zero = {};
 
+/* The clock of the run queue p is on (this CPU's, for prev and next), 0 if unreadable. */
+static __always_inline __u64 rq_clock_of(struct task_struct *p)
+{
+	struct cfs_rq *cfs = p->se.cfs_rq;
+
+	if (!cfs || !bpf_core_field_exists(cfs->rq))
+		return 0;
+	return cfs->rq->clock;
+}
+
 /*
  * When next was queued (woken, created, or preempted) on the run queue it
  * now leaves, and that queue's clock now (updated by __schedule before
@@ -57,41 +67,44 @@ const struct obs_sched_val sched_zero = {};
  * The scheduler consumes the stamp only after the tracepoint
  * (sched_info_arrive in prepare_task_switch).  The queue is reached
  * through the task's fair class queue (CONFIG_FAIR_GROUP_SCHED, which user
- * space checked): every task's points at its CPU's, whatever its class.
+ * space checked): every task's points at its CPU's, whatever its class;
+ * the run queues themselves are per-CPU data, which a program can name
+ * only on kernels with KALLSYMS_ALL.
  */
-static __always_inline bool queued_wait(struct task_struct *next, __u64 *wait)
+static __always_inline bool queued_wait(struct task_struct *next, __u64 now, __u64 *wait)
 {
-	__u64 q = next->sched_info.last_queued, now;
-	struct cfs_rq *cfs;
+	__u64 q = next->sched_info.last_queued;
 
-	if (!q)
+	if (!q || !now)
 		return false;
-	cfs = next->se.cfs_rq;
-	if (!cfs || !bpf_core_field_exists(cfs->rq))
-		return false;
-	now = BPF_CORE_READ(cfs, rq, clock);
 	/* Queued on another CPU's clock just ahead of this one's: no wait, not a wrap. */
 	*wait = now > q ? now - q : 0;
 	return true;
 }
 
-static __always_inline void mark(struct task_struct *p, bool blocked)
+/*
+ * Stamps in task storage.  With sched_info they are in the run queues'
+ * clock too (sched_switch has it at hand, already updated; the queues'
+ * clocks are one clock across CPUs, as sched_info's own waits assume), so
+ * the switch path reads no clock of its own; the wakeup route uses ktime.
+ */
+static __always_inline void mark(struct task_struct *p, bool blocked, __u64 now)
 {
 	struct task_ts *t = bpf_task_storage_get(&task_ts, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 
 	if (!t)
 		return;
 	if (blocked)
-		t->off = bpf_ktime_get_ns();
+		t->off = now;
 	else
-		t->wake = bpf_ktime_get_ns();
+		t->wake = now;
 }
 
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(sched_wake, struct task_struct *p)
 {
 	if (obs_is_target(p))
-		mark(p, false);
+		mark(p, false, bpf_ktime_get_ns());
 	return 0;
 }
 
@@ -99,7 +112,7 @@ SEC("tp_btf/sched_wakeup_new")
 int BPF_PROG(sched_wake_new, struct task_struct *p)
 {
 	if (obs_is_target(p))
-		mark(p, false);
+		mark(p, false, bpf_ktime_get_ns());
 	return 0;
 }
 
@@ -110,7 +123,7 @@ static __always_inline unsigned int task_state(struct task_struct *t)
 	} __attribute__((preserve_access_index)) *o = (void *)t;
 
 	if (bpf_core_field_exists(t->__state))
-		return BPF_CORE_READ(t, __state);
+		return t->__state;
 	return (unsigned int)BPF_CORE_READ(o, state);
 }
 
@@ -133,16 +146,18 @@ int BPF_PROG(sched_sw, bool preempt, struct task_struct *prev, struct task_struc
 		bool blocked = !preempt && task_state(prev) != TASK_RUNNING_;
 
 		if (blocked || !si)
-			mark(prev, blocked);
+			mark(prev, blocked, si ? rq_clock_of(prev) : bpf_ktime_get_ns());
 	}
 	if (!obs_is_target(next))
 		return 0;
 	t = bpf_task_storage_get(&task_ts, next, 0, 0);
+	now = si ? rq_clock_of(next) : 0;
 	if (si)
-		queued = queued_wait(next, &wait);
+		queued = queued_wait(next, now, &wait);
 	if (!queued && !(t && (t->wake | t->off)))
 		return 0;
-	now = bpf_ktime_get_ns();
+	if (!si)
+		now = bpf_ktime_get_ns();
 	tgid = next->tgid;
 	v = obs_lookup_init(&sched, &tgid, &sched_zero);
 	if (!v)
@@ -157,7 +172,7 @@ int BPF_PROG(sched_sw, bool preempt, struct task_struct *prev, struct task_struc
 		obs_latency_event(OBS_EV_RUNQ, tgid, next->pid, wait, 0, 0);
 	}
 	if (t && t->off) {
-		d = now - t->off;
+		d = now > t->off ? now - t->off : 0;
 		obs_hist_add(&v->offcpu, d);
 		t->off = 0;
 	}
