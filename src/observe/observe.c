@@ -143,15 +143,20 @@ static size_t lb_len;
 static int lb_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
 	char line[512];
+	va_list full;
 	int n;
 
 	if (level == LIBBPF_DEBUG)
 		return 0;
+	/* Verbose: the whole message (a verifier log is longer than a line). */
+	if (getenv("NCCLBPF_OBSERVE_VERBOSE")) {
+		va_copy(full, ap);
+		vfprintf(stderr, fmt, full);
+		va_end(full);
+	}
 	n = vsnprintf(line, sizeof(line), fmt, ap);
 	if (n <= 0)
 		return 0;
-	if (getenv("NCCLBPF_OBSERVE_VERBOSE"))
-		fputs(line, stderr);
 	/* Keep the tail: the last lines name the failure. */
 	if (lb_len + strlen(line) >= sizeof(lb_log))
 		lb_len = 0;

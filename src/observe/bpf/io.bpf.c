@@ -14,17 +14,98 @@
 
 #define REQ_OP_MASK_ ((1 << 8) - 1)
 
-struct rq_start {
-	__u64 issue_ns; /* 0 until issued */
-	__u32 tgid, tid;
+/*
+ * Requests in flight, from claim (submit) to completion: block requests
+ * (ts: issue time, 0 until issued) and io_uring requests (ts: submit time).
+ * A 4-way set-associative table in an array, keyed by the kernel object's
+ * address: claiming a slot is one compare-and-swap, finding it one to four
+ * loads, freeing it one store.  A hash map costs a bucket lock and an
+ * element allocation per insert and per delete, on every request the job
+ * makes.  A slot whose owner never completed (the observer attached
+ * mid-flight, a request freed without completion) is taken over after
+ * INFL_STALE_J jiffies; a request that finds all four ways busy and fresh
+ * is not timed, and counted in infl_full.
+ */
+#define INFL_SLOTS 16384 /* a power of two */
+#define INFL_WAYS 4
+#define INFL_STALE_J 60000u /* a minute at HZ=1000, four at HZ=250 */
+
+struct inflight {
+	__u64 key; /* the object's address; 0: free */
+	__u64 ts;
+	__u32 tgid, tid, opcode, j; /* j: the low bits of jiffies at the claim */
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u64); /* struct request * */
-	__type(value, struct rq_start);
-} rq_start SEC(".maps");
+struct infl_map {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, INFL_SLOTS);
+	__type(key, __u32);
+	__type(value, struct inflight);
+};
+
+struct infl_map rq_infl SEC(".maps");
+struct infl_map uring_infl SEC(".maps");
+
+/* Requests not timed because their set of slots was full. */
+__u64 infl_full = 0;
+
+/*
+ * Keys are numbers, not pointers: the verifier lets no shift or mask touch
+ * a pointer, nor a program store one in a map.  A typed pointer minus a
+ * fixed one (the table's own address) is a number to it, for programs
+ * allowed to see addresses (CAP_PERFMON, which observe needs anyway): one
+ * subtraction, the same for the object at every tracepoint.
+ */
+#define INFL_KEY(map, p) ((__u64)(void *)(p) - (__u64)(void *)&(map))
+
+/* The set of key: Fibonacci hashing without the low (alignment) bits. */
+static __always_inline __u32 infl_set(__u64 key)
+{
+	return (__u32)(((key >> 6) * 0x9E3779B97F4A7C15ull) >> 50) & (INFL_SLOTS - 1);
+}
+
+static __always_inline struct inflight *infl_find(void *map, __u64 key)
+{
+	__u32 h = infl_set(key);
+
+	for (int w = 0; w < INFL_WAYS; w++) {
+		__u32 i = (h + w) & (INFL_SLOTS - 1);
+		struct inflight *e = bpf_map_lookup_elem(map, &i);
+
+		if (e && e->key == key)
+			return e;
+	}
+	return NULL;
+}
+
+/* A slot for key (its own, if it holds one already), or NULL when the set is full. */
+static __always_inline struct inflight *infl_claim(void *map, __u64 key)
+{
+	__u32 h = infl_set(key), now_j = (__u32)bpf_jiffies64();
+	struct inflight *e = infl_find(map, key);
+
+	if (e) {
+		e->j = now_j;
+		return e;
+	}
+	for (int w = 0; w < INFL_WAYS; w++) {
+		__u32 i = (h + w) & (INFL_SLOTS - 1);
+		__u64 old;
+
+		e = bpf_map_lookup_elem(map, &i);
+		if (!e)
+			return NULL;
+		old = e->key;
+		if (old && now_j - e->j < INFL_STALE_J)
+			continue;
+		if (__sync_val_compare_and_swap(&e->key, old, key) == old) {
+			e->j = now_j;
+			return e;
+		}
+	}
+	__sync_fetch_and_add(&infl_full, 1);
+	return NULL;
+}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
@@ -32,18 +113,6 @@ struct {
 	__type(key, struct obs_blk_key);
 	__type(value, struct obs_blk_val);
 } blk SEC(".maps");
-
-struct uring_start {
-	__u64 ts;
-	__u32 tgid, tid, opcode, pad;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u64); /* struct io_kiocb * */
-	__type(value, struct uring_start);
-} uring_start SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
@@ -63,14 +132,20 @@ struct {
 const struct obs_blk_val blk_zero = {};
 const struct obs_hist hist_zero = {};
 
-static __always_inline void rq_claim(struct request *rq)
+static __always_inline struct inflight *rq_claim(struct request *rq)
 {
-	__u64 key = (__u64)rq, id = bpf_get_current_pid_tgid();
-	struct rq_start s = { .tgid = id >> 32, .tid = (__u32)id };
+	__u64 id = bpf_get_current_pid_tgid();
+	struct inflight *e;
 
 	if (!obs_current_is_target())
-		return;
-	bpf_map_update_elem(&rq_start, &key, &s, BPF_ANY);
+		return NULL;
+	e = infl_claim(&rq_infl, INFL_KEY(rq_infl, rq));
+	if (!e)
+		return NULL;
+	e->ts = 0;
+	e->tgid = id >> 32;
+	e->tid = (__u32)id;
+	return e;
 }
 
 /* The submitter's context: who asked for this request. */
@@ -92,38 +167,35 @@ int BPF_PROG(io_block_start_fentry, struct request *rq)
 SEC("tp_btf/block_rq_issue")
 int BPF_PROG(io_block_issue, struct request *rq)
 {
-	__u64 key = (__u64)rq;
-	struct rq_start *s = bpf_map_lookup_elem(&rq_start, &key);
+	struct inflight *e = infl_find(&rq_infl, INFL_KEY(rq_infl, rq));
 
-	if (!s) {
-		/* No block_io_start on this kernel (or accounting off): the issuer. */
-		rq_claim(rq);
-		s = bpf_map_lookup_elem(&rq_start, &key);
-		if (!s)
-			return 0;
-	}
-	s->issue_ns = bpf_ktime_get_ns();
+	/* No block_io_start on this kernel (or accounting off): the issuer. */
+	if (!e)
+		e = rq_claim(rq);
+	if (e)
+		e->ts = bpf_ktime_get_ns();
 	return 0;
 }
 
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(io_block_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
 {
-	__u64 key = (__u64)rq, now = bpf_ktime_get_ns(), lat, off;
-	struct rq_start *s = bpf_map_lookup_elem(&rq_start, &key);
+	struct inflight *e = infl_find(&rq_infl, INFL_KEY(rq_infl, rq));
 	struct obs_blk_key k = {};
 	struct obs_blk_val *v;
 	struct gendisk *disk;
-	__u32 op, bytes;
+	__u64 lat, off, issued;
+	__u32 op, bytes, tid;
 
-	if (!s)
+	if (!e)
 		return 0;
-	if (!s->issue_ns) {
-		bpf_map_delete_elem(&rq_start, &key);
+	issued = e->ts;
+	k.tgid = e->tgid;
+	tid = e->tid;
+	e->key = 0; /* free: everything needed is read */
+	if (!issued)
 		return 0;
-	}
-	lat = now - s->issue_ns;
-	k.tgid = s->tgid;
+	lat = bpf_ktime_get_ns() - issued;
 	disk = rq->q->disk;
 	if (disk)
 		k.dev = ((__u32)disk->major << 20) | (__u32)disk->first_minor;
@@ -145,8 +217,7 @@ int BPF_PROG(io_block_complete, struct request *rq, blk_status_t error, unsigned
 		if (error)
 			v->errors += 1;
 	}
-	obs_latency_event(OBS_EV_BLOCK, s->tgid, s->tid, lat, k.dev, bytes);
-	bpf_map_delete_elem(&rq_start, &key);
+	obs_latency_event(OBS_EV_BLOCK, k.tgid, tid, lat, k.dev, bytes);
 	return 0;
 }
 
@@ -161,19 +232,19 @@ struct trace_event_raw_io_uring_submit_sqe___old {
 	__u8 opcode;
 } __attribute__((preserve_access_index));
 
-static __always_inline void uring_submit(void *req, __u32 opcode)
+/* key: the request's address (a number here: see INFL_KEY); the caller checked the target. */
+static __always_inline void uring_submit(__u64 key, __u32 opcode)
 {
-	__u64 key = (__u64)req, id = bpf_get_current_pid_tgid();
-	struct uring_start s;
+	__u64 id = bpf_get_current_pid_tgid();
+	struct inflight *e;
 
-	if (!obs_current_is_target())
+	e = infl_claim(&uring_infl, key);
+	if (!e)
 		return;
-	s.ts = bpf_ktime_get_ns();
-	s.tgid = id >> 32;
-	s.tid = (__u32)id;
-	s.opcode = opcode;
-	s.pad = 0;
-	bpf_map_update_elem(&uring_start, &key, &s, BPF_ANY);
+	e->tgid = id >> 32;
+	e->tid = (__u32)id;
+	e->opcode = opcode;
+	e->ts = bpf_ktime_get_ns();
 }
 
 /*
@@ -184,41 +255,54 @@ static __always_inline void uring_submit(void *req, __u32 opcode)
 SEC("tp_btf/io_uring_submit_req")
 int BPF_PROG(io_uring_submit_btf, struct io_kiocb *req)
 {
-	uring_submit(req, req->opcode);
+	__u64 key = 0;
+
+	if (!obs_current_is_target())
+		return 0;
+	/*
+	 * The completion's request is an untyped void *, a number; this one is
+	 * typed.  Its address as a number: copied out of the argument slot.
+	 */
+	bpf_probe_read_kernel(&key, sizeof(key), ctx);
+	uring_submit(key, req->opcode);
 	return 0;
 }
 
 SEC("tp/io_uring/io_uring_submit_req")
 int io_uring_submit(struct trace_event_raw_io_uring_submit_req *ctx)
 {
-	uring_submit(ctx->req, ctx->opcode);
+	if (obs_current_is_target())
+		uring_submit((__u64)ctx->req, ctx->opcode);
 	return 0;
 }
 
 SEC("tp/io_uring/io_uring_submit_sqe")
 int io_uring_submit_old(struct trace_event_raw_io_uring_submit_sqe___old *ctx)
 {
-	uring_submit(BPF_CORE_READ(ctx, req), BPF_CORE_READ(ctx, opcode));
+	if (obs_current_is_target())
+		uring_submit((__u64)BPF_CORE_READ(ctx, req), BPF_CORE_READ(ctx, opcode));
 	return 0;
 }
 
 static __always_inline void uring_done(void *req)
 {
-	__u64 key = (__u64)req, lat;
-	struct uring_start *s = bpf_map_lookup_elem(&uring_start, &key);
+	struct inflight *e = infl_find(&uring_infl, (__u64)req);
 	struct obs_uring_key k = {};
 	struct obs_hist *h;
+	__u64 lat;
+	__u32 tid;
 
-	if (!s)
+	if (!e)
 		return;
-	lat = bpf_ktime_get_ns() - s->ts;
-	k.tgid = s->tgid;
-	k.opcode = s->opcode;
+	lat = bpf_ktime_get_ns() - e->ts;
+	k.tgid = e->tgid;
+	k.opcode = e->opcode;
+	tid = e->tid;
+	e->key = 0;
 	h = obs_lookup_init(&uring, &k, &hist_zero);
 	if (h)
 		obs_hist_add(h, lat);
-	obs_latency_event(OBS_EV_URING, s->tgid, s->tid, lat, s->opcode, 0);
-	bpf_map_delete_elem(&uring_start, &key);
+	obs_latency_event(OBS_EV_URING, k.tgid, tid, lat, k.opcode, 0);
 }
 
 SEC("tp_btf/io_uring_complete")
