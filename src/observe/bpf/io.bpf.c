@@ -78,16 +78,18 @@ static __always_inline struct inflight *infl_find(void *map, __u64 key)
 	return NULL;
 }
 
-/* A slot for key (its own, if it holds one already), or NULL when the set is full. */
+/*
+ * A slot for key (its own, if it holds one already), or NULL when the set
+ * is full: one pass over the ways, then one compare-and-swap on the first
+ * free or stale one (a claim racing for it on another CPU wins, and this
+ * one tries the next).
+ */
 static __always_inline struct inflight *infl_claim(void *map, __u64 key)
 {
 	__u32 h = infl_set(key), now_j = (__u32)bpf_jiffies64();
-	struct inflight *e = infl_find(map, key);
+	struct inflight *e, *pick[INFL_WAYS] = {};
+	int n = 0;
 
-	if (e) {
-		e->j = now_j;
-		return e;
-	}
 	for (int w = 0; w < INFL_WAYS; w++) {
 		__u32 i = (h + w) & (INFL_SLOTS - 1);
 		__u64 old;
@@ -96,9 +98,22 @@ static __always_inline struct inflight *infl_claim(void *map, __u64 key)
 		if (!e)
 			return NULL;
 		old = e->key;
-		if (old && now_j - e->j < INFL_STALE_J)
-			continue;
-		if (__sync_val_compare_and_swap(&e->key, old, key) == old) {
+		if (old == key) {
+			e->j = now_j;
+			return e;
+		}
+		if (!old || now_j - e->j >= INFL_STALE_J)
+			pick[n++ & (INFL_WAYS - 1)] = e;
+	}
+	for (int w = 0; w < INFL_WAYS && w < n; w++) {
+		__u64 old;
+
+		e = pick[w];
+		if (!e)
+			break;
+		old = e->key;
+		if ((!old || now_j - e->j >= INFL_STALE_J) &&
+		    __sync_val_compare_and_swap(&e->key, old, key) == old) {
 			e->j = now_j;
 			return e;
 		}
