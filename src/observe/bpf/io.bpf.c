@@ -323,7 +323,15 @@ static __always_inline void uring_done(void *req)
 SEC("tp_btf/io_uring_complete")
 int BPF_PROG(io_uring_done_btf, void *ctx_, void *req)
 {
-	uring_done(req);
+	__u64 key = 0;
+
+	/*
+	 * req is an untyped void * (a number to the verifier) on the kernels
+	 * seen so far; copied out of its slot, the key is a number whatever
+	 * type a later kernel gives it.
+	 */
+	bpf_probe_read_kernel(&key, sizeof(key), &ctx[1]);
+	uring_done((void *)key);
 	return 0;
 }
 
