@@ -48,6 +48,20 @@ static void merge_peer(struct nbpf_tele_set *s, const struct nbpf_ctl_rec *r)
 		p->errors += e;
 }
 
+/* A "proc" record's load counters; an older plugin without them adds no series. */
+static void merge_loads(struct nbpf_tele_set *s, const struct nbpf_ctl_rec *r)
+{
+	struct nbpf_tele_loads *l;
+	uint64_t v = 0;
+
+	if (nbpf_ctl_rec_u64(r, "loads", &v) || !(l = nbpf_tele_loads(s, get_u64(r, "pid"))))
+		return;
+	l->attempts += v;
+	l->refused_verifier += get_u64(r, "loads_refused_verifier");
+	l->refused_loader += get_u64(r, "loads_refused_loader");
+	l->rollbacks += get_u64(r, "rollbacks");
+}
+
 /* A response's records refer to communicators by registry id; map them to NCCL's ids first. */
 void cli_tele_merge(struct nbpf_tele_set *s, const struct nbpf_ctl_msg *m)
 {
@@ -61,6 +75,8 @@ void cli_tele_merge(struct nbpf_tele_set *s, const struct nbpf_ctl_msg *m)
 		const struct nbpf_ctl_rec *r = &m->recs[i];
 		const char *kind = nbpf_ctl_rec_get(r, "kind");
 
+		if (!strcmp(r->kind, "proc"))
+			merge_loads(s, r);
 		if (strcmp(r->kind, "comm"))
 			continue;
 		refs[n_refs].id = get_u64(r, "id");
