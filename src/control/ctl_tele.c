@@ -263,5 +263,22 @@ int cli_tele_delta(struct nbpf_tele_set *out, const struct nbpf_tele_set *now,
 		}
 		o->errors = sub(n->errors, b->errors);
 	}
+	for (size_t i = 0; i < now->n_loads; i++) {
+		const struct nbpf_tele_loads *n = &now->loads[i], *b = NULL;
+		struct nbpf_tele_loads *o = nbpf_tele_loads(out, n->pid);
+
+		if (!o)
+			return -ENOMEM;
+		for (size_t k = 0; before && k < before->n_loads && !b; k++)
+			if (before->loads[k].pid == n->pid)
+				b = &before->loads[k];
+		*o = *n;
+		if (!b || n->attempts < b->attempts) /* a new process under a reused pid */
+			continue;
+		o->attempts = n->attempts - b->attempts;
+		o->refused_verifier = sub(n->refused_verifier, b->refused_verifier);
+		o->refused_loader = sub(n->refused_loader, b->refused_loader);
+		o->rollbacks = sub(n->rollbacks, b->rollbacks);
+	}
 	return 0;
 }

@@ -8,7 +8,10 @@
  * counter moved by exactly one, labelled with the job's pid, and the
  * exposition must pass `promtool check metrics` where installed.
  */
+#include <arpa/inet.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -16,6 +19,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "webhook_rx.h"
 
 static char out[1 << 20];
 
@@ -65,6 +69,56 @@ static int export_counts(int pid, struct counts *c)
 	c->loader = sample(pid, "ncclbpf_policy_load_refusals_total", ",stage=\"loader\"");
 	c->rollbacks = sample(pid, "ncclbpf_policy_rollbacks_total", "");
 	return rc;
+}
+
+/*
+ * The exporter's own webhook (no Prometheus): its first collection counts
+ * everything since the job started, so the refusals and rollbacks above
+ * must each arrive as a firing alert.
+ */
+static void webhook_alerts(int pid)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(sa);
+	char url[96], pidarg[16], *body = NULL;
+	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), st = -1;
+	pid_t ex = -1;
+
+	if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) || listen(lfd, 4) ||
+	    getsockname(lfd, (struct sockaddr *)&sa, &sl)) {
+		CHECK_MSG(0, "loopback listener: %s", strerror(errno));
+		goto out;
+	}
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/api/v2/alerts", ntohs(sa.sin_port));
+	snprintf(pidarg, sizeof(pidarg), "%d", pid);
+	ex = fork();
+	if (!ex) {
+		int devnull = open("/dev/null", O_WRONLY);
+
+		dup2(devnull, 1);
+		execl(NCCLBPF_CLI, NCCLBPF_CLI, "export", "--count", "1", "--alert-webhook", url,
+		      "--alert-refused", pidarg, (char *)NULL);
+		_exit(127);
+	}
+	body = webhook_receive(lfd);
+	CHECK_MSG(body != NULL, "no alert posted");
+	if (body) {
+		char want[128];
+
+		snprintf(want, sizeof(want), "\"pid\":\"%d\",\"stage\":\"verifier\"", pid);
+		CHECK_STR_CONTAINS(body, want);
+		snprintf(want, sizeof(want), "\"pid\":\"%d\",\"stage\":\"loader\"", pid);
+		CHECK_STR_CONTAINS(body, want);
+		CHECK_STR_CONTAINS(body, "\"alertname\":\"NcclbpfPolicyLoadRefused\"");
+		CHECK_STR_CONTAINS(body, "\"alertname\":\"NcclbpfPolicyRolledBack\"");
+		CHECK_STR_CONTAINS(body, "\"summary\":\"2 policy rollbacks\"");
+	}
+	waitpid(ex, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+out:
+	free(body);
+	if (lfd >= 0)
+		close(lfd);
 }
 
 int main(void)
@@ -117,6 +171,7 @@ int main(void)
 		  "after: attempts %lld verifier %lld loader %lld rollbacks %lld", c1.attempts,
 		  c1.verifier, c1.loader, c1.rollbacks);
 	CHECK_STR_CONTAINS(out, "# TYPE ncclbpf_policy_load_refusals_total counter");
+	webhook_alerts(job);
 
 	if (access("/usr/bin/promtool", X_OK) == 0) {
 		char cmd[600];

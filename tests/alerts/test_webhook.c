@@ -27,6 +27,7 @@
 #include "check.h"
 #include "emu_prof.h"
 #include "emu_test.h"
+#include "webhook_rx.h"
 
 struct shared {
 	_Atomic int phase; /* 0 slow, 1 go fast, 2 fast done, 3 stop */
@@ -68,44 +69,6 @@ static void run_rank(void)
 		usleep(1000);
 	prof_fini(&p);
 	_exit(0);
-}
-
-/* Accepts one POST within 10 s, answers 200, returns the body (malloc'ed) or NULL. */
-static char *receive(int lfd)
-{
-	struct pollfd pf = { .fd = lfd, .events = POLLIN };
-	char *buf = calloc(1, 65536), *body;
-	size_t len = 0;
-	long want = -1;
-	int fd;
-
-	if (!buf || poll(&pf, 1, 10000) != 1 || (fd = accept(lfd, NULL, NULL)) < 0) {
-		free(buf);
-		return NULL;
-	}
-	while (len < 65535) {
-		ssize_t n = recv(fd, buf + len, 65535 - len, 0);
-		char *hdr_end;
-
-		if (n <= 0)
-			break;
-		len += (size_t)n;
-		buf[len] = 0;
-		hdr_end = strstr(buf, "\r\n\r\n");
-		if (hdr_end && want < 0) {
-			char *cl = strcasestr(buf, "Content-Length:");
-
-			want = cl ? atol(cl + 15) : 0;
-		}
-		if (hdr_end && (long)(len - (size_t)(hdr_end + 4 - buf)) >= want)
-			break;
-	}
-	send(fd, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", 38, MSG_NOSIGNAL);
-	close(fd);
-	body = strstr(buf, "\r\n\r\n");
-	body = body ? strdup(body + 4) : NULL;
-	free(buf);
-	return body;
 }
 
 #define ALERTMANAGER "/usr/bin/prometheus-alertmanager"
@@ -258,7 +221,7 @@ int main(int argc, char **argv)
 		      pidarg, (char *)NULL);
 		_exit(127);
 	}
-	b1 = am ? am_wait(am_port, true) : receive(lfd);
+	b1 = am ? am_wait(am_port, true) : webhook_receive(lfd);
 	CHECK(b1 != NULL);
 	if (b1 && am) {
 		/* Alertmanager's view: the labels as posted, the alert active. */
@@ -280,7 +243,7 @@ int main(int argc, char **argv)
 	atomic_store(&sh->phase, 1);
 	while (atomic_load(&sh->phase) != 2)
 		usleep(1000);
-	b2 = am ? am_wait(am_port, false) : receive(lfd);
+	b2 = am ? am_wait(am_port, false) : webhook_receive(lfd);
 	CHECK_MSG(b2 != NULL, "%s", am ? "Alertmanager still lists the alert" : "no resolution");
 	if (b2 && !am) {
 		CHECK_STR_CONTAINS(b2, "\"alertname\":\"NcclbpfCollectiveLatencyP99High\"");
