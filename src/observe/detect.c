@@ -347,7 +347,11 @@ int obs_cgroup_target(struct nbpf_obs *obs)
 }
 
 
-int obs_tp_nargs(const struct nbpf_obs *obs, const char *name)
+/*
+ * The function prototype of typed tracepoint name: typedef -> pointer ->
+ * prototype (void *ctx, args...); NULL if there is none.
+ */
+static const struct btf_type *tp_proto(const struct nbpf_obs *obs, const char *name)
 {
 	char tn[160];
 	const struct btf_type *t;
@@ -356,13 +360,29 @@ int obs_tp_nargs(const struct nbpf_obs *obs, const char *name)
 	snprintf(tn, sizeof(tn), "btf_trace_%s", name);
 	id = btf__find_by_name_kind(obs->btf, tn, BTF_KIND_TYPEDEF);
 	if (id <= 0)
-		return -1;
-	/* typedef -> pointer -> function prototype (void *ctx, args...) */
+		return NULL;
 	t = btf__type_by_id(obs->btf, btf__type_by_id(obs->btf, (__u32)id)->type);
 	if (!t || !btf_is_ptr(t))
-		return -1;
+		return NULL;
 	t = btf__type_by_id(obs->btf, t->type);
-	if (!t || !btf_is_func_proto(t))
-		return -1;
-	return btf_vlen(t) - 1;
+	return t && btf_is_func_proto(t) ? t : NULL;
+}
+
+bool obs_tp_arg_is_void_ptr(const struct nbpf_obs *obs, const char *name, int arg)
+{
+	const struct btf_type *p = tp_proto(obs, name), *t;
+
+	if (!p || arg < 0 || arg + 1 >= btf_vlen(p))
+		return false;
+	t = btf__type_by_id(obs->btf, btf_params(p)[arg + 1].type);
+	while (t && (btf_is_mod(t) || btf_is_typedef(t)))
+		t = btf__type_by_id(obs->btf, t->type);
+	return t && btf_is_ptr(t) && t->type == 0;
+}
+
+int obs_tp_nargs(const struct nbpf_obs *obs, const char *name)
+{
+	const struct btf_type *p = tp_proto(obs, name);
+
+	return p ? btf_vlen(p) - 1 : -1;
 }

@@ -64,6 +64,8 @@ const char *obs_tp_name(const struct nbpf_obs *obs, const struct prog_spec *sp, 
 			size_t n);
 /* A typed raw tracepoint in the kernel's BTF, or a classic one in tracefs. */
 bool obs_tp_present(const struct nbpf_obs *obs, const struct prog_spec *sp, const char *name);
+/* Whether argument arg (from 0, the context excluded) of a typed tracepoint is a void *. */
+bool obs_tp_arg_is_void_ptr(const struct nbpf_obs *obs, const char *name, int arg);
 /* Arguments a typed raw tracepoint passes (its context excluded), or -1. */
 int obs_tp_nargs(const struct nbpf_obs *obs, const char *name);
 /* Whether sched_switch can read run-queue waits from the scheduler's sched_info. */

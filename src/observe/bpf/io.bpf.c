@@ -327,10 +327,14 @@ int BPF_PROG(io_uring_done_btf, void *ctx_, void *req)
 
 	/*
 	 * req is an untyped void * (a number to the verifier) on the kernels
-	 * seen so far; copied out of its slot, the key is a number whatever
-	 * type a later kernel gives it.
+	 * seen so far, which user space checked in the BTF; should a kernel
+	 * type it, the slot is copied out instead, so the key is a number
+	 * either way (the branch not taken is never verified).
 	 */
-	bpf_probe_read_kernel(&key, sizeof(key), &ctx[1]);
+	if (obs_cfg.flags & OBS_CFG_URING_REQ_VOID)
+		key = (__u64)req;
+	else
+		bpf_probe_read_kernel(&key, sizeof(key), &ctx[1]);
 	uring_done((void *)key);
 	return 0;
 }
