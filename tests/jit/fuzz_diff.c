@@ -238,6 +238,42 @@ static void gen_cond(struct gen *g, struct fixup *fx, int *nfx, uint32_t horizon
 		    x ? rreg(g) : 0, 0, x ? 0 : imm_any(g));
 }
 
+/* One instruction that touches no pointer: an ALU op or a store into the block. */
+static void gen_one(struct gen *g)
+{
+	static const int sizes[] = { 1, 2, 4, 8 };
+	uint8_t k = u8(g);
+	int bytes = sizes[k % 4];
+
+	if (k & 4)
+		put(g, NBPF_ST | NBPF_MEM | size_code(bytes), 6, 0,
+		    (int16_t)(u8(g) % (MEM_DATA - bytes + 1)), imm_any(g));
+	else
+		gen_alu(g);
+}
+
+/*
+ * An if/else that returns: `if cond goto A; X; goto T; A: Y; T: Z...; exit`
+ * with zero to four instructions in Z, so the JIT's copy of a short exit
+ * tail over the goto (and its refusal past TAIL_MAX) meets random code.
+ */
+static void gen_return(struct gen *g)
+{
+	uint8_t k = u8(g);
+	int tail = u8(g) % 5;
+
+	put(g, (k & 1 ? NBPF_JMP32 : NBPF_JMP) | NBPF_JGT | NBPF_K, rreg(g), 0, 2, imm_any(g));
+	gen_one(g);
+	if (k & 2)
+		put(g, NBPF_OP_GOTOL, 0, 0, 0, 1);
+	else
+		put(g, NBPF_OP_JA, 0, 0, 1, 0);
+	gen_one(g);
+	for (int t = 0; t < tail; t++)
+		gen_one(g);
+	put(g, NBPF_OP_EXIT, 0, 0, 0, 0);
+}
+
 /* r1-r5 are undefined after a helper call: give them fresh values. */
 static void reload_args(struct gen *g)
 {
@@ -329,6 +365,8 @@ static void gen_block(struct gen *g, int units, int in_loop, int in_sub)
 			gen_atomic(g);
 		else if (k < 180)
 			gen_lddw(g);
+		else if (k < 220 && (k & 7) == 0)
+			gen_return(g);
 		else if (k < 220)
 			gen_cond(g, fx, &nfx, 24);
 		else if (k < 235)

@@ -758,6 +758,75 @@ static void test_store_imm(void)
 		     "mov %r2, 11\nstxw [%r6+0], %r2\nmov %r0, 0\nexit");
 }
 
+/* How many times the byte sequence pat occurs in the code src compiles to (-1: no code). */
+static int code_count(const char *src, const uint8_t *pat, size_t len)
+{
+	struct nbpf_insn *insns = NULL;
+	struct nbpf_jit_image *img = NULL;
+	uint32_t n = 0;
+	int c = -1;
+
+	if (nbpf_asm(src, strlen(src), &insns, &n) == 0 && nbpf_jit_compile(insns, n, &conf_env, &img) == 0) {
+		const uint8_t *code = img->mem;
+
+		c = 0;
+		for (size_t k = 0; k + len <= img->code_size; k++)
+			c += !memcmp(code + k, pat, len);
+		nbpf_jit_free(img);
+	}
+	free(insns);
+	return c;
+}
+
+/*
+ * A goto to a short run ending in exit is a copy of that run (exit_tail):
+ * bench/cpu's threshold shape, three arms each ending in its own
+ * `xor eax, eax; ret` instead of a jmp to one shared return.  A run longer
+ * than the copy limit, one with a fold in it, and gotol stay jumps; all
+ * agree with the interpreter for every arm.
+ */
+static void test_exit_tail(void)
+{
+	static const uint8_t ret0[] = { 0x31, 0xc0, 0xc3 }; /* xor eax, eax; ret */
+	static const char *const sizes[] = { "0x100", "0x20000", "0x800000" };
+	static const char body[] =
+		"ldxdw %%r2, [%%r1+8]\n"
+		"jge %%r2, 65536, mid\n"
+		"stw [%%r1+24], 1\nstw [%%r1+28], 0\n%s out\n"
+		"mid:\njge %%r2, 4194304, big\n"
+		"stw [%%r1+24], 1\nstw [%%r1+28], 1\n%s out\n"
+		"big:\nstw [%%r1+24], 0\nstw [%%r1+28], 2\n"
+		"out:\n%smov %%r0, 0\nexit";
+	char src[1024], name[96];
+
+	for (int g = 0; g < 2; g++)
+		for (int extra = 0; extra < 5; extra++) {
+			char pre[128] = "";
+
+			for (int x = 0; x < extra; x++)
+				strcat(pre, "add %r3, 1\n");
+			snprintf(src, sizeof(src), body, g ? "ja32" : "ja", g ? "ja32" : "ja", pre);
+			for (int s = 0; s < 3; s++) {
+				char full[1200];
+
+				snprintf(full, sizeof(full), "lddw %%r2, %s\nstxdw [%%r1+8], %%r2\n%s", sizes[s],
+					 src);
+				snprintf(name, sizeof(name), "exit tail %s+%d %s", g ? "ja32" : "ja", extra,
+					 sizes[s]);
+				run_same_mem(name, full);
+			}
+			/* `mov r0, 0; exit` plus up to two more: copied; three more: the limit */
+			CHECK_MSG(code_count(src, ret0, sizeof(ret0)) == (extra <= 2 ? 3 : 1),
+				  "exit tail %s+%d: %d returns", g ? "ja32" : "ja", extra,
+				  code_count(src, ret0, sizeof(ret0)));
+		}
+	/* A tail in a subprogram, and one holding a folded pair (`r = imm; *p = r`): still right. */
+	run_same_mem("exit tail subprogram", "mov %r6, %r1\ncall local +2\nldxw %r0, [%r6+0]\nexit\n"
+		     "jgt %r1, 5, +2\nstw [%r6+0], 3\nja +1\nstw [%r6+0], 4\nmov %r0, 1\nexit");
+	run_same_mem("exit tail folded", "ldxw %r2, [%r1+0]\njgt %r2, 5, +2\nstw [%r1+0], 3\nja +1\n"
+		     "stw [%r1+0], 4\nmov %r3, 7\nstxw [%r1+4], %r3\nmov %r0, 0\nexit");
+}
+
 /* Jumps of every reach: short, long, and ones that shrink across passes. */
 static void test_jump_sizes(void)
 {
@@ -861,6 +930,7 @@ int main(void)
 	test_cmov();
 	test_log2();
 	test_store_imm();
+	test_exit_tail();
 	test_jump_sizes();
 	test_image_and_errors();
 	return check_summary("test_jit");

@@ -66,6 +66,10 @@ static const int bpf2x86_default[NBPF_NREGS] = {
 #define STX_IMM   65536u /* on that store: stores the immediate */
 #define LOG2_HEAD 131072u /* first insn of clang's log2 ladder: one bsr (find_log2) */
 #define LOG2_BODY 262144u /* the rest of it: nothing here */
+#define JA_TAIL   524288u /* on ja to a short tail that exits: a copy of the tail (exit_tail) */
+
+/* At most this many instructions, the exit included, are copied over a ja. */
+#define TAIL_MAX 4
 
 struct jit {
 	const struct nbpf_insn *insns;
@@ -446,6 +450,7 @@ static void mark_no_test(struct jit *j, const uint8_t *target, uint32_t i)
 }
 
 static int jump_cc(uint8_t op);
+static int emit_insn(struct jit *j, uint32_t i);
 static uint32_t insn_writes(const struct nbpf_insn *in);
 
 /* Whether in reads BPF register r (a conservative yes for what it does not know). */
@@ -534,6 +539,39 @@ static bool cmov_pair(const struct jit *j, const uint8_t *target, uint32_t i)
 		return false;
 	return m->off == 0 && m->dst < NBPF_REG_FP &&
 	       (NBPF_SRC(m->code) == NBPF_K || m->src < NBPF_REG_FP);
+}
+
+/*
+ * `goto L` where L starts a straight run of at most TAIL_MAX instructions
+ * ending in exit (`r0 = 0; exit`: the join point of an if/else that
+ * returns): the ja becomes a copy of that run, as compilers duplicate a
+ * small epilogue into each arm.  Each arm then ends in its own ret instead
+ * of a taken jump to a shared one, which costs front-end cycles even when
+ * predicted.  The run may hold only plain ALU, loads and stores that no
+ * other fold has claimed, so its copy is the same code as the original.
+ */
+static bool exit_tail(const struct jit *j, uint32_t i)
+{
+	const struct nbpf_insn *in = &j->insns[i];
+	int64_t t = (int64_t)i + 1 + (NBPF_CLASS(in->code) == NBPF_JMP ? in->off : in->imm);
+
+	if (NBPF_OP(in->code) != NBPF_JA || j->kflags[i])
+		return false;
+	if ((in->code != (NBPF_JMP | NBPF_JA) && in->code != (NBPF_JMP32 | NBPF_JA)) || t < 0)
+		return false;
+	for (uint32_t k = 0; k < TAIL_MAX && t + k < j->n; k++) {
+		const struct nbpf_insn *x = &j->insns[t + k];
+		uint8_t cls = NBPF_CLASS(x->code);
+
+		if (j->kflags[t + k] || (k && j->entry[t + k]))
+			return false;
+		if (x->code == NBPF_OP_EXIT)
+			return true;
+		if (cls != NBPF_ALU && cls != NBPF_ALU64 && cls != NBPF_LDX && cls != NBPF_ST &&
+		    !(cls == NBPF_STX && NBPF_MODE(x->code) == NBPF_MEM))
+			return false;
+	}
+	return false;
 }
 
 /*
@@ -1189,7 +1227,18 @@ static int emit_jmp(struct jit *j, uint32_t i, const struct nbpf_insn *in)
 	int cc;
 
 	if (op == NBPF_JA) {
-		emit_jump(j, -1, (uint32_t)((int64_t)i + 1 + (w ? in->off : in->imm)));
+		uint32_t t = (uint32_t)((int64_t)i + 1 + (w ? in->off : in->imm));
+
+		if (j->kflags[i] & JA_TAIL) {
+			/* the tail's own code, once more: no taken jump to reach the ret */
+			for (;; t++) {
+				int err = emit_insn(j, t);
+
+				if (err || j->insns[t].code == NBPF_OP_EXIT)
+					return err;
+			}
+		}
+		emit_jump(j, -1, t);
 		return 0;
 	}
 	if (op == NBPF_CALL && w)
@@ -1691,6 +1740,15 @@ static int analyze(struct jit *j)
 			continue;
 		}
 		mark_no_test(j, target, i);
+	}
+	/* After every other fold: a tail copy must not carry one (exit_tail). */
+	for (uint32_t i = 0; i < n; i++) {
+		if (ins[i].code == NBPF_OP_LDDW) {
+			i++;
+			continue;
+		}
+		if (exit_tail(j, i))
+			j->kflags[i] |= JA_TAIL;
 	}
 	/* Callee-saved registers the main function touches, and its frame. */
 	assign_regs(j, used);
