@@ -76,6 +76,23 @@ static const int bpf2x86_default[NBPF_NREGS] = {
 /* At most this many instructions, the exit included, are copied over a ja. */
 #define TAIL_MAX 4
 
+/* A value an if/else arm writes, in terms of the state before the arm. */
+struct dval {
+	bool imm;    /* v; else BPF register reg as it was before the arm */
+	bool v32;    /* reg's low half, zero-extended (through a mov32) */
+	uint8_t reg;
+	uint64_t v;
+};
+
+/* What one arm writes: its stores in order, and the final value of each register it writes. */
+struct darm {
+	const struct nbpf_insn *st[DIAMOND_MAX];
+	struct dval sv[DIAMOND_MAX];
+	uint32_t nst;
+	uint32_t wrote;
+	struct dval reg[NBPF_NREGS];
+};
+
 struct jit {
 	const struct nbpf_insn *insns;
 	int bpf2x86[NBPF_NREGS]; /* BPF -> x86 register for this program (see assign_regs) */
@@ -94,7 +111,9 @@ struct jit {
 	uint8_t *in_main;    /* 1: insn belongs to the main function */
 	struct ncclbpf_map **inline_map; /* call 1 inlined as an array lookup */
 	uint32_t *kflags;    /* per-insn translation flags (KEY_*, pair folds) */
-	uint32_t *key_imm;   /* KEY_CONST: the key */
+	uint32_t *key_imm;   /* KEY_CONST: the key; DIAMOND: k, its arms darms[2k], [2k + 1] */
+	struct darm *darms;  /* the if/else arms diamond() read, for emit_diamond */
+	uint32_t ndarms;
 	bool uses_fp, has_calls, has_bpf_calls, needs_r12;
 	bool no_frame;       /* r10 only feeds forwarded keys: no frame, key stores elided */
 	int pushes[6], npush;
@@ -455,7 +474,6 @@ static void mark_no_test(struct jit *j, const uint8_t *target, uint32_t i)
 }
 
 static int jump_cc(uint8_t op);
-static int emit_insn(struct jit *j, uint32_t i);
 static void emit_diamond(struct jit *j, uint32_t i, int cc);
 static uint32_t insn_writes(const struct nbpf_insn *in);
 
@@ -547,23 +565,6 @@ static bool cmov_pair(const struct jit *j, const uint8_t *target, uint32_t i)
 	       (NBPF_SRC(m->code) == NBPF_K || m->src < NBPF_REG_FP);
 }
 
-/* A value an if/else arm writes, in terms of the state before the arm. */
-struct dval {
-	bool imm;    /* v; else BPF register reg as it was before the arm */
-	bool v32;    /* reg's low half, zero-extended (through a mov32) */
-	uint8_t reg;
-	uint64_t v;
-};
-
-/* What one arm writes: its stores in order, and the final value of each register it writes. */
-struct darm {
-	const struct nbpf_insn *st[DIAMOND_MAX];
-	struct dval sv[DIAMOND_MAX];
-	uint32_t nst;
-	uint32_t wrote;
-	struct dval reg[NBPF_NREGS];
-};
-
 /*
  * Reads the arm [s, e) of an if/else symbolically: only plain movs into
  * registers and stores, values followed through the arm's own movs
@@ -575,11 +576,9 @@ struct darm {
 static bool read_arm(const struct jit *j, uint32_t s, uint32_t e, struct darm *arm)
 {
 	arm->nst = 0;
-	arm->wrote = 0;
+	arm->wrote = 0; /* reg[r] is set only for the registers written; the rest hold their own value */
 	if (e - s > DIAMOND_MAX)
 		return false;
-	for (uint8_t r = 0; r < NBPF_NREGS; r++)
-		arm->reg[r] = (struct dval){ .reg = r };
 	for (uint32_t x = s; x < e; x++) {
 		const struct nbpf_insn *in = &j->insns[x];
 		uint8_t cls = NBPF_CLASS(in->code);
@@ -589,8 +588,10 @@ static bool read_arm(const struct jit *j, uint32_t s, uint32_t e, struct darm *a
 		/* in stores that bit is part of the size: only ALU has a source flag */
 		if (cls == NBPF_ST || (alu && NBPF_SRC(in->code) == NBPF_K))
 			v = (struct dval){ .imm = true, .v = (uint64_t)(int64_t)in->imm };
-		else if (in->src < NBPF_REG_FP)
+		else if (in->src < NBPF_REG_FP && (arm->wrote & (1u << in->src)))
 			v = arm->reg[in->src];
+		else if (in->src < NBPF_REG_FP)
+			v = (struct dval){ .reg = in->src };
 		else
 			return false;
 		if (alu && NBPF_OP(in->code) == NBPF_MOV) {
@@ -657,9 +658,9 @@ static uint32_t diamond(const struct jit *j, const uint8_t *target, uint32_t i,
 	jt = m + 1 + (NBPF_CLASS(g->code) == NBPF_JMP ? g->off : g->imm);
 	if (jt <= a || jt >= j->n)
 		return 0;
-	if (target && (j->kflags[i] || target[a] != 1))
+	if (j->kflags[i] || target[a] != 1)
 		return 0;
-	for (int64_t x = i + 1; target && x < jt; x++)
+	for (int64_t x = i + 1; x < jt; x++)
 		if (j->kflags[x] || j->entry[x] || (x != a && target[x]))
 			return 0;
 	if (!read_arm(j, i + 1, (uint32_t)m, fa) || !read_arm(j, (uint32_t)a, (uint32_t)jt, ta) ||
@@ -1362,16 +1363,8 @@ static int emit_jmp(struct jit *j, uint32_t i, const struct nbpf_insn *in)
 	if (op == NBPF_JA) {
 		uint32_t t = (uint32_t)((int64_t)i + 1 + (w ? in->off : in->imm));
 
-		if (j->kflags[i] & JA_TAIL) {
-			/* the tail's own code, once more: no taken jump to reach the ret */
-			for (;; t++) {
-				int err = emit_insn(j, t);
-
-				if (err || j->insns[t].code == NBPF_OP_EXIT)
-					return err;
-			}
-		}
-		emit_jump(j, -1, t);
+		if (!(j->kflags[i] & JA_TAIL)) /* else emit_pass copies the tail here */
+			emit_jump(j, -1, t);
 		return 0;
 	}
 	if (op == NBPF_CALL && w)
@@ -1467,26 +1460,25 @@ static void dval_select(struct jit *j, int cc, int dst, const struct dval *f, co
  */
 static void emit_diamond(struct jit *j, uint32_t i, int cc)
 {
-	struct darm fa, ta;
+	const struct darm *f = &j->darms[2 * j->key_imm[i]], *t = f + 1;
 
-	diamond(j, NULL, i, &fa, &ta);
-	for (uint32_t p = 0; p < fa.nst; p++) {
-		const struct nbpf_insn *st = fa.st[p];
+	for (uint32_t p = 0; p < f->nst; p++) {
+		const struct nbpf_insn *st = f->st[p];
 		int size = size_bytes(st->code), base;
 		int32_t off;
 
 		mem_operand(j, st->dst, st->off, &base, &off);
-		if (dval_same(&fa.sv[p], &ta.sv[p]) && fa.sv[p].imm &&
-		    (size < 8 || x86_fits32((int64_t)fa.sv[p].v))) {
-			x86_store_i(&j->e, size, base, off, (int32_t)fa.sv[p].v);
+		if (dval_same(&f->sv[p], &t->sv[p]) && f->sv[p].imm &&
+		    (size < 8 || x86_fits32((int64_t)f->sv[p].v))) {
+			x86_store_i(&j->e, size, base, off, (int32_t)f->sv[p].v);
 			continue;
 		}
-		dval_select(j, cc, X_R9, &fa.sv[p], &ta.sv[p]);
+		dval_select(j, cc, X_R9, &f->sv[p], &t->sv[p]);
 		x86_store_r(&j->e, size, base, off, X_R9);
 	}
 	for (uint8_t r = 0; r < NBPF_REG_FP; r++)
-		if (fa.wrote & (1u << r))
-			dval_select(j, cc, j->bpf2x86[r], &fa.reg[r], &ta.reg[r]);
+		if (f->wrote & (1u << r))
+			dval_select(j, cc, j->bpf2x86[r], &f->reg[r], &t->reg[r]);
 }
 
 /* ---- passes --------------------------------------------------------------- */
@@ -1529,9 +1521,21 @@ static int emit_pass(struct jit *j)
 		if (j->entry[i] && i)
 			emit_sub_prologue(e);
 		j->addrs[i] = (uint32_t)e->pos;
-		err = emit_insn(j, i);
-		if (err)
-			return err;
+		/* one call site, so that emit_insn stays inlined */
+		for (uint32_t t = i;;) {
+			const struct nbpf_insn *in = &j->insns[t];
+
+			err = emit_insn(j, t);
+			if (err)
+				return err;
+			/* after a JA_TAIL ja, its target's run once more, up to the exit */
+			if (t == i && (j->kflags[i] & JA_TAIL))
+				t = (uint32_t)((int64_t)i + 1 + (NBPF_CLASS(in->code) == NBPF_JMP ? in->off : in->imm));
+			else if (t != i && in->code != NBPF_OP_EXIT)
+				t++;
+			else
+				break;
+		}
 		if (j->insns[i].code == NBPF_OP_LDDW)
 			j->addrs[++i] = (uint32_t)e->pos;
 	}
@@ -1923,14 +1927,28 @@ static int analyze(struct jit *j)
 		}
 	}
 	for (uint32_t i = 0; i < n; i++) {
+		uint8_t cls = NBPF_CLASS(ins[i].code);
+		struct darm fa, ta;
+		uint32_t end;
+
 		if (ins[i].code == NBPF_OP_LDDW) {
 			i++;
 			continue;
 		}
-		struct darm fa, ta;
-		uint32_t end = diamond(j, target, i, &fa, &ta);
-
+		if ((cls != NBPF_JMP && cls != NBPF_JMP32) || ins[i].off < 2)
+			continue; /* the cheap part of diamond()'s test, inline */
+		end = diamond(j, target, i, &fa, &ta);
 		if (end) {
+			struct darm *d = realloc(j->darms, (j->ndarms + 1) * 2 * sizeof(*d));
+
+			if (!d) {
+				err = nbpf_err(-ENOMEM, "jit: out of memory");
+				goto out;
+			}
+			j->darms = d;
+			d[2 * j->ndarms] = fa;
+			d[2 * j->ndarms + 1] = ta;
+			j->key_imm[i] = j->ndarms++;
 			j->kflags[i] |= DIAMOND;
 			for (uint32_t x = i + 1; x < end; x++)
 				j->kflags[x] |= DIAMOND_BODY;
@@ -1963,7 +1981,7 @@ static int analyze(struct jit *j)
 			i++;
 			continue;
 		}
-		if (exit_tail(j, i))
+		if (NBPF_OP(ins[i].code) == NBPF_JA && exit_tail(j, i))
 			j->kflags[i] |= JA_TAIL;
 	}
 	/* Callee-saved registers the main function touches, and its frame. */
@@ -2179,6 +2197,7 @@ cleanup:
 	free(j.inline_map);
 	free(j.kflags);
 	free(j.key_imm);
+	free(j.darms);
 	return err;
 }
 
