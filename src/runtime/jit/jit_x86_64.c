@@ -474,6 +474,13 @@ static void mark_no_test(struct jit *j, const uint8_t *target, uint32_t i)
 }
 
 static int jump_cc(uint8_t op);
+
+/* Where the ja or gotol at i goes (gotol keeps its offset in imm). */
+static int64_t ja_target(const struct nbpf_insn *in, uint32_t i)
+{
+	return (int64_t)i + 1 + (NBPF_CLASS(in->code) == NBPF_JMP ? in->off : in->imm);
+}
+
 static void emit_diamond(struct jit *j, uint32_t i, int cc);
 static uint32_t insn_writes(const struct nbpf_insn *in);
 
@@ -576,7 +583,7 @@ static bool cmov_pair(const struct jit *j, const uint8_t *target, uint32_t i)
 static bool read_arm(const struct jit *j, uint32_t s, uint32_t e, struct darm *arm)
 {
 	arm->nst = 0;
-	arm->wrote = 0; /* reg[r] is set only for the registers written; the rest hold their own value */
+	arm->wrote = 0; /* reg[r] only for the registers written; the others hold their own */
 	if (e - s > DIAMOND_MAX)
 		return false;
 	for (uint32_t x = s; x < e; x++) {
@@ -617,7 +624,9 @@ static bool read_arm(const struct jit *j, uint32_t s, uint32_t e, struct darm *a
 	for (uint8_t r = 0; r < NBPF_NREGS; r++) {
 		const struct dval *v = &arm->reg[r];
 
-		if ((arm->wrote & (1u << r)) && !v->imm && v->reg != r && (arm->wrote & (1u << v->reg)))
+		if (!(arm->wrote & (1u << r)) || v->imm || v->reg == r)
+			continue;
+		if (arm->wrote & (1u << v->reg))
 			return false;
 	}
 	return true;
@@ -655,7 +664,7 @@ static uint32_t diamond(const struct jit *j, const uint8_t *target, uint32_t i,
 	g = &j->insns[m];
 	if (g->code != (NBPF_JMP | NBPF_JA) && g->code != (NBPF_JMP32 | NBPF_JA))
 		return 0;
-	jt = m + 1 + (NBPF_CLASS(g->code) == NBPF_JMP ? g->off : g->imm);
+	jt = ja_target(g, (uint32_t)m);
 	if (jt <= a || jt >= j->n)
 		return 0;
 	if (j->kflags[i] || target[a] != 1)
@@ -669,7 +678,8 @@ static uint32_t diamond(const struct jit *j, const uint8_t *target, uint32_t i,
 	for (uint32_t p = 0; p < fa->nst; p++) {
 		const struct nbpf_insn *x = fa->st[p], *y = ta->st[p];
 
-		if (NBPF_SIZE(x->code) != NBPF_SIZE(y->code) || x->dst != y->dst || x->off != y->off)
+		if (NBPF_SIZE(x->code) != NBPF_SIZE(y->code) || x->dst != y->dst ||
+		    x->off != y->off)
 			return 0;
 	}
 	return (uint32_t)jt;
@@ -687,7 +697,7 @@ static uint32_t diamond(const struct jit *j, const uint8_t *target, uint32_t i,
 static bool exit_tail(const struct jit *j, uint32_t i)
 {
 	const struct nbpf_insn *in = &j->insns[i];
-	int64_t t = (int64_t)i + 1 + (NBPF_CLASS(in->code) == NBPF_JMP ? in->off : in->imm);
+	int64_t t = ja_target(in, i);
 
 	if (NBPF_OP(in->code) != NBPF_JA || j->kflags[i])
 		return false;
@@ -1361,10 +1371,8 @@ static int emit_jmp(struct jit *j, uint32_t i, const struct nbpf_insn *in)
 	int cc;
 
 	if (op == NBPF_JA) {
-		uint32_t t = (uint32_t)((int64_t)i + 1 + (w ? in->off : in->imm));
-
 		if (!(j->kflags[i] & JA_TAIL)) /* else emit_pass copies the tail here */
-			emit_jump(j, -1, t);
+			emit_jump(j, -1, (uint32_t)ja_target(in, i));
 		return 0;
 	}
 	if (op == NBPF_CALL && w)
@@ -1530,7 +1538,7 @@ static int emit_pass(struct jit *j)
 				return err;
 			/* after a JA_TAIL ja, its target's run once more, up to the exit */
 			if (t == i && (j->kflags[i] & JA_TAIL))
-				t = (uint32_t)((int64_t)i + 1 + (NBPF_CLASS(in->code) == NBPF_JMP ? in->off : in->imm));
+				t = (uint32_t)ja_target(in, i);
 			else if (t != i && in->code != NBPF_OP_EXIT)
 				t++;
 			else
