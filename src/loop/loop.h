@@ -116,7 +116,7 @@ double nbpf_loop_now_s(void);
  * waiting up to o->timeout_ms.  Processes without them are passed over
  * (they run another policy); if too few are found the error names the
  * maps and why the last process was passed over (no such map, another
- * key or value size).
+ * key or value size).  On failure nothing is left open.
  */
 int nbpf_loop_ranks_find(struct nbpf_loop_ranks *s, const struct nbpf_loop_opts *o,
 			 const struct nbpf_loop_map_spec *spec, int n_maps);

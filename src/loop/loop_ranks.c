@@ -143,12 +143,14 @@ int nbpf_loop_ranks_find(struct nbpf_loop_ranks *s, const struct nbpf_loop_opts 
 			return 0;
 		if (nbpf_loop_now_s() > t_end) {
 			char names[160] = "";
+			int found = s->n;
 
+			nbpf_loop_ranks_close(s); /* a failed find leaves nothing to close */
 			for (int j = 0; j < n_maps; j++)
 				snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
 					 j ? ", " : "", spec[j].name);
 			return nbpf_err(-ETIMEDOUT, "found %d processes whose policy has the maps %s, wanted %d%s%s%s",
-					s->n, names, want, *s->why ? " (" : "", s->why, *s->why ? ")" : "");
+					found, names, want, *s->why ? " (" : "", s->why, *s->why ? ")" : "");
 		}
 		usleep(20000);
 	}

@@ -53,7 +53,13 @@ struct probe {
 	int n, tos_min, tos_max, prio_min, prio_max;
 };
 
+struct agg_out {
+	int err, switched;
+	uint64_t at;
+};
+
 struct shared {
+	struct agg_out agg[2];
 	_Atomic uint64_t done[N_RANKS];
 	_Atomic int stop, ready;
 	/* net process: commands and results */
@@ -301,6 +307,9 @@ static uint64_t disagreements(uint64_t n)
 /* Every rank: NCCL's own before `at`, the lossy plan from it on (or the reverse). */
 static void check_switch(uint64_t at, bool to_lossy, uint64_t until)
 {
+	CHECK_MSG(at > 0 && at < MAX_CALLS, "activation call %llu", (unsigned long long)at);
+	if (!at || at >= MAX_CALLS)
+		return;
 	for (int r = 0; r < N_RANKS; r++) {
 		int before = sh->ch[r][at - 1], after = sh->ch[r][at];
 
@@ -343,7 +352,7 @@ static int peer_val(int pid, uint64_t key, struct nbpf_kfeed_peer_val *v)
 
 static void test_fake(void)
 {
-	struct nbpf_loop_opts lo = { .ranks = N_RANKS + 1, .margin_s = 0.2, .timeout_ms = 10000,
+	struct nbpf_loop_opts lo = { .ranks = N_RANKS + 1, .margin = 10000, .timeout_ms = 10000,
 				     .log = getenv("LOOP_VERBOSE") ? stderr : NULL };
 	struct nbpf_kfeed_opts ko = {
 		.retrans_per_s = 50, .retrans_per_mib = 4, .srtt_us = 200000, .hold_s = 1, .lossy_channels = LOSSY_CH,
@@ -511,6 +520,72 @@ out:
 	nbpf_kfeed_close(f);
 }
 
+/*
+ * Two aggregators ("nodes") through a shared directory: only node a sees
+ * the lossy peer, and both write the same plan from the same call.
+ */
+static void test_fake_share(void)
+{
+	char share[] = "/tmp/ncclbpf-loopk-share.XXXXXX";
+	pid_t pids[N_RANKS + 1], agg[2];
+	uint64_t n;
+
+	CHECK(mkdtemp(share) != NULL);
+	CHECK(!start_job(pids));
+	wait_calls(2000);
+	for (int a = 0; a < 2; a++) {
+		agg[a] = fork();
+		if (!agg[a]) {
+			int mine[2] = { pids[2 * a], a ? pids[N_RANKS] : pids[1] };
+			struct nbpf_loop_opts lo = {
+				.pids = mine, .n_pids = 2, .ranks = 2, .margin_s = 0.5, .timeout_ms = 10000,
+				.share_dir = share, .node = a ? "node-b" : "node-a", .nodes = 2,
+			};
+			struct nbpf_kfeed_opts ko = { .retrans_per_s = 50, .hold_s = 60, .lossy_channels = LOSSY_CH,
+						      .lossy_proto = PROTO_SIMPLE };
+			struct nbpf_kfeed_sock s = sock4("10.0.0.9", 0, 100);
+			struct nbpf_kfeed_report r;
+			struct agg_out *out = &sh->agg[a];
+			struct nbpf_kfeed *f;
+			double t = nbpf_loop_now_s();
+
+			out->err = nbpf_kfeed_open(&lo, &ko, &f);
+			if (!out->err)
+				out->err = nbpf_kfeed_step(f, &s, 1, t + 1, &r);
+			s.retrans = a ? 0 : 1000;
+			if (!out->err)
+				out->err = nbpf_kfeed_step(f, &s, 1, t + 2, &r);
+			if (out->err)
+				fprintf(stderr, "aggregator %d: %s\n", a, ncclbpf_errmsg());
+			out->switched = r.switched && r.degraded;
+			out->at = r.at;
+			nbpf_kfeed_close(f);
+			_exit(0);
+		}
+	}
+	for (int a = 0; a < 2; a++)
+		waitpid(agg[a], NULL, 0);
+	for (int a = 0; a < 2; a++) {
+		CHECK_EQ_U64(sh->agg[a].err, 0);
+		CHECK_EQ_U64(sh->agg[a].switched, 1);
+	}
+	CHECK_EQ_U64(sh->agg[0].at, sh->agg[1].at);
+	wait_calls(sh->agg[0].at + 1000);
+	n = stop_job(pids);
+	CHECK(n > sh->agg[0].at);
+	CHECK_EQ_U64(disagreements(n), 0);
+	if (n > sh->agg[0].at)
+		check_switch(sh->agg[0].at, true, n);
+	for (int step = 0; step < 2; step++)
+		for (int a = 0; a < 2; a++) {
+			char path[128];
+
+			snprintf(path, sizeof(path), "%s/step%d.node-%c", share, step, 'a' + a);
+			unlink(path);
+		}
+	CHECK_EQ_U64(rmdir(share), 0);
+}
+
 /* ---- real: observe's net probes, loss induced by a tc program ------------- */
 
 static int real_skip(const char *why)
@@ -666,8 +741,10 @@ int main(int argc, char **argv)
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (sh == MAP_FAILED)
 		return 1;
-	if (!strcmp(argv[1], "fake"))
+	if (!strcmp(argv[1], "fake")) {
 		test_fake();
+		test_fake_share();
+	}
 	else
 		rc = test_real();
 	rmdir(dir);
