@@ -239,7 +239,8 @@ uint64_t nbpf_kfeed_peer_key(uint16_t family, const uint8_t addr[16]);
  * unless ko->plan_map is ""), with the value shapes above; lo gives the
  * ranks, pids, timeout, margins, log and the shared directory (several
  * nodes agree on the tuner plan through it, one exchange per step).
- * 0, or a negative errno with the reason in ncclbpf_errmsg().
+ * Both are copied; the strings and pids they point to must outlive the
+ * feed.  0, or a negative errno with the reason in ncclbpf_errmsg().
  */
 int nbpf_kfeed_open(const struct nbpf_loop_opts *lo, const struct nbpf_kfeed_opts *ko,
 		    struct nbpf_kfeed **out);
