@@ -282,29 +282,25 @@ static struct nnet_req *req_decode(void *h, uint16_t *gen)
 /* Queues the slices of a large message to the helpers owning their sockets. */
 static void dispatch(struct nnet_comm *c, struct nnet_req *r)
 {
-	size_t chunk = c->min_chunk ? c->min_chunk : 1;
-	size_t n = (r->size + chunk - 1) / chunk;
+	size_t len[NNET_MAX_SOCKS], off = 0;
+	int n = nnet_cut(c, r->size, len);
 
-	if (n > (size_t)c->nsocks)
-		n = (size_t)c->nsocks;
-	chunk = (r->size + n - 1) / n;
-	atomic_store_explicit(&r->pending, (int)n, memory_order_relaxed);
-	for (size_t i = 0; i < n; i++) {
-		int sock = (int)((c->sliced + i) % (uint64_t)c->nsocks);
+	atomic_store_explicit(&r->pending, n, memory_order_relaxed);
+	for (int sock = 0; sock < c->nsocks; sock++) {
 		struct nnet_helper *hp = &c->helpers[sock % c->nthreads];
 		struct nnet_sock *sk = &c->socks[sock];
-		size_t off = i * chunk;
 
+		if (!len[sock])
+			continue;
 		pthread_mutex_lock(&hp->mu);
 		sk->q[sk->tail % NNET_MAX_REQS] = (struct nnet_slice){
-			.req = r, .ptr = r->data + off,
-			.len = off + chunk <= r->size ? chunk : r->size - off,
+			.req = r, .ptr = r->data + off, .len = len[sock],
 		};
 		sk->tail++;
 		pthread_cond_signal(&hp->cv);
 		pthread_mutex_unlock(&hp->mu);
+		off += len[sock];
 	}
-	c->sliced++;
 }
 
 static bool is_inline(const struct nnet_comm *c, size_t size)

@@ -3,10 +3,13 @@
  * test_nnet.c - the transport layer on its own (src/net, no NCCL ABI, no
  * host): NCCL_SOCKET_IFNAME grammar, IPv6 through NCCL_SOCKET_FAMILY, the
  * number of sockets a connection opens (settings and per-connection
- * option, seen on both ends), TOS / priority visible with getsockopt, and
- * traffic from two threads on two comms at once (a TSan target).
+ * option, seen on both ends), TOS / priority visible with getsockopt,
+ * socket weights (both ends cut alike, an idle zero-weight socket, weights
+ * that do not fit ignored), and traffic from two threads on two comms at
+ * once (a TSan target).
  */
 #include <errno.h>
+#include <linux/tcp.h>
 #include <netinet/in.h>
 #include <netinet/ip.h>
 #include <pthread.h>
@@ -115,6 +118,54 @@ static void socket_counts(void)
 	CHECK(roundtrip(s, r, (1u << 20) + 17) == 0);
 	nnet_close(s);
 	nnet_close(r);
+}
+
+static uint64_t bytes_received(int fd)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+
+	memset(&ti, 0, sizeof(ti));
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len))
+		return UINT64_MAX;
+	return ti.tcpi_bytes_received;
+}
+
+static void weighted_cut(void)
+{
+	static const size_t sizes[] = { 65537, 100000, 200000, 3u << 20, 1, 0, (1u << 20) + 3, 150001 };
+	struct nnet_conn_opts o = { .nsocks = 4, .tos = -1, .priority = -1, .weights = { 0, 1, 3, 2 } };
+	uint8_t w[NNET_MAX_SOCKS];
+	struct nnet_comm *s, *r;
+	uint64_t idle;
+
+	/* The receiver cuts by the connector's weights: every size arrives intact. */
+	CHECK(pair(&o, &s, &r) == 0);
+	CHECK_EQ_U64(nnet_comm_weights(r, w), 4);
+	CHECK(w[0] == 0 && w[1] == 1 && w[2] == 3 && w[3] == 2 && w[4] == 0);
+	idle = bytes_received(nnet_comm_fd(r, 0));
+	for (int k = 0; k < 3; k++)
+		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+			CHECK_MSG(roundtrip(s, r, sizes[i]) == 0, "%zu bytes, pass %d", sizes[i], k);
+	/* A zero weight leaves its socket idle. */
+	CHECK_EQ_U64(bytes_received(nnet_comm_fd(r, 0)) - idle, 0);
+	CHECK(bytes_received(nnet_comm_fd(r, 2)) > bytes_received(nnet_comm_fd(r, 1)));
+	nnet_close(s);
+	nnet_close(r);
+	/* A weight on a socket the connection lacks: ignored, equal shares. */
+	memset(o.weights, 0, sizeof(o.weights));
+	o.weights[0] = 1;
+	o.weights[6] = 9;
+	CHECK(pair(&o, &s, &r) == 0);
+	CHECK_EQ_U64(nnet_comm_weights(r, w), 4);
+	CHECK(w[0] == 1 && w[1] == 1 && w[2] == 1 && w[3] == 1 && w[6] == 0);
+	CHECK(roundtrip(s, r, (2u << 20) + 1) == 0);
+	nnet_close(s);
+	nnet_close(r);
+	CHECK(nnet_weights_check(o.weights, 4) < 0);
+	CHECK(nnet_weights_check(o.weights, 7) == 1);
+	memset(o.weights, 0, sizeof(o.weights));
+	CHECK(nnet_weights_check(o.weights, 4) == 0);
 }
 
 static int get_tos(int fd, int family)
@@ -227,6 +278,7 @@ int main(void)
 	CHECK_EQ_U64(nnet_dev_get(0)->addr.sa.sa_family, AF_INET);
 	CHECK(nnet_dev_get(1) == NULL);
 	socket_counts();
+	weighted_cut();
 	tos_and_priority();
 	two_threads();
 	nnet_fini();
