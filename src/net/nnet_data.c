@@ -45,7 +45,15 @@ static int io_err(ssize_t n)
  * receive window closes; a sender facing a zero window then waits forever,
  * since window probes carry no new data and never draw the reset.  So a
  * failing comm aborts its sockets: connect() to AF_UNSPEC makes Linux send
- * a RST at once, without closing the descriptor the helpers still use.
+ * a RST at once, without closing the descriptor.
+ *
+ * Only the thread that does a socket's I/O aborts it (the helper owning a
+ * data socket, the caller under the comm mutex for the control socket):
+ * a disconnect racing with a send() on the same descriptor from another
+ * thread is the descriptor's re-creation as far as a race detector is
+ * concerned.  The failing thread shuts everything down at once, which wakes
+ * the owners (poll() reports the hang-up, idle helpers are signalled), and
+ * each owner then aborts its own sockets.
  */
 static void sock_abort(int fd)
 {
@@ -61,14 +69,17 @@ static bool comm_stop(struct nnet_comm *c, int err, bool abort)
 
 	if (!atomic_compare_exchange_strong(&c->err, &zero, err))
 		return false;
-	/* Wake both ends: our helpers leave poll(), the peer sees EOF or RST instead of waiting. */
-	for (int i = -1; i < c->nsocks; i++) {
-		int fd = i < 0 ? c->ctrl_fd : c->socks[i].fd;
+	if (abort)
+		atomic_store(&c->abort, true);
+	/* Wake both ends: our helpers leave poll(), the peer sees EOF (RST once aborted). */
+	for (int i = -1; i < c->nsocks; i++)
+		shutdown(i < 0 ? c->ctrl_fd : c->socks[i].fd, SHUT_RDWR);
+	for (int t = 0; abort && t < c->nthreads; t++) {
+		struct nnet_helper *hp = &c->helpers[t];
 
-		if (abort)
-			sock_abort(fd);
-		else
-			shutdown(fd, SHUT_RDWR);
+		pthread_mutex_lock(&hp->mu);
+		pthread_cond_signal(&hp->cv);
+		pthread_mutex_unlock(&hp->mu);
 	}
 	return true;
 }
@@ -76,6 +87,15 @@ static bool comm_stop(struct nnet_comm *c, int err, bool abort)
 void nnet_comm_fail(struct nnet_comm *c, int err)
 {
 	comm_stop(c, err, true);
+}
+
+/* The control socket's share of an abort; under c->mu. */
+static void ctrl_abort(struct nnet_comm *c)
+{
+	if (!c->ctrl_aborted && atomic_load(&c->abort)) {
+		sock_abort(c->ctrl_fd);
+		c->ctrl_aborted = true;
+	}
 }
 
 /* ---- helper threads ------------------------------------------------------ */
@@ -159,6 +179,19 @@ static void helper_drop_all(struct nnet_helper *hp)
 	pthread_mutex_unlock(&hp->mu);
 }
 
+/* Aborts the sockets this helper owns once the comm has failed (see sock_abort). */
+static bool helper_abort(struct nnet_helper *hp)
+{
+	struct nnet_comm *c = hp->comm;
+
+	if (hp->aborted || !atomic_load(&c->abort))
+		return false;
+	for (int i = hp->first; i < c->nsocks; i += hp->stride)
+		sock_abort(c->socks[i].fd);
+	hp->aborted = true;
+	return true;
+}
+
 static void *helper_main(void *arg)
 {
 	struct nnet_helper *hp = arg;
@@ -168,13 +201,18 @@ static void *helper_main(void *arg)
 		int npfd, r;
 
 		pthread_mutex_lock(&hp->mu);
-		while (!hp->stop && !helper_has_work(hp))
+		while (!hp->stop && !helper_has_work(hp) &&
+		       (hp->aborted || !atomic_load(&hp->comm->abort)))
 			pthread_cond_wait(&hp->cv, &hp->mu);
 		if (hp->stop) {
 			pthread_mutex_unlock(&hp->mu);
 			break;
 		}
 		pthread_mutex_unlock(&hp->mu);
+		if (helper_abort(hp)) {
+			helper_drop_all(hp);
+			continue;
+		}
 		r = helper_pass(hp, pfd, &npfd);
 		if (r < 0) {
 			nnet_comm_fail(hp->comm, r);
@@ -217,6 +255,7 @@ int nnet_comm_start(struct nnet_comm *c)
 	c->nthreads = st->nthreads < c->nsocks ? st->nthreads : c->nsocks;
 	c->min_chunk = st->min_chunk;
 	atomic_init(&c->err, 0);
+	atomic_init(&c->abort, false);
 	for (int i = 0; i < NNET_MAX_REQS; i++) {
 		c->reqs[i].comm = c;
 		atomic_init(&c->reqs[i].pending, 0);
@@ -253,6 +292,10 @@ int nnet_close(struct nnet_comm *c)
 	 */
 	comm_stop(c, -ECONNRESET, false);
 	helpers_stop(c);
+	/* No helper runs now: abort what the owners of a failed comm had not reached. */
+	for (int t = 0; t < c->nthreads; t++)
+		helper_abort(&c->helpers[t]);
+	ctrl_abort(c);
 	close(c->ctrl_fd);
 	for (int i = 0; i < c->nsocks; i++)
 		close(c->socks[i].fd);
@@ -395,8 +438,10 @@ static int post(struct nnet_comm *c, bool send, void *data, size_t size, void **
 		return -EINVAL;
 	pthread_mutex_lock(&c->mu);
 	err = atomic_load(&c->err);
-	if (err)
+	if (err) {
+		ctrl_abort(c);
 		goto out;
+	}
 	r = &c->reqs[c->post_seq % NNET_MAX_REQS];
 	if (r->state != NNET_REQ_FREE)
 		goto out; /* NNET_MAX_REQS in flight: NCCL retries */
@@ -414,6 +459,8 @@ static int post(struct nnet_comm *c, bool send, void *data, size_t size, void **
 	err = ctrl_progress(c);
 	if (err) {
 		nnet_comm_fail(c, err);
+		ctrl_abort(c);
+		err = atomic_load(&c->err);
 		*req = NULL;
 	}
 out:
@@ -453,6 +500,7 @@ int nnet_test(void *req, int *done, size_t *size)
 		err = ctrl_progress(c);
 	if (err) {
 		nnet_comm_fail(c, err);
+		ctrl_abort(c);
 		err = atomic_load(&c->err);
 		goto out;
 	}

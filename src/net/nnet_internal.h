@@ -75,6 +75,7 @@ struct nnet_helper {
 	int first, stride;       /* owns sockets first, first + stride, ... */
 	bool stop;               /* under mu */
 	bool started;
+	bool aborted;            /* its sockets aborted (helper thread only) */
 };
 
 enum nnet_req_state { NNET_REQ_FREE = 0, NNET_REQ_POSTED };
@@ -101,6 +102,8 @@ struct nnet_comm {
 	int nsocks, nthreads;
 	union nnet_addr peer;
 	atomic_int err;          /* first fatal error (negative errno), sticky */
+	atomic_bool abort;       /* failed: each socket's owner aborts it (sock_abort) */
+	bool ctrl_aborted;       /* under mu */
 	uint64_t post_seq;       /* messages posted */
 	uint64_t ctrl_seq;       /* messages whose control part is done */
 	size_t min_chunk;
