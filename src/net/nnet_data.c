@@ -19,6 +19,8 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -29,6 +31,9 @@
 #define REQ_GEN_SHIFT 48
 #define REQ_PTR_MASK  ((UINT64_C(1) << REQ_GEN_SHIFT) - 1)
 #define HELPER_POLL_MS 100
+/* Bytes the caller's thread moves per test call at most (see comm_assist): about 100 us. */
+#define ASSIST_BUDGET (512u << 10)
+#define ASSIST_SOCK_BUDGET (256u << 10)
 
 static int io_err(ssize_t n)
 {
@@ -100,15 +105,19 @@ static void ctrl_abort(struct nnet_comm *c)
 
 /* ---- helper threads ------------------------------------------------------ */
 
-/* Moves bytes of the head slice of sock; 1 if it moved any, 0 if it would block, <0 error. */
-static int slice_io(struct nnet_comm *c, struct nnet_slice *s, int fd)
+/*
+ * Moves bytes of slice s on fd, at most budget of them; 1 if it moved any,
+ * 0 if it would block at once, <0 error.
+ */
+static int slice_io(struct nnet_comm *c, struct nnet_slice *s, int fd, size_t budget)
 {
+	size_t end = s->len - s->done > budget ? s->done + budget : s->len;
 	int moved = 0;
 
-	while (s->done < s->len) {
-		ssize_t n = c->send ? send(fd, s->ptr + s->done, s->len - s->done,
+	while (s->done < end) {
+		ssize_t n = c->send ? send(fd, s->ptr + s->done, end - s->done,
 					   MSG_DONTWAIT | MSG_NOSIGNAL)
-				    : recv(fd, s->ptr + s->done, s->len - s->done, MSG_DONTWAIT);
+				    : recv(fd, s->ptr + s->done, end - s->done, MSG_DONTWAIT);
 
 		if (n <= 0) {
 			int err = io_err(n);
@@ -121,35 +130,87 @@ static int slice_io(struct nnet_comm *c, struct nnet_slice *s, int fd)
 	return 1;
 }
 
-/* One pass over the helper's sockets; returns whether anything moved. */
-static int helper_pass(struct nnet_helper *hp, struct pollfd *pfd, int *npfd)
+/*
+ * A data socket's I/O belongs to whoever holds its busy flag: its helper,
+ * or the caller's thread helping from nnet_test (sock_assist).
+ */
+static bool sock_try(struct nnet_sock *sk)
 {
-	struct nnet_comm *c = hp->comm;
+	return !atomic_exchange_explicit(&sk->busy, true, memory_order_acquire);
+}
+
+static void sock_release(struct nnet_sock *sk)
+{
+	atomic_store_explicit(&sk->busy, false, memory_order_release);
+}
+
+/*
+ * Moves sk's queued slices, in order, until it would block or *budget
+ * bytes are moved (and taken off *budget); busy held.  1 if anything
+ * moved, 0 if not, <0 error; *stuck: a slice is left that waits for the
+ * socket.
+ */
+static int sock_move(struct nnet_comm *c, struct nnet_helper *hp, struct nnet_sock *sk,
+		     size_t *budget, bool *stuck)
+{
 	int moved = 0;
 
-	*npfd = 0;
-	for (int i = hp->first; i < c->nsocks; i += hp->stride) {
-		struct nnet_sock *sk = &c->socks[i];
+	*stuck = false;
+	for (;;) {
 		struct nnet_slice *s;
+		size_t before;
 		int r;
 
 		pthread_mutex_lock(&hp->mu);
 		s = sk->head != sk->tail ? &sk->q[sk->head % NNET_MAX_REQS] : NULL;
 		pthread_mutex_unlock(&hp->mu);
-		if (!s)
-			continue;
-		/* The head slot is ours until head moves: the producer only writes at tail. */
-		r = slice_io(c, s, sk->fd);
+		if (!s || !*budget)
+			return moved;
+		/* The head slot is stable until head moves: the producer only writes at tail. */
+		before = s->done;
+		r = slice_io(c, s, sk->fd, *budget);
 		if (r < 0)
 			return r;
 		moved |= r;
-		if (s->done == s->len) {
-			atomic_fetch_sub_explicit(&s->req->pending, 1, memory_order_release);
-			pthread_mutex_lock(&hp->mu);
+		*budget -= s->done - before;
+		if (s->done < s->len) {
+			*stuck = *budget != 0;
+			return moved;
+		}
+		atomic_fetch_sub_explicit(&s->req->pending, 1, memory_order_release);
+		pthread_mutex_lock(&hp->mu);
+		if (sk->head != sk->tail) /* not dropped by a failure meanwhile */
 			sk->head++;
-			pthread_mutex_unlock(&hp->mu);
-			moved = 1;
+		pthread_mutex_unlock(&hp->mu);
+		moved = 1;
+	}
+}
+
+/* One pass over the helper's sockets; returns whether anything moved. */
+static int helper_pass(struct nnet_helper *hp, struct pollfd *pfd, int *npfd, bool *contended)
+{
+	struct nnet_comm *c = hp->comm;
+	int moved = 0;
+
+	*npfd = 0;
+	*contended = false;
+	for (int i = hp->first; i < c->nsocks; i += hp->stride) {
+		struct nnet_sock *sk = &c->socks[i];
+		size_t budget = SIZE_MAX;
+		bool stuck = false;
+		int r = 0;
+
+		if (sock_try(sk)) {
+			r = sock_move(c, hp, sk, &budget, &stuck);
+			sock_release(sk);
 		} else {
+			/* The caller is moving it: come back soon, without spinning on its readiness. */
+			*contended = true;
+		}
+		if (r < 0)
+			return r;
+		moved |= r;
+		if (stuck) {
 			pfd[*npfd].fd = sk->fd;
 			pfd[*npfd].events = c->send ? POLLOUT : POLLIN;
 			pfd[*npfd].revents = 0;
@@ -186,8 +247,13 @@ static bool helper_abort(struct nnet_helper *hp)
 
 	if (hp->aborted || !atomic_load(&c->abort))
 		return false;
-	for (int i = hp->first; i < c->nsocks; i += hp->stride)
+	for (int i = hp->first; i < c->nsocks; i += hp->stride) {
+		/* The caller holds a socket only for one bounded non-blocking move. */
+		while (!sock_try(&c->socks[i]))
+			sched_yield();
 		sock_abort(c->socks[i].fd);
+		sock_release(&c->socks[i]);
+	}
 	hp->aborted = true;
 	return true;
 }
@@ -198,6 +264,7 @@ static void *helper_main(void *arg)
 	struct pollfd pfd[NNET_MAX_SOCKS];
 
 	for (;;) {
+		bool contended;
 		int npfd, r;
 
 		pthread_mutex_lock(&hp->mu);
@@ -213,12 +280,12 @@ static void *helper_main(void *arg)
 			helper_drop_all(hp);
 			continue;
 		}
-		r = helper_pass(hp, pfd, &npfd);
+		r = helper_pass(hp, pfd, &npfd, &contended);
 		if (r < 0) {
 			nnet_comm_fail(hp->comm, r);
 			helper_drop_all(hp);
-		} else if (r == 0 && npfd) {
-			poll(pfd, (nfds_t)npfd, HELPER_POLL_MS);
+		} else if (r == 0 && (npfd || contended)) {
+			poll(pfd, (nfds_t)npfd, contended ? 1 : HELPER_POLL_MS);
 		}
 	}
 	return NULL;
@@ -260,6 +327,8 @@ int nnet_comm_start(struct nnet_comm *c)
 		c->reqs[i].comm = c;
 		atomic_init(&c->reqs[i].pending, 0);
 	}
+	for (int i = 0; i < c->nsocks; i++)
+		atomic_init(&c->socks[i].busy, false);
 	pthread_mutex_init(&c->mu, NULL);
 	for (int t = 0; t < c->nthreads; t++) {
 		struct nnet_helper *hp = &c->helpers[t];
@@ -478,6 +547,39 @@ int nnet_irecv(struct nnet_comm *c, void *data, size_t capacity, void **req)
 	return post(c, false, data, capacity, req);
 }
 
+/*
+ * NCCL's proxy thread calls test() in a loop until the request is done; a
+ * bounded share of that time moves slices of sockets whose helper is not
+ * on them at that moment (asleep in poll(), or not scheduled: on a
+ * machine with fewer cores than threads the spinning caller would
+ * otherwise take the helper's CPU time and move nothing).
+ */
+static int comm_assist(struct nnet_comm *c, const struct nnet_req *req)
+{
+	size_t budget = ASSIST_BUDGET;
+
+	for (int i = 0; i < c->nsocks && budget; i++) {
+		struct nnet_sock *sk = &c->socks[i];
+		struct nnet_helper *hp = &c->helpers[i % c->nthreads];
+		size_t b = budget < ASSIST_SOCK_BUDGET ? budget : ASSIST_SOCK_BUDGET, left = b;
+		bool stuck, next;
+		int r;
+
+		/* Only where req's slice is next: one caller's try per socket and pass over its requests. */
+		pthread_mutex_lock(&hp->mu);
+		next = sk->head != sk->tail && sk->q[sk->head % NNET_MAX_REQS].req == req;
+		pthread_mutex_unlock(&hp->mu);
+		if (!next || !sock_try(sk))
+			continue;
+		r = sock_move(c, hp, sk, &left, &stuck);
+		sock_release(sk);
+		if (r < 0)
+			return r;
+		budget -= b - left;
+	}
+	return 0;
+}
+
 int nnet_test(void *req, int *done, size_t *size)
 {
 	uint16_t gen;
@@ -498,6 +600,8 @@ int nnet_test(void *req, int *done, size_t *size)
 	err = atomic_load(&c->err);
 	if (!err)
 		err = ctrl_progress(c);
+	if (!err && (!r->ctrl_done || atomic_load_explicit(&r->pending, memory_order_acquire)))
+		err = comm_assist(c, r);
 	if (err) {
 		nnet_comm_fail(c, err);
 		ctrl_abort(c);

@@ -63,6 +63,7 @@ struct nnet_slice {
 /* A data socket; its queue is filled by the progress path, drained by one helper. */
 struct nnet_sock {
 	int fd;
+	atomic_bool busy;        /* held by whoever moves its slices (nnet_data.c) */
 	unsigned head, tail;     /* under the helper's mutex */
 	struct nnet_slice q[NNET_MAX_REQS];
 };
