@@ -600,7 +600,8 @@ int nnet_test(void *req, int *done, size_t *size)
 	err = atomic_load(&c->err);
 	if (!err)
 		err = ctrl_progress(c);
-	if (!err && (!r->ctrl_done || atomic_load_explicit(&r->pending, memory_order_acquire)))
+	/* Only a request whose slices are queued has anything to assist (none inline). */
+	if (!err && r->ctrl_done && atomic_load_explicit(&r->pending, memory_order_acquire))
 		err = comm_assist(c, r);
 	if (err) {
 		nnet_comm_fail(c, err);
