@@ -3,7 +3,7 @@
 # Our transport (no program) against the plain TCP reference, alternating
 # short runs of each so both see the same load on a shared machine, then
 # per size: the median GB/s of each and the median of the per-round ratios
-# (ours / reference, each ratio from back-to-back runs).
+# (ours / reference, each ratio from back-to-back runs) with their range.
 # usage: sh bench/net/interleave.sh [BUILD_DIR] [ROUNDS] [STREAMS] [MIN] [MAX] [BUDGET]
 set -eu
 B=$(cd "${1:-build}" && pwd)
@@ -39,7 +39,7 @@ function median(a, n,    i, j, t) {
 	if ($2 + 1 > rounds) rounds = $2 + 1
 }
 END {
-	printf "%12s %10s %10s %12s\n", "bytes", "ref GB/s", "ours GB/s", "ours/ref"
+	printf "%12s %10s %10s %10s %14s\n", "bytes", "ref GB/s", "ours GB/s", "ours/ref", "ratio range"
 	median(order, n) # sorts order[] in place
 	for (k = 1; k <= n; k++) {
 		s = order[k]; nt = no = nr = 0
@@ -49,6 +49,7 @@ END {
 			if ((("tcp", r, s) in v) && (("ours", r, s) in v) && v["tcp", r, s] > 0)
 				q[++nr] = v["ours", r, s] / v["tcp", r, s]
 		}
-		printf "%12s %10.3f %10.3f %11.0f%%\n", s, median(t, nt), median(o, no), 100 * median(q, nr)
+		printf "%12s %10.3f %10.3f %9.0f%%", s, median(t, nt), median(o, no), 100 * median(q, nr)
+		printf " %6.0f-%.0f%%\n", 100 * q[1], 100 * q[nr]
 	}
 }' "$OUT"
