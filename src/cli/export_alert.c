@@ -190,6 +190,22 @@ void export_alert_tick(struct export_alerts *a, const struct nbpf_tele_set *now)
 		snprintf(summary, sizeof(summary), "%llu policy outputs refused", (unsigned long long)n);
 		judge(a, f, &first, n > 0, "NcclbpfPolicyOutputRefused", labels, summary);
 	}
+	for (size_t i = 0; a->refused && i < d.n_loads; i++) {
+		const struct nbpf_tele_loads *l = &d.loads[i];
+		static const char *const stage[] = { "verifier", "loader" };
+		uint64_t n[] = { l->refused_verifier, l->refused_loader };
+
+		for (int k = 0; k < 2; k++) {
+			snprintf(labels, sizeof(labels), "\"pid\":\"%llu\",\"stage\":\"%s\"",
+				 (unsigned long long)l->pid, stage[k]);
+			snprintf(summary, sizeof(summary), "%llu policy loads refused by the %s",
+				 (unsigned long long)n[k], stage[k]);
+			judge(a, f, &first, n[k] > 0, "NcclbpfPolicyLoadRefused", labels, summary);
+		}
+		snprintf(labels, sizeof(labels), "\"pid\":\"%llu\"", (unsigned long long)l->pid);
+		snprintf(summary, sizeof(summary), "%llu policy rollbacks", (unsigned long long)l->rollbacks);
+		judge(a, f, &first, l->rollbacks > 0, "NcclbpfPolicyRolledBack", labels, summary);
+	}
 	fputc(']', f);
 	if (fclose(f))
 		goto out;

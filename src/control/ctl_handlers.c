@@ -4,7 +4,8 @@
  * reload/rollback.  Runs on the control thread only.
  *
  * Record kinds (key=value fields; see ctl_proto.h for the syntax):
- *   proc   pid instance uid exe policy n_comms image_gen
+ *   proc   pid instance uid exe policy n_comms image_gen image_records
+ *          loads loads_refused_verifier loads_refused_loader rollbacks
  *   image  gen spec at_call loaded_at load_ns progs objs warnings state
  *   prog   gen slot name obj tag obj_tag hook insns consistency runs ns
  *   comm   id comm_id rank ranks nodes kind abi calls applied skipped
@@ -244,6 +245,7 @@ static void put_proc(struct nbpf_ctl_buf *b)
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	const struct nbpf_settings *s = nbpf_host_settings();
 	struct comm_walk w = { 0 };
+	struct nbpf_load_counts lc;
 
 	exe[n > 0 ? n : 0] = 0;
 	nbpf_host_comm_foreach(put_comm, &w);
@@ -258,6 +260,11 @@ static void put_proc(struct nbpf_ctl_buf *b)
 	nbpf_ctl_buf_u64(b, "image_gen", nbpf_host_current() ? nbpf_host_current()->generation : 0);
 	nbpf_ctl_buf_u64(b, "image_records", nbpf_host_image_records_locked());
 	nbpf_host_unlock();
+	nbpf_host_load_counts(&lc);
+	nbpf_ctl_buf_u64(b, "loads", lc.attempts);
+	nbpf_ctl_buf_u64(b, "loads_refused_verifier", lc.refused_verifier);
+	nbpf_ctl_buf_u64(b, "loads_refused_loader", lc.refused_loader);
+	nbpf_ctl_buf_u64(b, "rollbacks", lc.rollbacks);
 }
 
 /* Per-program run totals, outside the host lock (the totals take it themselves). */

@@ -48,6 +48,20 @@ static void merge_peer(struct nbpf_tele_set *s, const struct nbpf_ctl_rec *r)
 		p->errors += e;
 }
 
+/* A "proc" record's load counters; an older plugin without them adds no series. */
+static void merge_loads(struct nbpf_tele_set *s, const struct nbpf_ctl_rec *r)
+{
+	struct nbpf_tele_loads *l;
+	uint64_t v = 0;
+
+	if (nbpf_ctl_rec_u64(r, "loads", &v) || !(l = nbpf_tele_loads(s, get_u64(r, "pid"))))
+		return;
+	l->attempts += v;
+	l->refused_verifier += get_u64(r, "loads_refused_verifier");
+	l->refused_loader += get_u64(r, "loads_refused_loader");
+	l->rollbacks += get_u64(r, "rollbacks");
+}
+
 /* A response's records refer to communicators by registry id; map them to NCCL's ids first. */
 void cli_tele_merge(struct nbpf_tele_set *s, const struct nbpf_ctl_msg *m)
 {
@@ -61,6 +75,8 @@ void cli_tele_merge(struct nbpf_tele_set *s, const struct nbpf_ctl_msg *m)
 		const struct nbpf_ctl_rec *r = &m->recs[i];
 		const char *kind = nbpf_ctl_rec_get(r, "kind");
 
+		if (!strcmp(r->kind, "proc"))
+			merge_loads(s, r);
 		if (strcmp(r->kind, "comm"))
 			continue;
 		refs[n_refs].id = get_u64(r, "id");
@@ -246,6 +262,23 @@ int cli_tele_delta(struct nbpf_tele_set *out, const struct nbpf_tele_set *now,
 				o->hist[d][h] = sub(n->hist[d][h], b->hist[d][h]);
 		}
 		o->errors = sub(n->errors, b->errors);
+	}
+	for (size_t i = 0; i < now->n_loads; i++) {
+		const struct nbpf_tele_loads *n = &now->loads[i], *b = NULL;
+		struct nbpf_tele_loads *o = nbpf_tele_loads(out, n->pid);
+
+		if (!o)
+			return -ENOMEM;
+		for (size_t k = 0; before && k < before->n_loads && !b; k++)
+			if (before->loads[k].pid == n->pid)
+				b = &before->loads[k];
+		*o = *n;
+		if (!b || n->attempts < b->attempts) /* a new process under a reused pid */
+			continue;
+		o->attempts = n->attempts - b->attempts;
+		o->refused_verifier = sub(n->refused_verifier, b->refused_verifier);
+		o->refused_loader = sub(n->refused_loader, b->refused_loader);
+		o->rollbacks = sub(n->rollbacks, b->rollbacks);
 	}
 	return 0;
 }

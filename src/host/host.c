@@ -805,7 +805,9 @@ int nbpf_host_rollback(uint64_t at_call)
 	err = publish_locked(img, at_call);
 	if (err)
 		nbpf_host_image_free(img);
-	else if (g_rollback == src)
+	else
+		nbpf_load_status_rolled_back_locked();
+	if (!err && g_rollback == src)
 		g_rollback = NULL; /* replaced nothing loaded: no further target */
 out:
 	pthread_mutex_unlock(&g_lock);

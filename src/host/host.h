@@ -167,6 +167,19 @@ int nbpf_host_load_image(const char *paths, struct nbpf_image **out, char *errbu
  */
 int nbpf_host_load_status(unsigned back, struct ncclbpf_load_status *out, size_t size);
 
+/*
+ * Load attempts since the process started, never reset (reloads,
+ * rollbacks and the last finalize keep them): what the exporter publishes
+ * as ncclbpf_policy_* counters.  refused_verifier: a program the verifier
+ * rejected (-EACCES); refused_loader: everything else that refused a load
+ * (missing or malformed object, map conflict, memory).  rollbacks:
+ * nbpf_host_rollback calls that re-published the previous image.
+ */
+struct nbpf_load_counts {
+	uint64_t attempts, loaded, refused_verifier, refused_loader, rollbacks;
+};
+void nbpf_host_load_counts(struct nbpf_load_counts *out);
+
 /* Frees an image that was never published (or was unpublished). NULL ok. */
 void nbpf_host_image_free(struct nbpf_image *img);
 

@@ -8,6 +8,10 @@
  * numbered in the order they finish), read under the same lock.  Static
  * storage: recording never allocates, so even an attempt refused for lack
  * of memory is recorded.
+ *
+ * Beside the ring, monotonic counters of attempts, refusals and rollbacks
+ * for the exporter: the ring forgets, an alert needs counts that only grow
+ * for the life of the process (reloads and rollbacks never reset them).
  */
 #include "load_status.h"
 
@@ -20,6 +24,7 @@
 
 static struct ncclbpf_load_status g_hist[NCCLBPF_STATUS_HISTORY]; /* ring, under the host lock */
 static uint64_t g_seq;                                           /* attempts so far */
+static struct nbpf_load_counts g_counts;                         /* under the host lock */
 
 static void copy(char *dst, size_t n, const char *src)
 {
@@ -75,6 +80,8 @@ void nbpf_load_status_loaded_locked(const struct nbpf_image *img)
 {
 	struct ncclbpf_load_status *s = next_slot(img->spec);
 
+	g_counts.attempts++;
+	g_counts.loaded++;
 	s->load_ns = img->load_ns;
 	s->n_objs = img->n_objs;
 	s->n_progs = img->n_progs;
@@ -104,6 +111,12 @@ void nbpf_load_status_refused_locked(const char *spec, int err, const char *obj,
 {
 	struct ncclbpf_load_status *s = next_slot(spec);
 
+	g_counts.attempts++;
+	/* -EACCES on a named program is the verifier's verdict; the rest is reading or loading. */
+	if (err == -EACCES && prog)
+		g_counts.refused_verifier++;
+	else
+		g_counts.refused_loader++;
 	s->err = err < 0 ? err : -EINVAL;
 	s->load_ns = load_ns;
 	copy(s->refused_obj, sizeof(s->refused_obj), obj);
@@ -125,4 +138,16 @@ int nbpf_host_load_status(unsigned back, struct ncclbpf_load_status *out, size_t
 		       size < sizeof(*out) ? size : sizeof(*out));
 	nbpf_host_unlock();
 	return err;
+}
+
+void nbpf_load_status_rolled_back_locked(void)
+{
+	g_counts.rollbacks++;
+}
+
+void nbpf_host_load_counts(struct nbpf_load_counts *out)
+{
+	nbpf_host_lock();
+	*out = g_counts;
+	nbpf_host_unlock();
 }

@@ -18,5 +18,7 @@ void nbpf_load_status_loaded_locked(const struct nbpf_image *img);
  */
 void nbpf_load_status_refused_locked(const char *spec, int err, const char *obj,
 				     const char *prog, const char *why, uint64_t load_ns);
+/* A rollback that re-published the previous image.  Host lock held. */
+void nbpf_load_status_rolled_back_locked(void);
 
 #endif

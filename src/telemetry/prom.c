@@ -144,6 +144,7 @@ void nbpf_tele_free(struct nbpf_tele_set *s)
 	free(s->progs);
 	free(s->maps);
 	free(s->peers);
+	free(s->loads);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -352,5 +353,6 @@ int nbpf_prom_write(FILE *f, const struct nbpf_tele_set *s)
 		fprintf(f, "} %" PRIu64 "\n", s->maps[i].lock_discarded);
 	}
 	nbpf_prom_write_net(f, s);
+	nbpf_prom_write_loads(f, s);
 	return ferror(f) ? -EIO : 0;
 }

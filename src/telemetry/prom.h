@@ -63,6 +63,16 @@ struct nbpf_tele_peer {
 	uint64_t hist[2][NBPF_LAT_BUCKETS];
 };
 
+/*
+ * Policy load counters of one process (never reset while it runs).  Kept
+ * per pid, not summed: a sum would drop when a process exits, which
+ * Prometheus reads as a counter reset and increase() as new refusals.
+ */
+struct nbpf_tele_loads {
+	uint64_t pid;
+	uint64_t attempts, refused_verifier, refused_loader, rollbacks;
+};
+
 struct nbpf_tele_set {
 	struct nbpf_tele_cell *cells;
 	size_t n_cells, cap_cells;
@@ -74,6 +84,8 @@ struct nbpf_tele_set {
 	size_t n_maps, cap_maps;
 	struct nbpf_tele_peer *peers;
 	size_t n_peers, cap_peers;
+	struct nbpf_tele_loads *loads;
+	size_t n_loads, cap_loads;
 	uint32_t processes;
 };
 
@@ -87,6 +99,8 @@ struct nbpf_tele_prog *nbpf_tele_prog(struct nbpf_tele_set *s, const char *name,
 struct nbpf_tele_map *nbpf_tele_map(struct nbpf_tele_set *s, const char *name);
 /* The entry for a peer label ("other" once NBPF_TELE_MAX_PEERS are in use). */
 struct nbpf_tele_peer *nbpf_tele_peer(struct nbpf_tele_set *s, const char *peer);
+/* The entry for a process, created zeroed on first use; NULL on allocation failure. */
+struct nbpf_tele_loads *nbpf_tele_loads(struct nbpf_tele_set *s, uint64_t pid);
 void nbpf_tele_free(struct nbpf_tele_set *s);
 
 /* Labels: "AllReduce", "RING", "LL128", "4M" ("other"/"unknown" for the last slots). */
@@ -111,5 +125,7 @@ double nbpf_tele_busbw_factor(int coll, uint32_t n_ranks);
 int nbpf_prom_write(FILE *f, const struct nbpf_tele_set *s);
 /* The per-peer net families only (prom_net.c); nbpf_prom_write includes them. */
 int nbpf_prom_write_net(FILE *f, const struct nbpf_tele_set *s);
+/* The policy load families only (prom_loads.c); nbpf_prom_write includes them. */
+int nbpf_prom_write_loads(FILE *f, const struct nbpf_tele_set *s);
 
 #endif

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 # Every panel query of dashboards/ncclbpf.json must parse as PromQL: each
 # becomes a recording rule (Grafana's $__rate_interval and $size replaced
-# by values) and promtool check rules parses them.  Whether the queries
-# return data from a live exporter is not checked here.
+# by values) and promtool check rules parses them.  That they return data
+# from a live exporter is dashboard_live.sh's part.
 set -e
 DASH="$1"
 command -v promtool >/dev/null || { echo "SKIP: promtool not installed"; exit 77; }

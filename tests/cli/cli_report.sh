@@ -49,6 +49,24 @@ if [ -x /usr/bin/chromium ]; then
 		--no-first-run --screenshot="$T/shot.png" --window-size=900,2000 \
 		"file://$T/out.html" >/dev/null 2>&1
 	[ -s "$T/shot.png" ] || fail "chromium rendered no screenshot"
+	# Drawn, not blank: a white page inflates to filter bytes and 0xff only.
+	python3 - "$T/shot.png" <<'PY' || fail "chromium's screenshot of the report is blank"
+import sys, zlib, struct
+b = open(sys.argv[1], "rb").read()
+assert b[:8] == b"\x89PNG\r\n\x1a\n"
+i, idat = 8, b""
+while i < len(b):
+    n, t = struct.unpack(">I4s", b[i:i + 8])
+    if t == b"IDAT":
+        idat += b[i + 8:i + 8 + n]
+    i += 12 + n
+assert len(set(zlib.decompress(idat))) > 16
+PY
+	# The browser's own DOM after parsing: the three plots survived as SVG.
+	n=$(/usr/bin/chromium --headless --no-sandbox --disable-gpu --disable-background-networking \
+		--no-first-run --dump-dom "file://$T/out.html" 2>/dev/null | grep -o '<svg' | wc -l)
+	[ "$n" -eq 3 ] || fail "chromium's DOM holds $n svg elements, not 3"
+	echo "chromium rendered the report ($(wc -c <"$T/shot.png") byte screenshot, $n plots)"
 else
 	echo "SKIP: /usr/bin/chromium absent, the page was not rendered"
 fi
