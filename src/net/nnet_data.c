@@ -6,12 +6,15 @@
  * The caller's thread (NCCL's proxy progress thread) drives the control
  * socket without blocking from isend/irecv/test: headers and small
  * messages go through it at once, so a small message costs no thread
- * hand-off.  A large message is cut into slices queued to the helper
- * threads; each helper owns sockets first, first + nthreads, ... and
- * moves their slices with non-blocking I/O, sleeping in poll() only while
- * every socket it owns would block, and on its condition variable while
- * it has nothing queued.  A request is done when its control part is
- * through and its pending slice count reaches zero.
+ * hand-off.  A large message is cut into slices (nnet_cut.c) queued to
+ * the helper threads; each helper serves sockets first, first + nthreads,
+ * ... and moves their slices with non-blocking I/O, sleeping in poll()
+ * only while every socket it serves would block, and on its condition
+ * variable while it has nothing queued.  While a request's slices are
+ * queued, test() moves some of them too, on sockets whose helper is not
+ * on them at that moment (comm_assist); a socket's busy flag says who
+ * moves it.  A request is done when its control part is through and its
+ * pending slice count reaches zero.
  *
  * Request handles carry the slot's generation in their top 16 bits
  * (user-space addresses fit in 47), so testing a finished request, or a
@@ -31,7 +34,7 @@
 #define REQ_GEN_SHIFT 48
 #define REQ_PTR_MASK  ((UINT64_C(1) << REQ_GEN_SHIFT) - 1)
 #define HELPER_POLL_MS 100
-/* Bytes the caller's thread moves per test call at most (see comm_assist): about 100 us. */
+/* Bytes one test() call moves at most (comm_assist): a bounded detour for the proxy thread. */
 #define ASSIST_BUDGET (512u << 10)
 #define ASSIST_SOCK_BUDGET (256u << 10)
 
@@ -132,7 +135,7 @@ static int slice_io(struct nnet_comm *c, struct nnet_slice *s, int fd, size_t bu
 
 /*
  * A data socket's I/O belongs to whoever holds its busy flag: its helper,
- * or the caller's thread helping from nnet_test (sock_assist).
+ * or the caller's thread helping from nnet_test (comm_assist).
  */
 static bool sock_try(struct nnet_sock *sk)
 {
