@@ -19,6 +19,7 @@
 
 #include "check.h"
 #include "net/nnet.h"
+#include "net/nnet_internal.h"
 
 static void ifname_grammar(void)
 {
@@ -129,6 +130,66 @@ static uint64_t bytes_received(int fd)
 	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len))
 		return UINT64_MAX;
 	return ti.tcpi_bytes_received;
+}
+
+/*
+ * nnet_cut on its own: two comms fed the same weights and sizes (the two
+ * ends) cut alike; every cut covers the message, at most one slice per
+ * socket, none on a zero weight; messages of one chunk per weighted socket
+ * or more follow the weights to a byte per socket and message.
+ */
+static void cut_properties(void)
+{
+	static struct nnet_comm a, b;
+	uint64_t seed = 12345, sum[NNET_MAX_SOCKS];
+
+	for (int round = 0; round < 50; round++) {
+		uint8_t w[NNET_MAX_SOCKS] = { 0 };
+		uint32_t wsum = 0;
+		int n;
+
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		n = 1 + (int)(seed >> 59) % 12;
+		for (int i = 0; i < n; i++) {
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			w[i] = (seed >> 60) < 3 ? 0 : (uint8_t)(seed >> 56);
+			wsum += w[i];
+		}
+		a.nsocks = b.nsocks = n;
+		a.min_chunk = b.min_chunk = 65536;
+		nnet_cut_init(&a, w);
+		nnet_cut_init(&b, w);
+		memset(sum, 0, sizeof(sum));
+		for (int m = 0; m < 200; m++) {
+			size_t la[NNET_MAX_SOCKS], lb[NNET_MAX_SOCKS], size, total = 0;
+			bool large = m < 100;
+			int k;
+
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			size = large ? (size_t)n * 65536 + (seed >> 44) : 65537 + (seed >> 50) % 300000;
+			k = nnet_cut(&a, size, la);
+			CHECK_EQ_U64(nnet_cut(&b, size, lb), k);
+			CHECK(!memcmp(la, lb, sizeof(la)));
+			for (int i = 0; i < NNET_MAX_SOCKS; i++) {
+				total += la[i];
+				CHECK(!la[i] || (i < n && (!wsum || w[i])));
+				if (large)
+					sum[i] += la[i];
+			}
+			CHECK_EQ_U64(total, size);
+			CHECK(k >= 1 && k <= n);
+		}
+		for (int i = 0; i < n && wsum; i++) {
+			uint64_t all = 0;
+
+			for (int j = 0; j < n; j++)
+				all += sum[j];
+			CHECK_MSG(sum[i] * wsum + 100ull * n * wsum >= all * w[i] &&
+				  sum[i] * wsum <= all * w[i] + 100ull * n * wsum,
+				  "round %d socket %d: %llu of %llu, weight %u/%u", round, i,
+				  (unsigned long long)sum[i], (unsigned long long)all, w[i], wsum);
+		}
+	}
 }
 
 static void weighted_cut(void)
@@ -278,6 +339,7 @@ int main(void)
 	CHECK_EQ_U64(nnet_dev_get(0)->addr.sa.sa_family, AF_INET);
 	CHECK(nnet_dev_get(1) == NULL);
 	socket_counts();
+	cut_properties();
 	weighted_cut();
 	tos_and_priority();
 	two_threads();
