@@ -54,6 +54,7 @@ int cmd_version(struct cli *c, int argc, char **argv);   /* main.c */
 int cmd_help(struct cli *c, int argc, char **argv);      /* main.c */
 int cmd_observe(struct cli *c, int argc, char **argv);   /* cmd_observe.c: kernel-side probes */
 int cmd_loop(struct cli *c, int argc, char **argv);      /* cmd_loop.c: closed loop 1 */
+int cmd_loop_kernel(struct cli *c, int argc, char **argv); /* loop_kernel.c: loop 2 */
 
 /* Prints the rows of OBJECT [VERB] (all rows without OBJECT) to stdout. */
 int cli_help(const char *object, const char *verb);

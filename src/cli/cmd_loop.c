@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * cmd_loop.c - `ncclbpf loop`: closed loop 1 (profiler -> one plan ->
- * every rank's tuner at an agreed call), the aggregator of src/loop.
+ * every rank's tuner at an agreed call), the aggregator of src/loop;
+ * `--kernel` selects loop 2 (loop_kernel.c).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -83,6 +84,9 @@ int cmd_loop(struct cli *c, int argc, char **argv)
 	struct nbpf_loop_result r;
 	int pids[256], ch, err;
 
+	for (int i = 0; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], "--kernel"))
+			return cmd_loop_kernel(c, argc, argv);
 	optind = 0;
 	while ((ch = getopt_long(argc + 1, argv - 1, "q", opts, NULL)) != -1) {
 		switch (ch) {

@@ -63,8 +63,12 @@ const struct cli_cmd cli_cmds[] = {
 	  "node back; --deep-when sends every latency record for a while when a P99 is too high; "
 	  "needs root or CAP_BPF+CAP_PERFMON" },
 	{ "loop", NULL, cmd_loop,
-	  "loop [--channels LIST] [--window N] [--margin N] [--ranks N] [--pids P,...] [--share-dir DIR --node NAME --nodes K]",
-	  "closed loop: every rank's latency telemetry -> one channel plan -> every rank, from an agreed call" },
+	  "loop [--channels LIST] [--window N] [--margin N] [--ranks N] [--pids P,...] [--share-dir DIR --node NAME --nodes K] | "
+	  "loop --kernel (--lossy-channels N | --lossy-proto ll|ll128|simple | --no-tuner) [--retrans-per-mib N] [--retrans-rate N] [--srtt-ms MS] "
+	  "[--hold S] [--interval MS] [--duration S] [--peer-map NAME] [--plan-map NAME]",
+	  "closed loops: every rank's latency telemetry -> one channel plan -> every rank, from an agreed call; "
+	  "--kernel: the kernel's per-peer TCP retransmits and RTT -> the policy's peer map (socket marking) "
+	  "and a lossy-peer tuner plan, from an agreed call; --kernel needs root or CAP_BPF+CAP_PERFMON" },
 	{ "export", NULL, cmd_export,
 	  "export [--listen ADDR:PORT | --textfile PATH] [--interval S] [--count N] "
 	  "[--observe io,net,sched,gpu] [--alert-webhook URL [--alert-p99 SIZE=S,...] [--alert-refused]] [PID...]",

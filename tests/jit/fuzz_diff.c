@@ -238,6 +238,123 @@ static void gen_cond(struct gen *g, struct fixup *fx, int *nfx, uint32_t horizon
 		    x ? rreg(g) : 0, 0, x ? 0 : imm_any(g));
 }
 
+/* One instruction that touches no pointer: an ALU op or a store into the block. */
+static void gen_one(struct gen *g)
+{
+	static const int sizes[] = { 1, 2, 4, 8 };
+	uint8_t k = u8(g);
+	int bytes = sizes[k % 4];
+
+	if (k & 4)
+		put(g, NBPF_ST | NBPF_MEM | size_code(bytes), 6, 0,
+		    (int16_t)(u8(g) % (MEM_DATA - bytes + 1)), imm_any(g));
+	else
+		gen_alu(g);
+}
+
+/*
+ * An if/else that returns: `if cond goto A; X; goto T; A: Y; T: Z...; exit`
+ * with zero to four instructions in Z, so the JIT's copy of a short exit
+ * tail over the goto (and its refusal past TAIL_MAX) meets random code.
+ */
+static void gen_return(struct gen *g)
+{
+	uint8_t k = u8(g);
+	int tail = u8(g) % 5;
+
+	put(g, (k & 1 ? NBPF_JMP32 : NBPF_JMP) | NBPF_JGT | NBPF_K, rreg(g), 0, 2, imm_any(g));
+	gen_one(g);
+	if (k & 2)
+		put(g, NBPF_OP_GOTOL, 0, 0, 0, 1);
+	else
+		put(g, NBPF_OP_JA, 0, 0, 1, 0);
+	gen_one(g);
+	for (int t = 0; t < tail; t++)
+		gen_one(g);
+	put(g, NBPF_OP_EXIT, 0, 0, 0, 0);
+}
+
+/* A place an if/else arm writes: a register, or size bytes at [base + off]. */
+struct place {
+	int reg;    /* -1: memory */
+	int base;
+	int bytes;
+	int16_t off;
+};
+
+/* Writes p: an immediate or a register (ALU or ALU32), a store, or clang's `r4 = v; *p = r4`. */
+static void put_write(struct gen *g, const struct place *p)
+{
+	uint8_t k = u8(g);
+	uint8_t cls = (k & 1) ? NBPF_ALU : NBPF_ALU64;
+
+	if (p->reg >= 0) {
+		if (k & 2)
+			put(g, cls | NBPF_MOV | NBPF_X, p->reg, rreg(g), 0, 0);
+		else
+			put(g, cls | NBPF_MOV | NBPF_K, p->reg, 0, 0, imm_any(g));
+		return;
+	}
+	switch ((k >> 1) & 3) {
+	case 0:
+		put(g, NBPF_ST | NBPF_MEM | size_code(p->bytes), p->base, 0, p->off, imm_any(g));
+		break;
+	case 1:
+		put(g, NBPF_STX | NBPF_MEM | size_code(p->bytes), p->base, rreg(g), p->off, 0);
+		break;
+	default:
+		put(g, cls | NBPF_MOV | NBPF_K, 4, 0, 0, imm_any(g));
+		put(g, NBPF_STX | NBPF_MEM | size_code(p->bytes), p->base, 4, p->off, 0);
+		break;
+	}
+}
+
+/*
+ * An if/else whose arms write the same one to three places (`if c goto A;
+ * F; goto J; A: T; J:`), each arm in its own order and value forms, and
+ * now and then one arm writing a place of its own: the JIT's cmov form of
+ * an if/else, and its refusals, against random code.
+ */
+static void gen_diamond(struct gen *g)
+{
+	static const int regs[] = { 0, 2, 3, 5 };
+	static const uint8_t ops[] = { NBPF_JEQ, NBPF_JGT, NBPF_JGE, NBPF_JSET, NBPF_JNE,
+				       NBPF_JSGT, NBPF_JSGE, NBPF_JLT, NBPF_JLE, NBPF_JSLT, NBPF_JSLE };
+	struct place pl[4];
+	uint8_t k = u8(g);
+	int np = 1 + k % 3, x = (k >> 2) & 1;
+	uint32_t at, ja = 0;
+
+	for (int q = 0; q < np; q++) {
+		uint8_t c = u8(g);
+
+		pl[q] = (struct place){ .reg = -1, .base = (c & 1) ? 6 : 10, .bytes = 1 << ((c >> 1) % 4) };
+		pl[q].off = (int16_t)(((c >> 3) & 3) * 8 - (pl[q].base == 10 ? WINDOW : 0));
+		if (c & 0x20)
+			pl[q].reg = regs[(c >> 6) & 3];
+	}
+	at = g->n;
+	put(g, ((k & 0x80) ? NBPF_JMP32 : NBPF_JMP) | ops[u8(g) % 11] | (x ? NBPF_X : NBPF_K), rreg(g),
+	    x ? rreg(g) : 0, 0, x ? 0 : imm_any(g));
+	for (int arm = 0; arm < 2; arm++) {
+		uint8_t order = u8(g);
+
+		for (int q = 0; q < np; q++)
+			put_write(g, &pl[(order & 1) ? np - 1 - q : q]);
+		if ((order & 0x1e) == 0) /* a place of this arm alone */
+			put(g, NBPF_ALU64 | NBPF_MOV | NBPF_K, 7, 0, 0, imm_any(g));
+		if (arm == 0) {
+			ja = g->n;
+			put(g, (k & 0x40) ? NBPF_OP_GOTOL : NBPF_OP_JA, 0, 0, 0, 0);
+			g->insns[at].off = (int16_t)(g->n - (at + 1));
+		}
+	}
+	if (g->insns[ja].code == NBPF_OP_GOTOL)
+		g->insns[ja].imm = (int32_t)(g->n - (ja + 1));
+	else
+		g->insns[ja].off = (int16_t)(g->n - (ja + 1));
+}
+
 /* r1-r5 are undefined after a helper call: give them fresh values. */
 static void reload_args(struct gen *g)
 {
@@ -329,6 +446,10 @@ static void gen_block(struct gen *g, int units, int in_loop, int in_sub)
 			gen_atomic(g);
 		else if (k < 180)
 			gen_lddw(g);
+		else if (k < 220 && (k & 7) == 0)
+			gen_return(g);
+		else if (k < 220 && (k & 7) == 1)
+			gen_diamond(g);
 		else if (k < 220)
 			gen_cond(g, fx, &nfx, 24);
 		else if (k < 235)

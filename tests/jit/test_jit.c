@@ -758,6 +758,144 @@ static void test_store_imm(void)
 		     "mov %r2, 11\nstxw [%r6+0], %r2\nmov %r0, 0\nexit");
 }
 
+/* How many times the byte sequence pat occurs in the code src compiles to (-1: no code). */
+static int code_count(const char *src, const uint8_t *pat, size_t len)
+{
+	struct nbpf_insn *insns = NULL;
+	struct nbpf_jit_image *img = NULL;
+	uint32_t n = 0;
+	int c = -1;
+
+	if (nbpf_asm(src, strlen(src), &insns, &n) == 0 && nbpf_jit_compile(insns, n, &conf_env, &img) == 0) {
+		const uint8_t *code = img->mem;
+
+		c = 0;
+		for (size_t k = 0; k + len <= img->code_size; k++)
+			c += !memcmp(code + k, pat, len);
+		nbpf_jit_free(img);
+	}
+	free(insns);
+	return c;
+}
+
+/*
+ * A goto to a short run ending in exit is a copy of that run (exit_tail):
+ * bench/cpu's threshold shape (with an add in the middle arm, so that
+ * it is no if/else of stores: test_diamond), three arms each ending in its own
+ * `xor eax, eax; ret` instead of a jmp to one shared return.  A run longer
+ * than the copy limit, one with a fold in it, and gotol stay jumps; all
+ * agree with the interpreter for every arm.
+ */
+static void test_exit_tail(void)
+{
+	static const uint8_t ret0[] = { 0x31, 0xc0, 0xc3 }; /* xor eax, eax; ret */
+	static const char *const sizes[] = { "0x100", "0x20000", "0x800000" };
+	static const char body[] =
+		"ldxdw %%r2, [%%r1+8]\n"
+		"jge %%r2, 65536, mid\n"
+		"stw [%%r1+24], 1\nstw [%%r1+28], 0\n%s out\n"
+		"mid:\njge %%r2, 4194304, big\n"
+		"stw [%%r1+24], 1\nstw [%%r1+28], 1\nadd %%r4, 1\n%s out\n"
+		"big:\nstw [%%r1+24], 0\nstw [%%r1+28], 2\n"
+		"out:\n%smov %%r0, 0\nexit";
+	char src[1024], name[96];
+
+	for (int g = 0; g < 2; g++)
+		for (int extra = 0; extra < 5; extra++) {
+			char pre[128] = "";
+
+			for (int x = 0; x < extra; x++)
+				strcat(pre, "add %r3, 1\n");
+			snprintf(src, sizeof(src), body, g ? "ja32" : "ja", g ? "ja32" : "ja", pre);
+			for (int s = 0; s < 3; s++) {
+				char full[1200];
+
+				snprintf(full, sizeof(full), "lddw %%r2, %s\nstxdw [%%r1+8], %%r2\n%s", sizes[s],
+					 src);
+				snprintf(name, sizeof(name), "exit tail %s+%d %s", g ? "ja32" : "ja", extra,
+					 sizes[s]);
+				run_same_mem(name, full);
+			}
+			/* `mov r0, 0; exit` plus up to two more: copied; three more: the limit */
+			CHECK_MSG(code_count(src, ret0, sizeof(ret0)) == (extra <= 2 ? 3 : 1),
+				  "exit tail %s+%d: %d returns", g ? "ja32" : "ja", extra,
+				  code_count(src, ret0, sizeof(ret0)));
+		}
+	/* A tail in a subprogram, and one holding a folded pair (`r = imm; *p = r`): still right. */
+	run_same_mem("exit tail subprogram", "mov %r6, %r1\ncall local +2\nldxw %r0, [%r6+0]\nexit\n"
+		     "jgt %r1, 5, +2\nstw [%r6+0], 3\nja +1\nstw [%r6+0], 4\nmov %r0, 1\nexit");
+	run_same_mem("exit tail folded", "ldxw %r2, [%r1+0]\njgt %r2, 5, +2\nstw [%r1+0], 3\nja +1\n"
+		     "stw [%r1+0], 4\nmov %r3, 7\nstxw [%r1+4], %r3\nmov %r0, 0\nexit");
+}
+
+/* cmovs in the code: a REX.W prefix, then 0f 40..4f (the programs keep such bytes out of immediates). */
+static int cmov_count(const char *src)
+{
+	int c = 0;
+
+	for (uint8_t rex = 0x48; rex <= 0x4f; rex++)
+		for (uint8_t cc = 0x40; cc <= 0x4f; cc++)
+			c += code_count(src, (const uint8_t[]){ rex, 0x0f, cc }, 3);
+	return c;
+}
+
+/*
+ * An if/else whose arms write the same places (diamond): no branch, one
+ * cmov per place, for bench/cpu's two stores of immediates, clang's
+ * `r = 1; *p = r` against `r = 0; *p = r; r = 2` (bench/peers' threshold),
+ * register values, 32-bit movs and the stack; each on both sides of the
+ * compare against the interpreter.  The shapes that must stay branches
+ * (another jump into an arm, different places, stores in another order,
+ * a written base, a register left holding another written one's old
+ * value, an arm past the limit) keep no cmov and still agree.
+ */
+static void test_diamond(void)
+{
+	static const struct {
+		const char *name, *body;
+		int cmovs;
+	} cases[] = {
+		{ "stores", "jge %r2, 4194304, +3\nstw [%r1+24], 1\nstw [%r1+28], 1\nja +2\n"
+			    "stw [%r1+24], 0\nstw [%r1+28], 2\n", 2 },
+		{ "clang", "jgt %r2, 4194303, +3\nmov %r3, 1\nstxw [%r1+24], %r3\nja +3\n"
+			   "mov %r3, 0\nstxw [%r1+24], %r3\nmov %r3, 2\nstxw [%r1+28], %r3\n", 2 },
+		{ "regs", "jset32 %r2, 1, +3\nmov32 %r3, %r5\nmov %r4, -1\nja +2\nmov %r4, %r5\n"
+			  "mov32 %r3, 7\nstxdw [%r1+8], %r3\nstxdw [%r1+16], %r4\n", 2 },
+		{ "same value", "jlt %r2, 5, +3\nstdw [%r1+24], -3\nmov %r3, 4\nja +2\nmov %r3, 6\n"
+				"stdw [%r1+24], -3\nstxdw [%r1+16], %r3\n", 1 },
+		{ "stack", "jsgt %r2, 5, +2\nsth [%r10-8], 3\nja +1\nsth [%r10-8], 9\n"
+			   "ldxh %r3, [%r10-8]\nstxh [%r1+40], %r3\n", 1 },
+		{ "swap", "jgt %r2, 5, +3\nmov %r3, %r4\nmov %r4, %r3\nja +2\nmov %r3, 1\nmov %r4, 2\n"
+			  "stxdw [%r1+8], %r3\nstxdw [%r1+16], %r4\n", 0 },
+		{ "other places", "jgt %r2, 5, +2\nstw [%r1+24], 1\nja +1\nstw [%r1+28], 1\n", 0 },
+		{ "store order", "jgt %r2, 5, +3\nstw [%r1+24], 1\nstw [%r1+28], 1\nja +2\n"
+				 "stw [%r1+28], 2\nstw [%r1+24], 2\n", 0 },
+		{ "written base", "jgt %r2, 5, +3\nmov %r3, %r1\nstw [%r3+24], 1\nja +2\nmov %r3, %r1\n"
+				  "stw [%r3+24], 2\n", 0 },
+		{ "entered", "jeq %r2, 10, +3\njgt %r2, 5, +2\nstw [%r1+24], 1\nja +1\n"
+			     "stw [%r1+24], 2\n", 0 },
+		{ "entered arm", "jeq %r2, 10, +2\njgt %r2, 5, +3\nstw [%r1+24], 1\nstw [%r1+28], 1\n"
+				 "ja +2\nstw [%r1+24], 2\nstw [%r1+28], 2\n", 0 },
+		{ "long", "jgt %r2, 5, +5\nstb [%r1+24], 1\nstb [%r1+25], 1\nstb [%r1+26], 1\n"
+			  "stb [%r1+27], 1\nstb [%r1+28], 1\nja +5\nstb [%r1+24], 2\nstb [%r1+25], 2\n"
+			  "stb [%r1+26], 2\nstb [%r1+27], 2\nstb [%r1+28], 2\n", 0 },
+	};
+	static const char *const r2s[] = { "0", "1", "6", "10", "0x400000", "0xffffffff00000002" };
+	char src[1024], name[96];
+
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		snprintf(src, sizeof(src), "mov %%r4, 3\nmov %%r5, 0x55\n%smov %%r0, 0\nexit", cases[c].body);
+		CHECK_MSG(cmov_count(src) == cases[c].cmovs, "diamond %s: %d cmovs, want %d", cases[c].name,
+			  cmov_count(src), cases[c].cmovs);
+		for (size_t v = 0; v < sizeof(r2s) / sizeof(r2s[0]); v++) {
+			snprintf(src, sizeof(src), "lddw %%r2, %s\nmov %%r4, 3\nmov %%r5, 0x55\n%s"
+				 "ldxdw %%r0, [%%r1+24]\nexit", r2s[v], cases[c].body);
+			snprintf(name, sizeof(name), "diamond %s r2=%s", cases[c].name, r2s[v]);
+			run_same_mem(name, src);
+		}
+	}
+}
+
 /* Jumps of every reach: short, long, and ones that shrink across passes. */
 static void test_jump_sizes(void)
 {
@@ -861,6 +999,8 @@ int main(void)
 	test_cmov();
 	test_log2();
 	test_store_imm();
+	test_exit_tail();
+	test_diamond();
 	test_jump_sizes();
 	test_image_and_errors();
 	return check_summary("test_jit");

@@ -45,6 +45,7 @@
 #include <liburing.h>
 #endif
 
+#include "netloss.h"
 #include "observe.h"
 #include "ncclbpf/runtime.h"
 
@@ -253,42 +254,6 @@ static int test_io(void)
 
 /* ---- net --------------------------------------------------------------------- */
 
-/* skb->len >= 200 and 3% of the time: TC_ACT_SHOT; else TC_ACT_OK.  SYNs and ACKs pass. */
-static int drop_prog(void)
-{
-	struct bpf_insn insns[] = {
-		{ .code = BPF_LDX | BPF_MEM | BPF_W, .dst_reg = 6, .src_reg = 1, .off = 0 }, /* len */
-		{ .code = BPF_JMP | BPF_JLT | BPF_K, .dst_reg = 6, .off = 5, .imm = 200 },
-		{ .code = BPF_JMP | BPF_CALL, .imm = BPF_FUNC_get_prandom_u32 },
-		{ .code = BPF_ALU64 | BPF_MOD | BPF_K, .dst_reg = 0, .imm = 100 },
-		{ .code = BPF_JMP | BPF_JGE | BPF_K, .dst_reg = 0, .off = 2, .imm = 3 },
-		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 0, .imm = 2 },
-		{ .code = BPF_JMP | BPF_EXIT },
-		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 0, .imm = 0 },
-		{ .code = BPF_JMP | BPF_EXIT },
-	};
-
-	return bpf_prog_load(BPF_PROG_TYPE_SCHED_CLS, "obs_test_drop", "GPL", insns,
-			     sizeof(insns) / sizeof(insns[0]), NULL);
-}
-
-static int lo_setup(void)
-{
-	struct ifreq ifr = { 0 };
-	int s = socket(AF_INET, SOCK_DGRAM, 0), err = 0;
-
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
-	ifr.ifr_mtu = 1500; /* many packets in flight: losses are repaired by fast retransmit */
-	if (ioctl(s, SIOCSIFMTU, &ifr))
-		err = -errno;
-	ioctl(s, SIOCGIFFLAGS, &ifr);
-	ifr.ifr_flags |= IFF_UP;
-	if (ioctl(s, SIOCSIFFLAGS, &ifr))
-		err = -errno;
-	close(s);
-	return err;
-}
-
 struct sink {
 	int lfd;
 	uint64_t got;
@@ -326,11 +291,11 @@ static int test_net(void)
 	int pfd, cfd;
 	uint32_t srtt = 0;
 
-	if (unshare(CLONE_NEWNET) || lo_setup()) {
+	if (unshare(CLONE_NEWNET) || netloss_lo_up()) {
 		printf("SKIP net: cannot make a network namespace (%s)\n", strerror(errno));
 		return SKIP;
 	}
-	pfd = drop_prog();
+	pfd = netloss_drop_prog(3);
 	hook.ifindex = (int)if_nametoindex("lo");
 	CHECK(pfd >= 0, "drop program: %s", strerror(errno));
 	CHECK(!bpf_tc_hook_create(&hook), "clsact on lo");

@@ -410,6 +410,59 @@ out:
 	ncclbpf_object__close(o);
 }
 
+/* lossy_peer: marks connections to peers its peer map holds lossy; the tuner follows its plan words. */
+static void test_lossy_peer(void)
+{
+	struct ncclbpf_object *o = load("lossy_peer");
+	struct ncclbpf_program *net = o ? ncclbpf_object__find_program(o, "lossy_peer_net") : NULL;
+	struct ncclbpf_program *tun = o ? ncclbpf_object__find_program(o, "lossy_peer_tune") : NULL;
+	struct ncclbpf_map *peers = o ? ncclbpf_object__find_map(o, "kernel_peer") : NULL;
+	struct ncclbpf_map *plan = o ? ncclbpf_object__find_map(o, "kernel_plan") : NULL;
+	struct ncclbpf_map *cfg = o ? ncclbpf_object__find_map(o, "lossy_qos_cfg") : NULL;
+	struct { uint64_t retrans; uint32_t per_s, srtt_us, lossy, per_gib; } v = { 10, 5, 100, 0, 0 };
+	struct ncclbpf_net_ctx x;
+	struct ncclbpf_tuner_ctx c;
+	uint64_t key = 0x0100007f, ret, w;
+	uint32_t k, cv;
+
+	CHECK(net && tun && peers && plan && cfg);
+	if (!net || !tun || !peers || !plan || !cfg)
+		goto out;
+#define NET(ev) (x = (struct ncclbpf_net_ctx){ .event = (ev), .peer_key = key, .tos = NCCLBPF_KEEP, \
+					       .priority = NCCLBPF_KEEP },                        \
+		 ncclbpf_program__run(net, &x, sizeof(x), &ret))
+	CHECK(!NET(NCCLBPF_NET_CONNECT) && x.tos == NCCLBPF_KEEP && x.priority == NCCLBPF_KEEP);
+	CHECK(!ncclbpf_map__update(peers, &key, &v, 0));
+	CHECK(!NET(NCCLBPF_NET_CONNECT) && x.tos == NCCLBPF_KEEP); /* known, not lossy */
+	v.lossy = 1;
+	CHECK(!ncclbpf_map__update(peers, &key, &v, 0));
+	CHECK(!NET(NCCLBPF_NET_CONNECT) && x.tos == 0x20 && x.priority == 2);
+	CHECK(!NET(NCCLBPF_NET_ACCEPT) && x.tos == 0x20 && x.priority == 2);
+	CHECK(!NET(NCCLBPF_NET_SEND_DONE) && x.tos == NCCLBPF_KEEP); /* outputs only when connecting */
+	k = 0, cv = 1;
+	CHECK(!ncclbpf_map__update(cfg, &k, &cv, 0));
+	k = 1, cv = 0x04;
+	CHECK(!ncclbpf_map__update(cfg, &k, &cv, 0));
+	CHECK(!NET(NCCLBPF_NET_CONNECT) && x.tos == 0x04 && x.priority == 1);
+	key = 0x0200007f; /* another peer */
+	CHECK(!NET(NCCLBPF_NET_CONNECT) && x.tos == NCCLBPF_KEEP);
+#undef NET
+	/* Plan words: 2 channels and Simple (2 + 1) from call 100, NCCL's own before. */
+	k = 0, w = 2 | 0 << 8 | 100ull << 16;
+	CHECK(!ncclbpf_map__update(plan, &k, &w, 0));
+	k = 1, w = 3 | 0 << 8 | 100ull << 16;
+	CHECK(!ncclbpf_map__update(plan, &k, &w, 0));
+	c = tctx(NCCLBPF_COLL_ALLREDUCE, 1 * MiB, 1, ALL_TREE_RING);
+	c.call_seq = 99;
+	CHECK(!ncclbpf_program__run(tun, &c, sizeof(c), &ret));
+	CHECK(c.n_channels == NCCLBPF_KEEP && c.proto == NCCLBPF_KEEP);
+	c.call_seq = 100;
+	CHECK(!ncclbpf_program__run(tun, &c, sizeof(c), &ret));
+	CHECK(c.n_channels == 2 && c.proto == NCCLBPF_PROTO_SIMPLE);
+out:
+	ncclbpf_object__close(o);
+}
+
 int main(void)
 {
 	test_noop_and_bad_channels();
@@ -420,5 +473,6 @@ int main(void)
 	test_slo_enforcer();
 	test_latency_hist();
 	test_net_peer_qos();
+	test_lossy_peer();
 	return check_summary("policies");
 }

@@ -66,6 +66,32 @@ static const int bpf2x86_default[NBPF_NREGS] = {
 #define STX_IMM   65536u /* on that store: stores the immediate */
 #define LOG2_HEAD 131072u /* first insn of clang's log2 ladder: one bsr (find_log2) */
 #define LOG2_BODY 262144u /* the rest of it: nothing here */
+#define JA_TAIL   524288u /* on ja to a short tail that exits: a copy of the tail (exit_tail) */
+#define DIAMOND   1048576u /* on `if cc goto A` heading an if/else of movs and stores: cmovs */
+#define DIAMOND_BODY 2097152u /* its arms and the ja between them: emitted by the jump */
+
+/* At most this many movs and stores in each arm of an if/else turned into cmovs. */
+#define DIAMOND_MAX 4
+
+/* At most this many instructions, the exit included, are copied over a ja. */
+#define TAIL_MAX 4
+
+/* A value an if/else arm writes, in terms of the state before the arm. */
+struct dval {
+	bool imm;    /* v; else BPF register reg as it was before the arm */
+	bool v32;    /* reg's low half, zero-extended (through a mov32) */
+	uint8_t reg;
+	uint64_t v;
+};
+
+/* What one arm writes: its stores in order, and the final value of each register it writes. */
+struct darm {
+	const struct nbpf_insn *st[DIAMOND_MAX];
+	struct dval sv[DIAMOND_MAX];
+	uint32_t nst;
+	uint32_t wrote;
+	struct dval reg[NBPF_NREGS];
+};
 
 struct jit {
 	const struct nbpf_insn *insns;
@@ -85,7 +111,9 @@ struct jit {
 	uint8_t *in_main;    /* 1: insn belongs to the main function */
 	struct ncclbpf_map **inline_map; /* call 1 inlined as an array lookup */
 	uint32_t *kflags;    /* per-insn translation flags (KEY_*, pair folds) */
-	uint32_t *key_imm;   /* KEY_CONST: the key */
+	uint32_t *key_imm;   /* KEY_CONST: the key; DIAMOND: k, its arms darms[2k], [2k + 1] */
+	struct darm *darms;  /* the if/else arms diamond() read, for emit_diamond */
+	uint32_t ndarms;
 	bool uses_fp, has_calls, has_bpf_calls, needs_r12;
 	bool no_frame;       /* r10 only feeds forwarded keys: no frame, key stores elided */
 	int pushes[6], npush;
@@ -446,6 +474,14 @@ static void mark_no_test(struct jit *j, const uint8_t *target, uint32_t i)
 }
 
 static int jump_cc(uint8_t op);
+
+/* Where the ja or gotol at i goes (gotol keeps its offset in imm). */
+static int64_t ja_target(const struct nbpf_insn *in, uint32_t i)
+{
+	return (int64_t)i + 1 + (NBPF_CLASS(in->code) == NBPF_JMP ? in->off : in->imm);
+}
+
+static void emit_diamond(struct jit *j, uint32_t i, int cc);
 static uint32_t insn_writes(const struct nbpf_insn *in);
 
 /* Whether in reads BPF register r (a conservative yes for what it does not know). */
@@ -534,6 +570,152 @@ static bool cmov_pair(const struct jit *j, const uint8_t *target, uint32_t i)
 		return false;
 	return m->off == 0 && m->dst < NBPF_REG_FP &&
 	       (NBPF_SRC(m->code) == NBPF_K || m->src < NBPF_REG_FP);
+}
+
+/*
+ * Reads the arm [s, e) of an if/else symbolically: only plain movs into
+ * registers and stores, values followed through the arm's own movs
+ * (clang's `r = 1; *p = r; r = 2`), no store through a base the arm has
+ * written, and no register left holding another written register's old
+ * value.  What the arm writes then depends only on the state before it,
+ * and the stores can go first, the register writes in any order.
+ */
+static bool read_arm(const struct jit *j, uint32_t s, uint32_t e, struct darm *arm)
+{
+	arm->nst = 0;
+	arm->wrote = 0; /* reg[r] only for the registers written; the others hold their own */
+	if (e - s > DIAMOND_MAX)
+		return false;
+	for (uint32_t x = s; x < e; x++) {
+		const struct nbpf_insn *in = &j->insns[x];
+		uint8_t cls = NBPF_CLASS(in->code);
+		bool alu = cls == NBPF_ALU || cls == NBPF_ALU64;
+		struct dval v;
+
+		/* in stores that bit is part of the size: only ALU has a source flag */
+		if (cls == NBPF_ST || (alu && NBPF_SRC(in->code) == NBPF_K))
+			v = (struct dval){ .imm = true, .v = (uint64_t)(int64_t)in->imm };
+		else if (in->src < NBPF_REG_FP && (arm->wrote & (1u << in->src)))
+			v = arm->reg[in->src];
+		else if (in->src < NBPF_REG_FP)
+			v = (struct dval){ .reg = in->src };
+		else
+			return false;
+		if (alu && NBPF_OP(in->code) == NBPF_MOV) {
+			if (in->off || in->dst >= NBPF_REG_FP)
+				return false;
+			if (cls == NBPF_ALU) {
+				if (v.imm)
+					v.v = (uint32_t)v.v;
+				else
+					v.v32 = true;
+			}
+			arm->reg[in->dst] = v;
+			arm->wrote |= 1u << in->dst;
+		} else if ((cls == NBPF_ST || cls == NBPF_STX) && NBPF_MODE(in->code) == NBPF_MEM) {
+			if (arm->wrote & (1u << in->dst))
+				return false;
+			arm->st[arm->nst] = in;
+			arm->sv[arm->nst++] = v;
+		} else {
+			return false;
+		}
+	}
+	for (uint8_t r = 0; r < NBPF_NREGS; r++) {
+		const struct dval *v = &arm->reg[r];
+
+		if (!(arm->wrote & (1u << r)) || v->imm || v->reg == r)
+			continue;
+		if (arm->wrote & (1u << v->reg))
+			return false;
+	}
+	return true;
+}
+
+static bool dval_same(const struct dval *a, const struct dval *b)
+{
+	return a->imm == b->imm && (a->imm ? a->v == b->v : a->reg == b->reg && a->v32 == b->v32);
+}
+
+/*
+ * `if cc goto A; F...; goto J; A: T...; J:` where F and T write the same
+ * places (the same registers, the same stores in the same order: two
+ * bases may alias), at most
+ * DIAMOND_MAX instructions each (read_arm): an if/else choosing what to
+ * write, as a policy picking algorithm and protocol by size does.  It
+ * becomes one cmov per place on the one compare, with no branch
+ * (emit_diamond).  Only the jump may enter the arms: nothing else jumps
+ * to A or into either arm, and no other fold has claimed any of it.
+ * Returns J, or 0.
+ */
+static uint32_t diamond(const struct jit *j, const uint8_t *target, uint32_t i,
+			struct darm *fa, struct darm *ta)
+{
+	const struct nbpf_insn *b = &j->insns[i], *g;
+	uint8_t cls = NBPF_CLASS(b->code);
+	int64_t a, m, jt;
+
+	if ((cls != NBPF_JMP && cls != NBPF_JMP32) || jump_cc(NBPF_OP(b->code)) < 0 || b->off < 2)
+		return 0;
+	m = (int64_t)i + b->off; /* the goto J closing the else arm */
+	a = m + 1;
+	if (a >= j->n)
+		return 0;
+	g = &j->insns[m];
+	if (g->code != (NBPF_JMP | NBPF_JA) && g->code != (NBPF_JMP32 | NBPF_JA))
+		return 0;
+	jt = ja_target(g, (uint32_t)m);
+	if (jt <= a || jt >= j->n)
+		return 0;
+	if (j->kflags[i] || target[a] != 1)
+		return 0;
+	for (int64_t x = i + 1; x < jt; x++)
+		if (j->kflags[x] || j->entry[x] || (x != a && target[x]))
+			return 0;
+	if (!read_arm(j, i + 1, (uint32_t)m, fa) || !read_arm(j, (uint32_t)a, (uint32_t)jt, ta) ||
+	    fa->nst != ta->nst || fa->wrote != ta->wrote)
+		return 0;
+	for (uint32_t p = 0; p < fa->nst; p++) {
+		const struct nbpf_insn *x = fa->st[p], *y = ta->st[p];
+
+		if (NBPF_SIZE(x->code) != NBPF_SIZE(y->code) || x->dst != y->dst ||
+		    x->off != y->off)
+			return 0;
+	}
+	return (uint32_t)jt;
+}
+
+/*
+ * `goto L` where L starts a straight run of at most TAIL_MAX instructions
+ * ending in exit (`r0 = 0; exit`: the join point of an if/else that
+ * returns): the ja becomes a copy of that run, as compilers duplicate a
+ * small epilogue into each arm.  Each arm then ends in its own ret instead
+ * of a taken jump to a shared one, which costs front-end cycles even when
+ * predicted.  The run may hold only plain ALU, loads and stores that no
+ * other fold has claimed, so its copy is the same code as the original.
+ */
+static bool exit_tail(const struct jit *j, uint32_t i)
+{
+	const struct nbpf_insn *in = &j->insns[i];
+	int64_t t = ja_target(in, i);
+
+	if (NBPF_OP(in->code) != NBPF_JA || j->kflags[i])
+		return false;
+	if ((in->code != (NBPF_JMP | NBPF_JA) && in->code != (NBPF_JMP32 | NBPF_JA)) || t < 0)
+		return false;
+	for (uint32_t k = 0; k < TAIL_MAX && t + k < j->n; k++) {
+		const struct nbpf_insn *x = &j->insns[t + k];
+		uint8_t cls = NBPF_CLASS(x->code);
+
+		if (j->kflags[t + k] || (k && j->entry[t + k]))
+			return false;
+		if (x->code == NBPF_OP_EXIT)
+			return true;
+		if (cls != NBPF_ALU && cls != NBPF_ALU64 && cls != NBPF_LDX && cls != NBPF_ST &&
+		    !(cls == NBPF_STX && NBPF_MODE(x->code) == NBPF_MEM))
+			return false;
+	}
+	return false;
 }
 
 /*
@@ -1189,7 +1371,8 @@ static int emit_jmp(struct jit *j, uint32_t i, const struct nbpf_insn *in)
 	int cc;
 
 	if (op == NBPF_JA) {
-		emit_jump(j, -1, (uint32_t)((int64_t)i + 1 + (w ? in->off : in->imm)));
+		if (!(j->kflags[i] & JA_TAIL)) /* else emit_pass copies the tail here */
+			emit_jump(j, -1, (uint32_t)ja_target(in, i));
 		return 0;
 	}
 	if (op == NBPF_CALL && w)
@@ -1235,8 +1418,75 @@ static int emit_jmp(struct jit *j, uint32_t i, const struct nbpf_insn *in)
 		x86_op2_rr(e, 1, (uint8_t)(0x40 + (cc ^ 1)), j->bpf2x86[in[1].dst], X_R11);
 		return 0;
 	}
+	if (j->kflags[i] & DIAMOND) {
+		emit_diamond(j, i, cc);
+		return 0;
+	}
 	emit_jump(j, cc, (uint32_t)((int64_t)i + 1 + in->off));
 	return 0;
+}
+
+/* ---- if/else as cmov -------------------------------------------------------- */
+
+/* A diamond value into x86 register r (never xor for 0: the flags are live). */
+static void dval_load(struct jit *j, const struct dval *d, int r)
+{
+	if (d->imm)
+		x86_mov_imm64(&j->e, r, d->v);
+	else
+		x86_mov_rr(&j->e, !d->v32, r, j->bpf2x86[d->reg]);
+}
+
+/*
+ * dst = cc ? t : f: f into dst, then a cmov from t's register when it is a
+ * full register other than dst, else from r11, loaded first (dst may be
+ * t's source).
+ */
+static void dval_select(struct jit *j, int cc, int dst, const struct dval *f, const struct dval *t)
+{
+	int src = X_R11;
+
+	if (dval_same(f, t)) {
+		dval_load(j, f, dst);
+		return;
+	}
+	if (!t->imm && !t->v32 && j->bpf2x86[t->reg] != dst)
+		src = j->bpf2x86[t->reg];
+	else
+		dval_load(j, t, X_R11);
+	dval_load(j, f, dst);
+	x86_op2_rr(&j->e, 1, (uint8_t)(0x40 + cc), dst, src);
+}
+
+/*
+ * The if/else that diamond() found, after the compare: each store of the
+ * else arm's value or, by cmov on the jump's condition, the then arm's,
+ * then each register the arms write, likewise.  Movs, stores and cmovs
+ * leave the flags alone, so the one compare serves every place; every
+ * value is one from before the arms (read_arm), stores go before any
+ * register is written, and computing the value not taken is harmless.
+ */
+static void emit_diamond(struct jit *j, uint32_t i, int cc)
+{
+	const struct darm *f = &j->darms[2 * j->key_imm[i]], *t = f + 1;
+
+	for (uint32_t p = 0; p < f->nst; p++) {
+		const struct nbpf_insn *st = f->st[p];
+		int size = size_bytes(st->code), base;
+		int32_t off;
+
+		mem_operand(j, st->dst, st->off, &base, &off);
+		if (dval_same(&f->sv[p], &t->sv[p]) && f->sv[p].imm &&
+		    (size < 8 || x86_fits32((int64_t)f->sv[p].v))) {
+			x86_store_i(&j->e, size, base, off, (int32_t)f->sv[p].v);
+			continue;
+		}
+		dval_select(j, cc, X_R9, &f->sv[p], &t->sv[p]);
+		x86_store_r(&j->e, size, base, off, X_R9);
+	}
+	for (uint8_t r = 0; r < NBPF_REG_FP; r++)
+		if (f->wrote & (1u << r))
+			dval_select(j, cc, j->bpf2x86[r], &f->reg[r], &t->reg[r]);
 }
 
 /* ---- passes --------------------------------------------------------------- */
@@ -1246,7 +1496,7 @@ static int emit_insn(struct jit *j, uint32_t i)
 	const struct nbpf_insn *in = &j->insns[i];
 
 	j->fp_off = j->in_main[i] ? j->alloc : SUB_ALLOC;
-	if (j->kflags[i] & LOG2_BODY)
+	if (j->kflags[i] & (LOG2_BODY | DIAMOND_BODY))
 		return 0;
 	if (j->kflags[i] & LOG2_HEAD) {
 		emit_log2(j, i);
@@ -1279,9 +1529,21 @@ static int emit_pass(struct jit *j)
 		if (j->entry[i] && i)
 			emit_sub_prologue(e);
 		j->addrs[i] = (uint32_t)e->pos;
-		err = emit_insn(j, i);
-		if (err)
-			return err;
+		/* one call site, so that emit_insn stays inlined */
+		for (uint32_t t = i;;) {
+			const struct nbpf_insn *in = &j->insns[t];
+
+			err = emit_insn(j, t);
+			if (err)
+				return err;
+			/* after a JA_TAIL ja, its target's run once more, up to the exit */
+			if (t == i && (j->kflags[i] & JA_TAIL))
+				t = (uint32_t)ja_target(in, i);
+			else if (t != i && in->code != NBPF_OP_EXIT)
+				t++;
+			else
+				break;
+		}
 		if (j->insns[i].code == NBPF_OP_LDDW)
 			j->addrs[++i] = (uint32_t)e->pos;
 	}
@@ -1590,7 +1852,8 @@ static int analyze(struct jit *j)
 				err = nbpf_err(-EINVAL, "jit: insn %u: jump target %" PRId64 " out of range", i, t);
 				goto out;
 			}
-			target[t] = 1;
+			if (target[t] < UINT8_MAX)
+				target[t]++; /* jumps to t, so diamond() can tell a lone one */
 		}
 	}
 	/* A jump may not land in the middle of an lddw. */
@@ -1671,8 +1934,36 @@ static int analyze(struct jit *j)
 			i += LOG2_LEN - 1;
 		}
 	}
+	for (uint32_t i = 0; i < n; i++) {
+		uint8_t cls = NBPF_CLASS(ins[i].code);
+		struct darm fa, ta;
+		uint32_t end;
+
+		if (ins[i].code == NBPF_OP_LDDW) {
+			i++;
+			continue;
+		}
+		if ((cls != NBPF_JMP && cls != NBPF_JMP32) || ins[i].off < 2)
+			continue; /* the cheap part of diamond()'s test, inline */
+		end = diamond(j, target, i, &fa, &ta);
+		if (end) {
+			struct darm *d = realloc(j->darms, (j->ndarms + 1) * 2 * sizeof(*d));
+
+			if (!d) {
+				err = nbpf_err(-ENOMEM, "jit: out of memory");
+				goto out;
+			}
+			j->darms = d;
+			d[2 * j->ndarms] = fa;
+			d[2 * j->ndarms + 1] = ta;
+			j->key_imm[i] = j->ndarms++;
+			j->kflags[i] |= DIAMOND;
+			for (uint32_t x = i + 1; x < end; x++)
+				j->kflags[x] |= DIAMOND_BODY;
+		}
+	}
 	for (uint32_t i = 0; i + 1 < n; i++) {
-		if (j->kflags[i] & (LOG2_HEAD | LOG2_BODY))
+		if (j->kflags[i] & (LOG2_HEAD | LOG2_BODY | DIAMOND | DIAMOND_BODY))
 			continue;
 		if (ins[i].code == NBPF_OP_LDDW) {
 			i++;
@@ -1691,6 +1982,15 @@ static int analyze(struct jit *j)
 			continue;
 		}
 		mark_no_test(j, target, i);
+	}
+	/* After every other fold: a tail copy must not carry one (exit_tail). */
+	for (uint32_t i = 0; i < n; i++) {
+		if (ins[i].code == NBPF_OP_LDDW) {
+			i++;
+			continue;
+		}
+		if (NBPF_OP(ins[i].code) == NBPF_JA && exit_tail(j, i))
+			j->kflags[i] |= JA_TAIL;
 	}
 	/* Callee-saved registers the main function touches, and its frame. */
 	assign_regs(j, used);
@@ -1905,6 +2205,7 @@ cleanup:
 	free(j.inline_map);
 	free(j.kflags);
 	free(j.key_imm);
+	free(j.darms);
 	return err;
 }
 
