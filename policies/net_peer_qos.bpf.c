@@ -9,13 +9,22 @@
  *     net_peer_bytes[peer]                  bytes received from / sent to it
  *     net_peer_lat[{peer, log2(latency)}]   completions by post->done latency
  *
- * and it acts on new connections with what operators wrote into two maps
- * (`ncclbpf map update`), both empty by default, which means "leave it":
+ * and it acts on new connections with what operators wrote into its maps
+ * (`ncclbpf map update`), all empty by default, which means "leave it":
  *
  *     net_qos_cfg[0]          data sockets for every new send connection (1..64)
  *     net_qos_cfg[1]          TOS byte for every connection (DSCP << 2, e.g.
  *                             AF41 = 34 << 2 = 0x88), 0 = unmarked
  *     net_peer_tos[peer]      TOS byte for connections with that peer (wins over cfg[1])
+ *     net_qos_share[0]        64 bytes: the share of each data socket of every
+ *                             new send connection (weights, socket 0 first;
+ *                             all zero = equal shares)
+ *     net_peer_share[peer]    the same for connections to that peer (wins)
+ *
+ * Weights are relative: "01 03" puts a quarter of the bytes on socket 0 and
+ * three quarters on socket 1 of a two-socket connection.  Weights that do
+ * not fit the connection (a weight beyond its socket count) are refused by
+ * the plugin, which then keeps equal shares and counts the refusal.
  *
  * Marking is applied on both ends (CONNECT for the sender's sockets,
  * ACCEPT for the receiver's), so the ACKs carry the class too.  The
@@ -62,6 +71,24 @@ struct {
 	__type(value, __u32);
 } net_peer_tos SEC(".maps");
 
+struct share {
+	__u64 w[NCCLBPF_NET_MAX_SOCKS / 8]; /* the weights' bytes, 8 at a time */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct share);
+} net_qos_share SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_PEERS);
+	__type(key, __u64);
+	__type(value, struct share);
+} net_peer_share SEC(".maps");
+
 static __always_inline void bump(void *map, void *key, __u64 v)
 {
 	__u64 zero = 0, *p = bpf_map_lookup_elem(map, key);
@@ -85,6 +112,27 @@ static __always_inline void mark(struct ncclbpf_net_ctx *ctx)
 		ctx->tos = (__s32)*tos;
 }
 
+/* Copies the operator's weights, 8 sockets per store; an all-zero entry leaves the default. */
+static __always_inline void share(struct ncclbpf_net_ctx *ctx)
+{
+	__u64 peer = ctx->peer_key, any = 0, *out = (__u64 *)ctx->sock_weight;
+	__u32 k = 0;
+	struct share *s = bpf_map_lookup_elem(&net_peer_share, &peer);
+
+	if (!s)
+		s = bpf_map_lookup_elem(&net_qos_share, &k);
+	if (!s)
+		return;
+#pragma unroll
+	for (int i = 0; i < NCCLBPF_NET_MAX_SOCKS / 8; i++)
+		any |= s->w[i];
+	if (!any)
+		return;
+#pragma unroll
+	for (int i = 0; i < NCCLBPF_NET_MAX_SOCKS / 8; i++)
+		out[i] = s->w[i];
+}
+
 SEC("net") int net_peer_qos(struct ncclbpf_net_ctx *ctx)
 {
 	__u32 ev = ctx->event;
@@ -95,6 +143,7 @@ SEC("net") int net_peer_qos(struct ncclbpf_net_ctx *ctx)
 		if (socks && *socks >= 1 && *socks <= 64)
 			ctx->n_socks = *socks;
 		mark(ctx);
+		share(ctx);
 	} else if (ev == NCCLBPF_NET_ACCEPT) {
 		mark(ctx);
 	} else if (ev == NCCLBPF_NET_SEND_DONE || ev == NCCLBPF_NET_RECV_DONE) {

@@ -172,12 +172,14 @@ struct ncclbpf_coll_record {
 /* ---- SEC("net") -------------------------------------------------------- */
 
 /* What happened (ctx->event).  Outputs are read back only for CONNECT and ACCEPT. */
-#define NCCLBPF_NET_CONNECT   0 /* a send connection is being opened: n_socks, tos, priority apply */
+#define NCCLBPF_NET_CONNECT   0 /* a send connection is being opened: n_socks, tos, priority, sock_weight apply */
 #define NCCLBPF_NET_ACCEPT    1 /* a receive connection has arrived: tos, priority apply */
 #define NCCLBPF_NET_SEND_POST 2 /* isend posted: bytes = size */
 #define NCCLBPF_NET_RECV_POST 3 /* irecv posted: bytes = buffer capacity */
 #define NCCLBPF_NET_SEND_DONE 4 /* isend complete: bytes moved, latency_ns post -> done */
 #define NCCLBPF_NET_RECV_DONE 5 /* irecv complete: bytes received, latency_ns post -> done */
+
+#define NCCLBPF_NET_MAX_SOCKS 64 /* data sockets per connection, and sock_weight's length */
 
 #define NCCLBPF_NET_APPLY 0     /* apply the outputs (each may be NCCLBPF_KEEP) */
 #define NCCLBPF_NET_SKIP  1     /* leave the connection as configured */
@@ -187,7 +189,13 @@ struct ncclbpf_coll_record {
  * NCCL's proxy threads (the rank's own view: rank-local data).  Outputs:
  * n_socks (1..64, CONNECT only; starts at the configured count), tos (the
  * IP TOS / IPv6 traffic-class byte, 0..255: DSCP << 2) and priority
- * (SO_PRIORITY 0..6); both start as NCCLBPF_KEEP.
+ * (SO_PRIORITY 0..6); both start as NCCLBPF_KEEP.  sock_weight (CONNECT
+ * only) is data socket i's relative share of the connection's bytes; it
+ * starts at 1 for each configured socket (equal shares) and is applied when
+ * a program changes it: at least one non-zero weight, none beyond the
+ * connection's n_socks, else equal shares and a counted refusal.  Store
+ * with constant indices (the verifier refuses a variable context offset).
+ * At the other events it shows the connection's weights (equal: 1 each).
  */
 struct ncclbpf_net_ctx {
 	__u64 comm_id;        /* NCCL's commHash (net v11+; 0 before) */
@@ -205,6 +213,7 @@ struct ncclbpf_net_ctx {
 	__s32 priority;       /* output: 0..6 or NCCLBPF_KEEP */
 	__u32 abi_version;    /* net ABI version NCCL loaded */
 	__u32 reserved;
+	__u8 sock_weight[NCCLBPF_NET_MAX_SOCKS]; /* output at CONNECT: share of socket i */
 };
 
 /*

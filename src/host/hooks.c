@@ -28,7 +28,12 @@
 	{ #f, offsetof(struct ncclbpf_net_ctx, f), \
 	  sizeof(((struct ncclbpf_net_ctx *)0)->f), acc, 0, d }
 
-_Static_assert(sizeof(struct ncclbpf_net_ctx) == 88, "net ctx layout");
+#define NFW(i) NF(sock_weight[i], RW, "output at CONNECT: share of data socket " #i " (weights start at 1 per socket)")
+#define NFW8(a, b, c, d, e, f, g, h) \
+	NFW(a), NFW(b), NFW(c), NFW(d), NFW(e), NFW(f), NFW(g), NFW(h)
+
+_Static_assert(sizeof(struct ncclbpf_net_ctx) == 152, "net ctx layout");
+_Static_assert(offsetof(struct ncclbpf_net_ctx, sock_weight) == 88, "net ctx layout");
 _Static_assert(offsetof(struct ncclbpf_net_ctx, peer_addr) == 48, "net ctx layout");
 _Static_assert(offsetof(struct ncclbpf_net_ctx, n_socks) == 68, "net ctx layout");
 _Static_assert(sizeof(struct ncclbpf_tuner_ctx) == 88, "tuner ctx layout");
@@ -99,7 +104,13 @@ static const struct ncclbpf_ctx_field net_fields[] = {
 	NF(priority, RW, "output at CONNECT/ACCEPT: SO_PRIORITY 0..6 or NCCLBPF_KEEP"),
 	NF(abi_version, R, "net ABI version"),
 	NF(reserved, R, "always 0"),
+	/* One byte each, so a program may store any of them (or 8 at once). */
+	NFW8(0, 1, 2, 3, 4, 5, 6, 7), NFW8(8, 9, 10, 11, 12, 13, 14, 15),
+	NFW8(16, 17, 18, 19, 20, 21, 22, 23), NFW8(24, 25, 26, 27, 28, 29, 30, 31),
+	NFW8(32, 33, 34, 35, 36, 37, 38, 39), NFW8(40, 41, 42, 43, 44, 45, 46, 47),
+	NFW8(48, 49, 50, 51, 52, 53, 54, 55), NFW8(56, 57, 58, 59, 60, 61, 62, 63),
 };
+_Static_assert(NCCLBPF_NET_MAX_SOCKS == 64, "one sock_weight field per socket above");
 
 static const int32_t common_helpers[] = {
 	NBPF_HELPER_MAP_LOOKUP, NBPF_HELPER_MAP_UPDATE, NBPF_HELPER_MAP_DELETE,
@@ -153,8 +164,8 @@ const struct ncclbpf_hook_desc ncclbpf_hooks[NCCLBPF_HOOK_COUNT] = {
 		.n_helpers = ARRAY_LEN(common_helpers),
 		.ret_min = NCCLBPF_NET_APPLY,
 		.ret_max = NCCLBPF_NET_SKIP,
-		.ret_doc = "0 (NCCLBPF_NET_APPLY): apply n_socks/tos/priority; 1 (NCCLBPF_NET_SKIP): leave the connection as configured",
-		.doc = "Runs on net connect/accept and every message post and completion; may set sockets per connection, TOS and priority.",
+		.ret_doc = "0 (NCCLBPF_NET_APPLY): apply n_socks/tos/priority/sock_weight; 1 (NCCLBPF_NET_SKIP): leave the connection as configured",
+		.doc = "Runs on net connect/accept and every message post and completion; may set sockets per connection, TOS, priority and each socket's share of the traffic.",
 	},
 };
 

@@ -372,7 +372,8 @@ nbpf_nccl_result_t net_core_connect(struct net_ctx *ctx, int dev, int traffic_cl
 			int tos = opts.tos;
 
 			net_hook_connect(ctx, dev, NULL, &opts);
-			if (opts.nsocks || opts.tos != tos || opts.priority >= 0)
+			if (opts.nsocks || opts.tos != tos || opts.priority >= 0 ||
+			    nnet_weights_check(opts.weights, NNET_MAX_SOCKS) > 0)
 				net_hook_refuse(ctx);
 		}
 		return res;

@@ -2,8 +2,9 @@
 /*
  * net_hooks.c - runs SEC("net") programs around the net plugin's calls
  * and applies what the contract lets them change (src/nccl/hooks.c):
- * the number of data sockets of a new send connection, and the IP TOS /
- * IPv6 traffic class and SO_PRIORITY of a connection.
+ * the number of data sockets of a new send connection and each socket's
+ * share of its bytes (the receiver learns both from the connector), and
+ * the IP TOS / IPv6 traffic class and SO_PRIORITY of a connection.
  *
  * Fail open: no image, no net program, a program that fails to run or an
  * output outside its range changes nothing (the refusal is counted on
@@ -100,6 +101,7 @@ uint64_t net_peer_key(const union nnet_addr *a)
 static void ctx_init(struct ncclbpf_net_ctx *x, const struct net_ctx *ctx, uint32_t event,
 		     int dev, const union nnet_addr *peer)
 {
+	_Static_assert(NCCLBPF_NET_MAX_SOCKS == NNET_MAX_SOCKS, "one weight per data socket");
 	memset(x, 0, sizeof(*x));
 	x->comm_id = ctx->comm_id;
 	x->event = event;
@@ -144,8 +146,12 @@ void net_hook_connect(struct net_ctx *ctx, int dev, const union nnet_addr *peer,
 	uint32_t def = (uint32_t)(nnet_settings()->nthreads * nnet_settings()->nsocks_per_thread);
 	bool skip;
 
+	uint8_t equal[NCCLBPF_NET_MAX_SOCKS] = { 0 };
+
 	ctx_init(&x, ctx, NCCLBPF_NET_CONNECT, dev, peer);
 	x.n_socks = def;
+	memset(equal, 1, def < NCCLBPF_NET_MAX_SOCKS ? def : NCCLBPF_NET_MAX_SOCKS);
+	memcpy(x.sock_weight, equal, sizeof(equal));
 	if (!run_programs(ctx, &x, &skip) || skip)
 		return;
 	if (x.n_socks != def) {
@@ -155,6 +161,17 @@ void net_hook_connect(struct net_ctx *ctx, int dev, const union nnet_addr *peer,
 			count_refusal(ctx, NBPF_REFUSE_RANGE);
 	}
 	take_marking(ctx, &x, &opts->tos, &opts->priority);
+	/*
+	 * Untouched weights mean equal shares over whatever count applies.
+	 * Changed ones must fit the final count and not all be zero; else
+	 * equal shares (both ends agree: only the connector decides).
+	 */
+	if (memcmp(x.sock_weight, equal, sizeof(equal))) {
+		if (nnet_weights_check(x.sock_weight, opts->nsocks ? opts->nsocks : (int)def) > 0)
+			memcpy(opts->weights, x.sock_weight, sizeof(opts->weights));
+		else
+			count_refusal(ctx, NBPF_REFUSE_RANGE);
+	}
 }
 
 void net_hook_accept(struct net_comm *c)
@@ -164,7 +181,7 @@ void net_hook_accept(struct net_comm *c)
 	bool skip;
 
 	ctx_init(&x, c->ctx, NCCLBPF_NET_ACCEPT, c->dev, c->tc ? nnet_comm_peer(c->tc) : NULL);
-	x.n_socks = (uint32_t)nnet_comm_nsocks(c->tc);
+	x.n_socks = (uint32_t)nnet_comm_weights(c->tc, x.sock_weight);
 	if (!run_programs(c->ctx, &x, &skip) || skip)
 		return;
 	take_marking(c->ctx, &x, &tos, &prio);
@@ -188,6 +205,6 @@ bool net_hook_msg(struct net_comm *c, uint32_t event, size_t bytes, int tag, uin
 	x.bytes = bytes;
 	x.tag = tag;
 	x.latency_ns = latency_ns;
-	x.n_socks = c->tc ? (uint32_t)nnet_comm_nsocks(c->tc) : 0;
+	x.n_socks = (uint32_t)nnet_comm_weights(c->tc, x.sock_weight);
 	return run_programs(c->ctx, &x, &skip);
 }

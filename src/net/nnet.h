@@ -75,11 +75,18 @@ const struct nnet_settings *nnet_settings(void);
  */
 bool nnet_ifname_match(const char *spec, const char *ifname);
 
-/* Per-connection options the caller may set before connecting. */
+/*
+ * Per-connection options the caller may set before connecting.  weights[i]
+ * is data socket i's relative share of the bytes of sliced messages; all
+ * zero means equal shares, and so do weights that nnet_weights_check
+ * refuses.  The connector sends them in its hello, so the acceptor cuts
+ * every message exactly as the sender does.
+ */
 struct nnet_conn_opts {
 	int nsocks;     /* data sockets; 0: the settings' threads x sockets per thread */
 	int tos;        /* IP_TOS / IPV6_TCLASS byte; -1: leave */
 	int priority;   /* SO_PRIORITY; -1: leave */
+	uint8_t weights[NNET_MAX_SOCKS];
 };
 
 struct nnet_listen;
@@ -104,6 +111,15 @@ int nnet_connect(int dev, void *handle, const struct nnet_conn_opts *opts,
 int nnet_accept(struct nnet_listen *l, struct nnet_comm **out);
 /* Closes a comm; requests in flight are abandoned.  NULL ok. */
 int nnet_close(struct nnet_comm *c);
+
+/*
+ * Checks socket weights for a connection of nsocks data sockets: 1 when
+ * they are usable, 0 when all are zero (equal shares), -EINVAL when a
+ * socket beyond nsocks has a weight.
+ */
+int nnet_weights_check(const uint8_t *w, int nsocks);
+/* The weights a comm cuts by (equal shares: 1 each); returns its socket count. */
+int nnet_comm_weights(const struct nnet_comm *c, uint8_t w[NNET_MAX_SOCKS]);
 
 /* Applies IP TOS / traffic class and SO_PRIORITY to every socket (-1: leave). */
 int nnet_comm_set_tos(struct nnet_comm *c, int tos, int priority);

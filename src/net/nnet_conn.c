@@ -47,6 +47,7 @@ struct nnet_connect {
 	uint64_t token, conn_id;
 	int nsocks;              /* data sockets; fds[nsocks] is the control socket */
 	int tos, priority;
+	uint8_t weights[NNET_MAX_SOCKS]; /* all zero: equal shares */
 	int fds[NNET_MAX_SOCKS + 1];
 	size_t sent[NNET_MAX_SOCKS + 1];
 	bool connected[NNET_MAX_SOCKS + 1];
@@ -252,6 +253,8 @@ static int connect_step(struct nnet_connect *s, int i)
 	};
 	ssize_t n;
 
+	if (i == s->nsocks)
+		memcpy(hello.weights, s->weights, sizeof(hello.weights));
 	if (!s->connected[i]) {
 		struct pollfd p = { .fd = s->fds[i], .events = POLLOUT };
 		int soerr = 0;
@@ -291,6 +294,7 @@ static int connect_finish(struct nnet_connect *s, struct nnet_comm **out)
 	c->ctrl_fd = s->fds[s->nsocks];
 	for (int i = 0; i < s->nsocks; i++)
 		c->socks[i].fd = s->fds[i];
+	nnet_cut_init(c, s->weights);
 	err = nnet_comm_start(c);
 	if (err) {
 		free(c);
@@ -320,6 +324,8 @@ static int connect_new(int dev, struct nnet_handle *h, const struct nnet_conn_op
 	s->nsocks = n < 1 ? 1 : n > NNET_MAX_SOCKS ? NNET_MAX_SOCKS : n;
 	s->tos = opts ? opts->tos : -1;
 	s->priority = opts ? opts->priority : -1;
+	if (opts && nnet_weights_check(opts->weights, s->nsocks) > 0)
+		memcpy(s->weights, opts->weights, sizeof(s->weights));
 	for (int i = 0; i <= NNET_MAX_SOCKS; i++)
 		s->fds[i] = -1;
 	*out = s;
@@ -397,10 +403,12 @@ static void accept_new(struct nnet_listen *l)
 	}
 }
 
+/* A control hello's weights must fit its socket count: the cut depends on them. */
 static bool hello_ok(const struct nnet_listen *l, const struct nnet_hello *h)
 {
 	return h->magic == NNET_MAGIC && h->token == l->token && h->nsocks >= 1 &&
-	       h->nsocks <= NNET_MAX_SOCKS && (h->index == NNET_HELLO_CTRL || h->index < h->nsocks);
+	       h->nsocks <= NNET_MAX_SOCKS && (h->index == NNET_HELLO_CTRL || h->index < h->nsocks) &&
+	       (h->index != NNET_HELLO_CTRL || nnet_weights_check(h->weights, (int)h->nsocks) >= 0);
 }
 
 /* Reads what has arrived of each pending hello; drops broken or foreign sockets. */
@@ -478,6 +486,7 @@ int nnet_accept(struct nnet_listen *l, struct nnet_comm **out)
 	c->peer = l->pend[ci].peer;
 	for (int k = 0; k < nsocks; k++)
 		c->socks[k].fd = l->pend[idx[k]].fd;
+	nnet_cut_init(c, l->pend[ci].hello.weights);
 	err = nnet_comm_start(c);
 	if (err) {
 		free(c);

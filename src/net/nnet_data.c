@@ -6,12 +6,15 @@
  * The caller's thread (NCCL's proxy progress thread) drives the control
  * socket without blocking from isend/irecv/test: headers and small
  * messages go through it at once, so a small message costs no thread
- * hand-off.  A large message is cut into slices queued to the helper
- * threads; each helper owns sockets first, first + nthreads, ... and
- * moves their slices with non-blocking I/O, sleeping in poll() only while
- * every socket it owns would block, and on its condition variable while
- * it has nothing queued.  A request is done when its control part is
- * through and its pending slice count reaches zero.
+ * hand-off.  A large message is cut into slices (nnet_cut.c) queued to
+ * the helper threads; each helper serves sockets first, first + nthreads,
+ * ... and moves their slices with non-blocking I/O, sleeping in poll()
+ * only while every socket it serves would block, and on its condition
+ * variable while it has nothing queued.  While a request's slices are
+ * queued, test() moves some of them too, on sockets whose helper is not
+ * on them at that moment (comm_assist); a socket's busy flag says who
+ * moves it.  A request is done when its control part is through and its
+ * pending slice count reaches zero.
  *
  * Request handles carry the slot's generation in their top 16 bits
  * (user-space addresses fit in 47), so testing a finished request, or a
@@ -19,6 +22,8 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -29,6 +34,9 @@
 #define REQ_GEN_SHIFT 48
 #define REQ_PTR_MASK  ((UINT64_C(1) << REQ_GEN_SHIFT) - 1)
 #define HELPER_POLL_MS 100
+/* Bytes one test() call moves at most (comm_assist): a bounded detour for the proxy thread. */
+#define ASSIST_BUDGET (512u << 10)
+#define ASSIST_SOCK_BUDGET (256u << 10)
 
 static int io_err(ssize_t n)
 {
@@ -45,7 +53,15 @@ static int io_err(ssize_t n)
  * receive window closes; a sender facing a zero window then waits forever,
  * since window probes carry no new data and never draw the reset.  So a
  * failing comm aborts its sockets: connect() to AF_UNSPEC makes Linux send
- * a RST at once, without closing the descriptor the helpers still use.
+ * a RST at once, without closing the descriptor.
+ *
+ * Only the thread that does a socket's I/O aborts it (the helper owning a
+ * data socket, the caller under the comm mutex for the control socket):
+ * a disconnect racing with a send() on the same descriptor from another
+ * thread is the descriptor's re-creation as far as a race detector is
+ * concerned.  The failing thread shuts everything down at once, which wakes
+ * the owners (poll() reports the hang-up, idle helpers are signalled), and
+ * each owner then aborts its own sockets.
  */
 static void sock_abort(int fd)
 {
@@ -61,14 +77,17 @@ static bool comm_stop(struct nnet_comm *c, int err, bool abort)
 
 	if (!atomic_compare_exchange_strong(&c->err, &zero, err))
 		return false;
-	/* Wake both ends: our helpers leave poll(), the peer sees EOF or RST instead of waiting. */
-	for (int i = -1; i < c->nsocks; i++) {
-		int fd = i < 0 ? c->ctrl_fd : c->socks[i].fd;
+	if (abort)
+		atomic_store(&c->abort, true);
+	/* Wake both ends: our helpers leave poll(), the peer sees EOF (RST once aborted). */
+	for (int i = -1; i < c->nsocks; i++)
+		shutdown(i < 0 ? c->ctrl_fd : c->socks[i].fd, SHUT_RDWR);
+	for (int t = 0; abort && t < c->nthreads; t++) {
+		struct nnet_helper *hp = &c->helpers[t];
 
-		if (abort)
-			sock_abort(fd);
-		else
-			shutdown(fd, SHUT_RDWR);
+		pthread_mutex_lock(&hp->mu);
+		pthread_cond_signal(&hp->cv);
+		pthread_mutex_unlock(&hp->mu);
 	}
 	return true;
 }
@@ -78,17 +97,30 @@ void nnet_comm_fail(struct nnet_comm *c, int err)
 	comm_stop(c, err, true);
 }
 
+/* The control socket's share of an abort; under c->mu. */
+static void ctrl_abort(struct nnet_comm *c)
+{
+	if (!c->ctrl_aborted && atomic_load(&c->abort)) {
+		sock_abort(c->ctrl_fd);
+		c->ctrl_aborted = true;
+	}
+}
+
 /* ---- helper threads ------------------------------------------------------ */
 
-/* Moves bytes of the head slice of sock; 1 if it moved any, 0 if it would block, <0 error. */
-static int slice_io(struct nnet_comm *c, struct nnet_slice *s, int fd)
+/*
+ * Moves bytes of slice s on fd, at most budget of them; 1 if it moved any,
+ * 0 if it would block at once, <0 error.
+ */
+static int slice_io(struct nnet_comm *c, struct nnet_slice *s, int fd, size_t budget)
 {
+	size_t end = s->len - s->done > budget ? s->done + budget : s->len;
 	int moved = 0;
 
-	while (s->done < s->len) {
-		ssize_t n = c->send ? send(fd, s->ptr + s->done, s->len - s->done,
+	while (s->done < end) {
+		ssize_t n = c->send ? send(fd, s->ptr + s->done, end - s->done,
 					   MSG_DONTWAIT | MSG_NOSIGNAL)
-				    : recv(fd, s->ptr + s->done, s->len - s->done, MSG_DONTWAIT);
+				    : recv(fd, s->ptr + s->done, end - s->done, MSG_DONTWAIT);
 
 		if (n <= 0) {
 			int err = io_err(n);
@@ -101,35 +133,87 @@ static int slice_io(struct nnet_comm *c, struct nnet_slice *s, int fd)
 	return 1;
 }
 
-/* One pass over the helper's sockets; returns whether anything moved. */
-static int helper_pass(struct nnet_helper *hp, struct pollfd *pfd, int *npfd)
+/*
+ * A data socket's I/O belongs to whoever holds its busy flag: its helper,
+ * or the caller's thread helping from nnet_test (comm_assist).
+ */
+static bool sock_try(struct nnet_sock *sk)
 {
-	struct nnet_comm *c = hp->comm;
+	return !atomic_exchange_explicit(&sk->busy, true, memory_order_acquire);
+}
+
+static void sock_release(struct nnet_sock *sk)
+{
+	atomic_store_explicit(&sk->busy, false, memory_order_release);
+}
+
+/*
+ * Moves sk's queued slices, in order, until it would block or *budget
+ * bytes are moved (and taken off *budget); busy held.  1 if anything
+ * moved, 0 if not, <0 error; *stuck: a slice is left that waits for the
+ * socket.
+ */
+static int sock_move(struct nnet_comm *c, struct nnet_helper *hp, struct nnet_sock *sk,
+		     size_t *budget, bool *stuck)
+{
 	int moved = 0;
 
-	*npfd = 0;
-	for (int i = hp->first; i < c->nsocks; i += hp->stride) {
-		struct nnet_sock *sk = &c->socks[i];
+	*stuck = false;
+	for (;;) {
 		struct nnet_slice *s;
+		size_t before;
 		int r;
 
 		pthread_mutex_lock(&hp->mu);
 		s = sk->head != sk->tail ? &sk->q[sk->head % NNET_MAX_REQS] : NULL;
 		pthread_mutex_unlock(&hp->mu);
-		if (!s)
-			continue;
-		/* The head slot is ours until head moves: the producer only writes at tail. */
-		r = slice_io(c, s, sk->fd);
+		if (!s || !*budget)
+			return moved;
+		/* The head slot is stable until head moves: the producer only writes at tail. */
+		before = s->done;
+		r = slice_io(c, s, sk->fd, *budget);
 		if (r < 0)
 			return r;
 		moved |= r;
-		if (s->done == s->len) {
-			atomic_fetch_sub_explicit(&s->req->pending, 1, memory_order_release);
-			pthread_mutex_lock(&hp->mu);
+		*budget -= s->done - before;
+		if (s->done < s->len) {
+			*stuck = *budget != 0;
+			return moved;
+		}
+		atomic_fetch_sub_explicit(&s->req->pending, 1, memory_order_release);
+		pthread_mutex_lock(&hp->mu);
+		if (sk->head != sk->tail) /* not dropped by a failure meanwhile */
 			sk->head++;
-			pthread_mutex_unlock(&hp->mu);
-			moved = 1;
+		pthread_mutex_unlock(&hp->mu);
+		moved = 1;
+	}
+}
+
+/* One pass over the helper's sockets; returns whether anything moved. */
+static int helper_pass(struct nnet_helper *hp, struct pollfd *pfd, int *npfd, bool *contended)
+{
+	struct nnet_comm *c = hp->comm;
+	int moved = 0;
+
+	*npfd = 0;
+	*contended = false;
+	for (int i = hp->first; i < c->nsocks; i += hp->stride) {
+		struct nnet_sock *sk = &c->socks[i];
+		size_t budget = SIZE_MAX;
+		bool stuck = false;
+		int r = 0;
+
+		if (sock_try(sk)) {
+			r = sock_move(c, hp, sk, &budget, &stuck);
+			sock_release(sk);
 		} else {
+			/* The caller is moving it: come back soon, without spinning on its readiness. */
+			*contended = true;
+		}
+		if (r < 0)
+			return r;
+		moved |= r;
+		if (stuck) {
 			pfd[*npfd].fd = sk->fd;
 			pfd[*npfd].events = c->send ? POLLOUT : POLLIN;
 			pfd[*npfd].revents = 0;
@@ -159,28 +243,52 @@ static void helper_drop_all(struct nnet_helper *hp)
 	pthread_mutex_unlock(&hp->mu);
 }
 
+/* Aborts the sockets this helper owns once the comm has failed (see sock_abort). */
+static bool helper_abort(struct nnet_helper *hp)
+{
+	struct nnet_comm *c = hp->comm;
+
+	if (hp->aborted || !atomic_load(&c->abort))
+		return false;
+	for (int i = hp->first; i < c->nsocks; i += hp->stride) {
+		/* The caller holds a socket only for one bounded non-blocking move. */
+		while (!sock_try(&c->socks[i]))
+			sched_yield();
+		sock_abort(c->socks[i].fd);
+		sock_release(&c->socks[i]);
+	}
+	hp->aborted = true;
+	return true;
+}
+
 static void *helper_main(void *arg)
 {
 	struct nnet_helper *hp = arg;
 	struct pollfd pfd[NNET_MAX_SOCKS];
 
 	for (;;) {
+		bool contended;
 		int npfd, r;
 
 		pthread_mutex_lock(&hp->mu);
-		while (!hp->stop && !helper_has_work(hp))
+		while (!hp->stop && !helper_has_work(hp) &&
+		       (hp->aborted || !atomic_load(&hp->comm->abort)))
 			pthread_cond_wait(&hp->cv, &hp->mu);
 		if (hp->stop) {
 			pthread_mutex_unlock(&hp->mu);
 			break;
 		}
 		pthread_mutex_unlock(&hp->mu);
-		r = helper_pass(hp, pfd, &npfd);
+		if (helper_abort(hp)) {
+			helper_drop_all(hp);
+			continue;
+		}
+		r = helper_pass(hp, pfd, &npfd, &contended);
 		if (r < 0) {
 			nnet_comm_fail(hp->comm, r);
 			helper_drop_all(hp);
-		} else if (r == 0 && npfd) {
-			poll(pfd, (nfds_t)npfd, HELPER_POLL_MS);
+		} else if (r == 0 && (npfd || contended)) {
+			poll(pfd, (nfds_t)npfd, contended ? 1 : HELPER_POLL_MS);
 		}
 	}
 	return NULL;
@@ -217,10 +325,13 @@ int nnet_comm_start(struct nnet_comm *c)
 	c->nthreads = st->nthreads < c->nsocks ? st->nthreads : c->nsocks;
 	c->min_chunk = st->min_chunk;
 	atomic_init(&c->err, 0);
+	atomic_init(&c->abort, false);
 	for (int i = 0; i < NNET_MAX_REQS; i++) {
 		c->reqs[i].comm = c;
 		atomic_init(&c->reqs[i].pending, 0);
 	}
+	for (int i = 0; i < c->nsocks; i++)
+		atomic_init(&c->socks[i].busy, false);
 	pthread_mutex_init(&c->mu, NULL);
 	for (int t = 0; t < c->nthreads; t++) {
 		struct nnet_helper *hp = &c->helpers[t];
@@ -253,6 +364,10 @@ int nnet_close(struct nnet_comm *c)
 	 */
 	comm_stop(c, -ECONNRESET, false);
 	helpers_stop(c);
+	/* No helper runs now: abort what the owners of a failed comm had not reached. */
+	for (int t = 0; t < c->nthreads; t++)
+		helper_abort(&c->helpers[t]);
+	ctrl_abort(c);
 	close(c->ctrl_fd);
 	for (int i = 0; i < c->nsocks; i++)
 		close(c->socks[i].fd);
@@ -282,29 +397,25 @@ static struct nnet_req *req_decode(void *h, uint16_t *gen)
 /* Queues the slices of a large message to the helpers owning their sockets. */
 static void dispatch(struct nnet_comm *c, struct nnet_req *r)
 {
-	size_t chunk = c->min_chunk ? c->min_chunk : 1;
-	size_t n = (r->size + chunk - 1) / chunk;
+	size_t len[NNET_MAX_SOCKS], off = 0;
+	int n = nnet_cut(c, r->size, len);
 
-	if (n > (size_t)c->nsocks)
-		n = (size_t)c->nsocks;
-	chunk = (r->size + n - 1) / n;
-	atomic_store_explicit(&r->pending, (int)n, memory_order_relaxed);
-	for (size_t i = 0; i < n; i++) {
-		int sock = (int)((c->sliced + i) % (uint64_t)c->nsocks);
+	atomic_store_explicit(&r->pending, n, memory_order_relaxed);
+	for (int sock = 0; sock < c->nsocks; sock++) {
 		struct nnet_helper *hp = &c->helpers[sock % c->nthreads];
 		struct nnet_sock *sk = &c->socks[sock];
-		size_t off = i * chunk;
 
+		if (!len[sock])
+			continue;
 		pthread_mutex_lock(&hp->mu);
 		sk->q[sk->tail % NNET_MAX_REQS] = (struct nnet_slice){
-			.req = r, .ptr = r->data + off,
-			.len = off + chunk <= r->size ? chunk : r->size - off,
+			.req = r, .ptr = r->data + off, .len = len[sock],
 		};
 		sk->tail++;
 		pthread_cond_signal(&hp->cv);
 		pthread_mutex_unlock(&hp->mu);
+		off += len[sock];
 	}
-	c->sliced++;
 }
 
 static bool is_inline(const struct nnet_comm *c, size_t size)
@@ -399,8 +510,10 @@ static int post(struct nnet_comm *c, bool send, void *data, size_t size, void **
 		return -EINVAL;
 	pthread_mutex_lock(&c->mu);
 	err = atomic_load(&c->err);
-	if (err)
+	if (err) {
+		ctrl_abort(c);
 		goto out;
+	}
 	r = &c->reqs[c->post_seq % NNET_MAX_REQS];
 	if (r->state != NNET_REQ_FREE)
 		goto out; /* NNET_MAX_REQS in flight: NCCL retries */
@@ -418,6 +531,8 @@ static int post(struct nnet_comm *c, bool send, void *data, size_t size, void **
 	err = ctrl_progress(c);
 	if (err) {
 		nnet_comm_fail(c, err);
+		ctrl_abort(c);
+		err = atomic_load(&c->err);
 		*req = NULL;
 	}
 out:
@@ -433,6 +548,39 @@ int nnet_isend(struct nnet_comm *c, void *data, size_t size, void **req)
 int nnet_irecv(struct nnet_comm *c, void *data, size_t capacity, void **req)
 {
 	return post(c, false, data, capacity, req);
+}
+
+/*
+ * NCCL's proxy thread calls test() in a loop until the request is done; a
+ * bounded share of that time moves slices of sockets whose helper is not
+ * on them at that moment (asleep in poll(), or not scheduled: on a
+ * machine with fewer cores than threads the spinning caller would
+ * otherwise take the helper's CPU time and move nothing).
+ */
+static int comm_assist(struct nnet_comm *c, const struct nnet_req *req)
+{
+	size_t budget = ASSIST_BUDGET;
+
+	for (int i = 0; i < c->nsocks && budget; i++) {
+		struct nnet_sock *sk = &c->socks[i];
+		struct nnet_helper *hp = &c->helpers[i % c->nthreads];
+		size_t b = budget < ASSIST_SOCK_BUDGET ? budget : ASSIST_SOCK_BUDGET, left = b;
+		bool stuck, next;
+		int r;
+
+		/* Only where req's slice is next: one caller's try per socket and pass over its requests. */
+		pthread_mutex_lock(&hp->mu);
+		next = sk->head != sk->tail && sk->q[sk->head % NNET_MAX_REQS].req == req;
+		pthread_mutex_unlock(&hp->mu);
+		if (!next || !sock_try(sk))
+			continue;
+		r = sock_move(c, hp, sk, &left, &stuck);
+		sock_release(sk);
+		if (r < 0)
+			return r;
+		budget -= b - left;
+	}
+	return 0;
 }
 
 int nnet_test(void *req, int *done, size_t *size)
@@ -455,8 +603,12 @@ int nnet_test(void *req, int *done, size_t *size)
 	err = atomic_load(&c->err);
 	if (!err)
 		err = ctrl_progress(c);
+	/* Only a request whose slices are queued has anything to assist (none inline). */
+	if (!err && r->ctrl_done && atomic_load_explicit(&r->pending, memory_order_acquire))
+		err = comm_assist(c, r);
 	if (err) {
 		nnet_comm_fail(c, err);
+		ctrl_abort(c);
 		err = atomic_load(&c->err);
 		goto out;
 	}

@@ -6,11 +6,13 @@
  * Wire format.  A connection is one control socket and nsocks data
  * sockets, each opening with a struct nnet_hello.  Every message starts
  * with a struct nnet_hdr on the control socket.  A message of at most
- * min_chunk bytes follows its header there; a larger one is cut into
- * nslices <= nsocks contiguous slices, slice i on data socket
- * (first + i) % nsocks where first counts the sliced messages, so both
- * ends derive the same placement from the size alone and every data socket
- * carries its slices in message order.
+ * min_chunk bytes follows its header there; a larger one is cut into at
+ * most one contiguous slice per data socket, in socket order, by the
+ * connection's weights (sent once, in the control socket's hello) and a
+ * per-socket byte credit both ends keep (nnet_data.c, cut()).  The cut
+ * depends only on the weights and the sequence of message sizes, so both
+ * ends derive the same placement and every data socket carries its slices
+ * in message order.
  */
 #ifndef NCCLBPF_NET_INTERNAL_H
 #define NCCLBPF_NET_INTERNAL_H
@@ -20,7 +22,7 @@
 
 #include "nnet.h"
 
-#define NNET_MAGIC       0x6e63636c62706631ull /* "ncclbpf1" */
+#define NNET_MAGIC       0x6e63636c62706632ull /* "ncclbpf2": hello with weights */
 #define NNET_HELLO_CTRL  0xffffffffu
 
 /* The listener's handle; connect() keeps its state id in it. */
@@ -40,6 +42,7 @@ struct nnet_hello {
 	uint64_t conn_id;        /* random per connection: groups its sockets */
 	uint32_t index;          /* data socket index, or NNET_HELLO_CTRL */
 	uint32_t nsocks;
+	uint8_t weights[NNET_MAX_SOCKS]; /* control hello: the cut's weights, all 0: equal */
 };
 
 struct nnet_hdr {
@@ -60,6 +63,7 @@ struct nnet_slice {
 /* A data socket; its queue is filled by the progress path, drained by one helper. */
 struct nnet_sock {
 	int fd;
+	atomic_bool busy;        /* held by whoever moves its slices (nnet_data.c) */
 	unsigned head, tail;     /* under the helper's mutex */
 	struct nnet_slice q[NNET_MAX_REQS];
 };
@@ -72,6 +76,7 @@ struct nnet_helper {
 	int first, stride;       /* owns sockets first, first + stride, ... */
 	bool stop;               /* under mu */
 	bool started;
+	bool aborted;            /* its sockets aborted (helper thread only) */
 };
 
 enum nnet_req_state { NNET_REQ_FREE = 0, NNET_REQ_POSTED };
@@ -98,10 +103,16 @@ struct nnet_comm {
 	int nsocks, nthreads;
 	union nnet_addr peer;
 	atomic_int err;          /* first fatal error (negative errno), sticky */
+	atomic_bool abort;       /* failed: each socket's owner aborts it (sock_abort) */
+	bool ctrl_aborted;       /* under mu */
 	uint64_t post_seq;       /* messages posted */
 	uint64_t ctrl_seq;       /* messages whose control part is done */
-	uint64_t sliced;         /* sliced messages so far (placement) */
 	size_t min_chunk;
+	/* The cut (cut()): identical on both ends, driven under mu. */
+	uint8_t weight[NNET_MAX_SOCKS]; /* 0 beyond nsocks; equal shares are 1 each */
+	uint32_t wsum;
+	int nactive;             /* sockets with a weight */
+	int64_t credit[NNET_MAX_SOCKS]; /* bytes owed to socket i, times wsum */
 	struct nnet_req reqs[NNET_MAX_REQS];
 	struct nnet_sock socks[NNET_MAX_SOCKS];
 	struct nnet_helper helpers[NNET_MAX_THREADS];
@@ -110,6 +121,10 @@ struct nnet_comm {
 /* nnet_data.c */
 int nnet_comm_start(struct nnet_comm *c);
 void nnet_comm_fail(struct nnet_comm *c, int err);
+
+/* nnet_cut.c */
+void nnet_cut_init(struct nnet_comm *c, const uint8_t *weights);
+int nnet_cut(struct nnet_comm *c, size_t size, size_t len[NNET_MAX_SOCKS]);
 
 /* nnet_conn.c */
 int nnet_sock_opts(int fd);

@@ -13,14 +13,22 @@
  *   test_net_hooks reload  NCCLBPF_WATCH=1: a counting policy file replaced
  *                          by an acting one changes the next connection,
  *                          while the open one keeps working
+ *   test_net_hooks share   every ABI version v6..v12: weights 1:2:5 on 3
+ *                          sockets; the bytes each data socket carried
+ *                          (TCP_INFO on both ends) follow them, and every
+ *                          message arrives intact (both ends cut alike)
+ *   test_net_hooks share_bad  hostile weights (all zero, a socket beyond
+ *                          n_socks): equal shares, each refusal counted
  */
 #include <dirent.h>
+#include <linux/tcp.h>
 #include <netinet/in.h>
 #include <netinet/ip.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "check.h"
+#include "control/ctl_client.h"
 #include "emu_test.h"
 #include "net_drv.h"
 
@@ -228,6 +236,184 @@ static void run_reload(struct drv *d, const char *policy)
 	CHECK(drv_close_recv(d, rc) == 0);
 }
 
+/* ---- the share of each socket --------------------------------------------- */
+
+#define SHARE_SOCKS 3
+#define SHARE_MSGS 12
+#define SHARE_SIZE ((1u << 20) + 5)
+
+/* tcpi_bytes_received (or tcpi_bytes_acked) of a socket, UINT64_MAX if unknown. */
+static uint64_t tcp_bytes(int fd, bool received)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+
+	memset(&ti, 0, sizeof(ti));
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) ||
+	    len < offsetof(struct tcp_info, tcpi_bytes_received) + sizeof(ti.tcpi_bytes_received))
+		return UINT64_MAX;
+	return received ? ti.tcpi_bytes_received : ti.tcpi_bytes_acked;
+}
+
+/*
+ * Opens one connection and finds its data sockets in index order on both
+ * ends: the connector creates data sockets 0..n-1, then the control
+ * socket, so by ascending fd; a receiving socket is matched to its sender
+ * by ports.  Returns the number of data sockets, or -1.
+ */
+static int share_connection(struct drv *d, void **sc, void **rc, int *sfd, int *rfd)
+{
+	char handle[NBPF_NET_HANDLE_MAXSIZE];
+	struct tcp before[MAXFD], after[MAXFD], snd[MAXFD];
+	int nb = list_tcp(before, MAXFD), na, ns = 0, lport = -1;
+	void *lc = NULL;
+
+	if (drv_listen(d, 0, handle, &lc) || drv_pair(d, 0, handle, lc, sc, rc, TMO))
+		return -1;
+	drv_close_listen(d, lc);
+	na = list_tcp(after, MAXFD);
+	for (int i = 0; i < na; i++) {
+		int same = 0;
+
+		for (int j = 0; j < na; j++)
+			same += after[j].lport == after[i].lport;
+		if (same > 1)
+			lport = after[i].lport; /* the accepted sockets share the listener's port */
+	}
+	for (int i = 0; i < na; i++) {
+		bool old = false;
+
+		for (int j = 0; j < nb; j++)
+			old |= before[j].fd == after[i].fd;
+		if (!old && after[i].pport == lport && after[i].lport != lport)
+			snd[ns++] = after[i];
+	}
+	for (int i = 1; i < ns; i++) /* insertion sort by fd */
+		for (int j = i; j > 0 && snd[j - 1].fd > snd[j].fd; j--) {
+			struct tcp t = snd[j];
+
+			snd[j] = snd[j - 1];
+			snd[j - 1] = t;
+		}
+	for (int i = 0; i + 1 < ns; i++) {
+		sfd[i] = snd[i].fd;
+		rfd[i] = -1;
+		for (int j = 0; j < na; j++)
+			if (after[j].lport == lport && after[j].pport == snd[i].lport)
+				rfd[i] = after[j].fd;
+		if (rfd[i] < 0)
+			return -1;
+	}
+	return ns - 1;
+}
+
+/* Moves SHARE_MSGS messages, checking each arrives intact; per-socket bytes received in got. */
+static void share_traffic(struct drv *d, void *sc, void *rc, const int *rfd, int n, uint64_t *got)
+{
+	unsigned char *a = malloc(SHARE_SIZE), *b = malloc(SHARE_SIZE);
+	uint64_t base[64];
+
+	CHECK(a && b);
+	if (!a || !b)
+		goto out;
+	for (int i = 0; i < n; i++)
+		base[i] = tcp_bytes(rfd[i], true);
+	for (int m = 0; m < SHARE_MSGS; m++) {
+		void *sr = NULL, *rr = NULL;
+		size_t sz = m % 3 == 2 ? 150000 : SHARE_SIZE; /* some cut into fewer slices */
+
+		for (size_t i = 0; i < sz; i++)
+			a[i] = (unsigned char)(m * 31 + i * 7 + (i >> 11));
+		memset(b, 0, sz);
+		CHECK(drv_irecv(d, rc, b, SHARE_SIZE, 5, NULL, &rr) == 0 && rr);
+		CHECK(drv_isend(d, sc, a, sz, 5, NULL, &sr) == 0 && sr);
+		CHECK(drv_wait(d, sr, NULL, TMO) == 0 && drv_wait(d, rr, NULL, TMO) == 0);
+		CHECK_MSG(!memcmp(a, b, sz), "v%d: message %d of %zu bytes arrived intact", d->v, m, sz);
+	}
+	for (int i = 0; i < n; i++)
+		got[i] = tcp_bytes(rfd[i], true) - base[i];
+out:
+	free(a);
+	free(b);
+}
+
+/* Each socket's bytes within 2% of the total from its weight's share. */
+static void check_shares(int v, const uint64_t *got, const unsigned *w, int n)
+{
+	uint64_t total = 0, wsum = 0;
+
+	for (int i = 0; i < n; i++) {
+		total += got[i];
+		wsum += w[i];
+	}
+	for (int i = 0; i < n; i++) {
+		double want = (double)total * w[i] / (double)wsum, dev = (double)got[i] - want;
+
+		CHECK_MSG(dev < 0.02 * (double)total && -dev < 0.02 * (double)total,
+			  "v%d: socket %d carried %llu of %llu bytes, weight %u/%llu", v, i,
+			  (unsigned long long)got[i], (unsigned long long)total, w[i],
+			  (unsigned long long)wsum);
+	}
+}
+
+/* Weight refusals (reason "range") counted by this process's net contexts. */
+static uint64_t net_refusals(void)
+{
+	struct nbpf_ctl_msg m;
+	const char *em = NULL;
+	uint64_t sum = 0;
+
+	memset(&m, 0, sizeof(m));
+	if (nbpf_ctl_call_pid(getpid(), NBPF_CTL_PS, NULL, &m, &em) == 0) {
+		for (uint32_t i = 0; i < m.n_recs; i++) {
+			const char *kind = nbpf_ctl_rec_get(&m.recs[i], "kind");
+			uint64_t r[16] = { 0 };
+
+			if (!strcmp(m.recs[i].kind, "comm") && kind && !strcmp(kind, "net") &&
+			    nbpf_ctl_parse_u64s(nbpf_ctl_rec_get(&m.recs[i], "refused"), r, 16) > 1)
+				sum += r[1];
+		}
+	} else {
+		sum = UINT64_MAX;
+	}
+	nbpf_ctl_msg_free(&m);
+	return sum;
+}
+
+/*
+ * Every version's connections first, the refusal count once at the end:
+ * the control server's own descriptors come and go while it answers, and
+ * list_tcp() must not look at them then.  v11+ contexts are finalized
+ * after the count, since their counters go with them.
+ */
+static void run_share(void *lib, bool hostile)
+{
+	static const unsigned weights[SHARE_SOCKS] = { 1, 2, 5 }, equal[SHARE_SOCKS] = { 1, 1, 1 };
+	struct drv d[13];
+
+	for (int v = 6; v <= 12; v++) {
+		int sfd[64], rfd[64], n;
+		uint64_t got[64];
+		void *sc, *rc;
+
+		CHECK(drv_bind(&d[v], lib, v) == 0 && drv_init(&d[v], 40 + v, -1, NULL) == 0);
+		/* Two connections: share_bad alternates its two hostile answers. */
+		for (int c = 0; c < 2; c++) {
+			n = share_connection(&d[v], &sc, &rc, sfd, rfd);
+			CHECK_MSG(n == SHARE_SOCKS, "v%d: %d data sockets", v, n);
+			if (n != SHARE_SOCKS)
+				break;
+			share_traffic(&d[v], sc, rc, rfd, n, got);
+			check_shares(v, got, hostile ? equal : weights, n);
+			CHECK(drv_close_send(&d[v], sc) == 0);
+			CHECK(drv_close_recv(&d[v], rc) == 0);
+		}
+	}
+	CHECK_EQ_U64(net_refusals(), hostile ? 2 * 7 : 0);
+	for (int v = 6; v <= 12; v++)
+		CHECK(drv_finalize(&d[v]) == 0);
+}
+
 int main(int argc, char **argv)
 {
 	char dir[] = "/tmp/ncclbpf-net-XXXXXX", policy[600] = "";
@@ -236,6 +422,22 @@ int main(int argc, char **argv)
 	struct drv d;
 
 	setenv("NCCL_SOCKET_IFNAME", "lo", 0);
+	if (!strcmp(mode, "share") || !strcmp(mode, "share_bad")) {
+		CHECK(mkdtemp(dir) != NULL);
+		snprintf(policy, sizeof(policy), "%s/ctl", dir);
+		setenv("NCCLBPF_CTL_DIR", policy, 1);
+		emu_set_policy(strcmp(mode, "share") ? EMU_BPF_DIR "/t_net_share_bad.bpf.o"
+						     : EMU_BPF_DIR "/t_net_share.bpf.o");
+		lib = drv_open(NET_PLUGIN);
+		CHECK(lib != NULL);
+		if (lib) {
+			run_share(lib, strcmp(mode, "share") != 0);
+			dlclose(lib);
+		}
+		rmdir(policy);
+		rmdir(dir);
+		return check_summary("net_hooks");
+	}
 	if (!strcmp(mode, "act"))
 		emu_set_policy(EMU_BPF_DIR "/t_net_count.bpf.o:" EMU_BPF_DIR "/t_net_act.bpf.o:"
 			       EMU_BPF_DIR "/t_net_probe.bpf.o");

@@ -3,10 +3,13 @@
  * test_nnet.c - the transport layer on its own (src/net, no NCCL ABI, no
  * host): NCCL_SOCKET_IFNAME grammar, IPv6 through NCCL_SOCKET_FAMILY, the
  * number of sockets a connection opens (settings and per-connection
- * option, seen on both ends), TOS / priority visible with getsockopt, and
- * traffic from two threads on two comms at once (a TSan target).
+ * option, seen on both ends), TOS / priority visible with getsockopt,
+ * socket weights (both ends cut alike, an idle zero-weight socket, weights
+ * that do not fit ignored), and traffic from two threads on two comms at
+ * once (a TSan target).
  */
 #include <errno.h>
+#include <linux/tcp.h>
 #include <netinet/in.h>
 #include <netinet/ip.h>
 #include <pthread.h>
@@ -16,6 +19,7 @@
 
 #include "check.h"
 #include "net/nnet.h"
+#include "net/nnet_internal.h"
 
 static void ifname_grammar(void)
 {
@@ -115,6 +119,114 @@ static void socket_counts(void)
 	CHECK(roundtrip(s, r, (1u << 20) + 17) == 0);
 	nnet_close(s);
 	nnet_close(r);
+}
+
+static uint64_t bytes_received(int fd)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+
+	memset(&ti, 0, sizeof(ti));
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len))
+		return UINT64_MAX;
+	return ti.tcpi_bytes_received;
+}
+
+/*
+ * nnet_cut on its own: two comms fed the same weights and sizes (the two
+ * ends) cut alike; every cut covers the message, at most one slice per
+ * socket, none on a zero weight; messages of one chunk per weighted socket
+ * or more follow the weights to a byte per socket and message.
+ */
+static void cut_properties(void)
+{
+	static struct nnet_comm a, b;
+	uint64_t seed = 12345, sum[NNET_MAX_SOCKS];
+
+	for (int round = 0; round < 50; round++) {
+		uint8_t w[NNET_MAX_SOCKS] = { 0 };
+		uint32_t wsum = 0;
+		int n;
+
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		n = 1 + (int)(seed >> 59) % 12;
+		for (int i = 0; i < n; i++) {
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			w[i] = (seed >> 60) < 3 ? 0 : (uint8_t)(seed >> 56);
+			wsum += w[i];
+		}
+		a.nsocks = b.nsocks = n;
+		a.min_chunk = b.min_chunk = 65536;
+		nnet_cut_init(&a, w);
+		nnet_cut_init(&b, w);
+		memset(sum, 0, sizeof(sum));
+		for (int m = 0; m < 200; m++) {
+			size_t la[NNET_MAX_SOCKS], lb[NNET_MAX_SOCKS], size, total = 0;
+			bool large = m < 100;
+			int k;
+
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			size = large ? (size_t)n * 65536 + (seed >> 44) : 65537 + (seed >> 50) % 300000;
+			k = nnet_cut(&a, size, la);
+			CHECK_EQ_U64(nnet_cut(&b, size, lb), k);
+			CHECK(!memcmp(la, lb, sizeof(la)));
+			for (int i = 0; i < NNET_MAX_SOCKS; i++) {
+				total += la[i];
+				CHECK(!la[i] || (i < n && (!wsum || w[i])));
+				if (large)
+					sum[i] += la[i];
+			}
+			CHECK_EQ_U64(total, size);
+			CHECK(k >= 1 && k <= n);
+		}
+		for (int i = 0; i < n && wsum; i++) {
+			uint64_t all = 0;
+
+			for (int j = 0; j < n; j++)
+				all += sum[j];
+			CHECK_MSG(sum[i] * wsum + 100ull * n * wsum >= all * w[i] &&
+				  sum[i] * wsum <= all * w[i] + 100ull * n * wsum,
+				  "round %d socket %d: %llu of %llu, weight %u/%u", round, i,
+				  (unsigned long long)sum[i], (unsigned long long)all, w[i], wsum);
+		}
+	}
+}
+
+static void weighted_cut(void)
+{
+	static const size_t sizes[] = { 65537, 100000, 200000, 3u << 20, 1, 0, (1u << 20) + 3, 150001 };
+	struct nnet_conn_opts o = { .nsocks = 4, .tos = -1, .priority = -1, .weights = { 0, 1, 3, 2 } };
+	uint8_t w[NNET_MAX_SOCKS];
+	struct nnet_comm *s, *r;
+	uint64_t idle;
+
+	/* The receiver cuts by the connector's weights: every size arrives intact. */
+	CHECK(pair(&o, &s, &r) == 0);
+	CHECK_EQ_U64(nnet_comm_weights(r, w), 4);
+	CHECK(w[0] == 0 && w[1] == 1 && w[2] == 3 && w[3] == 2 && w[4] == 0);
+	idle = bytes_received(nnet_comm_fd(r, 0));
+	for (int k = 0; k < 3; k++)
+		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+			CHECK_MSG(roundtrip(s, r, sizes[i]) == 0, "%zu bytes, pass %d", sizes[i], k);
+	/* A zero weight leaves its socket idle. */
+	CHECK_EQ_U64(bytes_received(nnet_comm_fd(r, 0)) - idle, 0);
+	CHECK(bytes_received(nnet_comm_fd(r, 2)) > bytes_received(nnet_comm_fd(r, 1)));
+	nnet_close(s);
+	nnet_close(r);
+	/* A weight on a socket the connection lacks: ignored, equal shares. */
+	memset(o.weights, 0, sizeof(o.weights));
+	o.weights[0] = 1;
+	o.weights[6] = 9;
+	CHECK(pair(&o, &s, &r) == 0);
+	CHECK_EQ_U64(nnet_comm_weights(r, w), 4);
+	CHECK(w[0] == 1 && w[1] == 1 && w[2] == 1 && w[3] == 1 && w[6] == 0);
+	CHECK(roundtrip(s, r, (2u << 20) + 1) == 0);
+	nnet_close(s);
+	nnet_close(r);
+	CHECK(nnet_weights_check(o.weights, 4) < 0);
+	CHECK(nnet_weights_check(o.weights, 7) == 1);
+	memset(o.weights, 0, sizeof(o.weights));
+	CHECK(nnet_weights_check(o.weights, 4) == 0);
 }
 
 static int get_tos(int fd, int family)
@@ -227,6 +339,8 @@ int main(void)
 	CHECK_EQ_U64(nnet_dev_get(0)->addr.sa.sa_family, AF_INET);
 	CHECK(nnet_dev_get(1) == NULL);
 	socket_counts();
+	cut_properties();
+	weighted_cut();
 	tos_and_priority();
 	two_threads();
 	nnet_fini();

@@ -346,6 +346,35 @@ out:
 	ncclbpf_object__close(o);
 }
 
+/* net_peer_qos's weights: none until written; a peer's entry wins over the global one. */
+static void test_net_peer_share(struct ncclbpf_object *o)
+{
+	struct ncclbpf_program *p = ncclbpf_object__find_program(o, "net_peer_qos");
+	struct ncclbpf_map *all = ncclbpf_object__find_map(o, "net_qos_share");
+	struct ncclbpf_map *peer = ncclbpf_object__find_map(o, "net_peer_share");
+	struct ncclbpf_net_ctx x = { .event = NCCLBPF_NET_CONNECT, .peer_key = 0x0100007f,
+				     .n_socks = 2, .tos = NCCLBPF_KEEP, .priority = NCCLBPF_KEEP,
+				     .sock_weight = { 1, 1 } };
+	uint8_t w[NCCLBPF_NET_MAX_SOCKS] = { 0 };
+	uint64_t ret, key = 0x0100007f;
+	uint32_t k = 0;
+
+	CHECK(p && all && peer);
+	if (!p || !all || !peer)
+		return;
+	CHECK(!ncclbpf_program__run(p, &x, sizeof(x), &ret));
+	CHECK(x.sock_weight[0] == 1 && x.sock_weight[1] == 1 && x.sock_weight[2] == 0);
+	w[0] = 1, w[1] = 3, w[63] = 4;
+	CHECK(!ncclbpf_map__update(all, &k, w, 0));
+	CHECK(!ncclbpf_program__run(p, &x, sizeof(x), &ret));
+	CHECK(!memcmp(x.sock_weight, w, sizeof(w)));
+	memset(w, 0, sizeof(w));
+	w[2] = 7;
+	CHECK(!ncclbpf_map__update(peer, &key, w, 0));
+	CHECK(!ncclbpf_program__run(p, &x, sizeof(x), &ret));
+	CHECK(!memcmp(x.sock_weight, w, sizeof(w)));
+}
+
 /* net_peer_qos: leaves connections alone until an operator writes its maps. */
 static void test_net_peer_qos(void)
 {
@@ -376,6 +405,7 @@ static void test_net_peer_qos(void)
 	CHECK(!ncclbpf_program__run(p, &x, sizeof(x), &ret));
 	CHECK(!ncclbpf_map__lookup(bytes, &key, &b));
 	CHECK_EQ_U64(b, 2000);
+	test_net_peer_share(o);
 out:
 	ncclbpf_object__close(o);
 }
