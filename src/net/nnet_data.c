@@ -287,8 +287,16 @@ static void *helper_main(void *arg)
 		if (r < 0) {
 			nnet_comm_fail(hp->comm, r);
 			helper_drop_all(hp);
-		} else if (r == 0 && (npfd || contended)) {
-			poll(pfd, (nfds_t)npfd, contended ? 1 : HELPER_POLL_MS);
+		} else if (r == 0 && contended) {
+			/*
+			 * The caller holds one of our sockets for one bounded move
+			 * (tens of microseconds): yield and take it back as soon as
+			 * it lets go.  Sleeping here instead left the socket idle
+			 * for the rest of the sleep on machines with cores to spare.
+			 */
+			sched_yield();
+		} else if (r == 0 && npfd) {
+			poll(pfd, (nfds_t)npfd, HELPER_POLL_MS);
 		}
 	}
 	return NULL;
