@@ -984,6 +984,38 @@ static void test_image_and_errors(void)
 	CHECK(nbpf_jit_compile(noop, 0, &conf_env, &img) == -EINVAL);
 }
 
+/*
+ * Every program's code lands near the runtime's text, not only the first:
+ * a fixed placement hint sent the second and later programs gigabytes away
+ * (slower indirect calls from the host, helpers through movabs).
+ */
+static void test_placement(void)
+{
+	enum { N = 40 };
+	static const char src[] = "mov r0, 7\nexit\n";
+	struct nbpf_jit_image *img[N] = { 0 };
+	uintptr_t text = (uintptr_t)&nbpf_jit_compile;
+	struct nbpf_insn *insns = NULL;
+	uint32_t n = 0;
+	int far = 0;
+
+	CHECK(nbpf_asm(src, strlen(src), &insns, &n) == 0);
+	for (int i = 0; i < N && insns; i++) {
+		uintptr_t at;
+
+		CHECK(nbpf_jit_compile(insns, n, &conf_env, &img[i]) == 0);
+		if (!img[i])
+			continue;
+		at = (uintptr_t)img[i]->func;
+		far += (at > text ? at - text : text - at) > (UINT64_C(2) << 30);
+		CHECK(img[i]->func(NULL, 0) == 7);
+	}
+	CHECK_MSG(far == 0, "%d of %d programs placed beyond rel32 reach of the runtime", far, N);
+	for (int i = 0; i < N; i++)
+		nbpf_jit_free(img[i]);
+	free(insns);
+}
+
 int main(void)
 {
 	test_divmod();
@@ -1003,5 +1035,6 @@ int main(void)
 	test_diamond();
 	test_jump_sizes();
 	test_image_and_errors();
+	test_placement();
 	return check_summary("test_jit");
 }

@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdatomic.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -2037,15 +2038,48 @@ out:
 	return err;
 }
 
-/* Maps code near the runtime's own text so helper calls fit in rel32. */
+/*
+ * Code goes near the runtime's own text, for two reasons: helper calls then
+ * fit in rel32, and calls from the host into the code stay near: on recent
+ * x86 cores, an indirect call whose target lies gigabytes away costs about
+ * a nanosecond more than a near one (measured: a 3-instruction program
+ * ran 1.2-1.5x its native twin when placed far, 1.0x near), which is the
+ * whole cost of a small policy.  One fixed hint only served the first
+ * program (later ones found it taken and the kernel put them far away),
+ * so a cursor walks down from 128 MiB below the text, one region per
+ * program, and NOREPLACE skips what is taken.  Freed regions are not
+ * reused; the walk stays within rel32 reach for about 300000 programs, and
+ * past that (or on a kernel that ignores the flag) the kernel chooses.
+ */
+#define CODE_NEAR_START (128u << 20)
+#define CODE_NEAR_LIMIT (1536u << 20)
+#define CODE_NEAR_TRIES 64
+
+static _Atomic uintptr_t code_cursor;
+
 static void *map_code(size_t size)
 {
-	uintptr_t text = (uintptr_t)&nbpf_jit_compile, hint = 0;
+	uintptr_t text = (uintptr_t)&nbpf_jit_compile;
+	uintptr_t top = (text & ~(uintptr_t)0xfffff) - CODE_NEAR_START;
+	uintptr_t zero = 0;
+	void *p;
 
-	if (text > (256u << 20))
-		hint = (text & ~(uintptr_t)0xfffff) - (128u << 20);
-	void *p = mmap((void *)hint, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (text > CODE_NEAR_LIMIT + CODE_NEAR_START) {
+		atomic_compare_exchange_strong(&code_cursor, &zero, top);
+		for (int i = 0; i < CODE_NEAR_TRIES; i++) {
+			uintptr_t hint = atomic_fetch_sub(&code_cursor, size) - size;
 
+			if (top - hint > CODE_NEAR_LIMIT)
+				break;
+			p = mmap((void *)hint, size, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+			if (p == (void *)hint)
+				return p;
+			if (p != MAP_FAILED) /* a kernel older than NOREPLACE took it as a hint */
+				munmap(p, size);
+		}
+	}
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	return p == MAP_FAILED ? NULL : p;
 }
 
