@@ -205,6 +205,14 @@ void export_alert_tick(struct export_alerts *a, const struct nbpf_tele_set *now)
 		snprintf(labels, sizeof(labels), "\"pid\":\"%llu\"", (unsigned long long)l->pid);
 		snprintf(summary, sizeof(summary), "%llu policy rollbacks", (unsigned long long)l->rollbacks);
 		judge(a, f, &first, l->rollbacks > 0, "NcclbpfPolicyRolledBack", labels, summary);
+		for (int r = 0; l->net && r < NBPF_TELE_REFUSE; r++) {
+			snprintf(labels, sizeof(labels), "\"pid\":\"%llu\",\"reason\":\"%s\"",
+				 (unsigned long long)l->pid, nbpf_tele_refuse_name(r));
+			snprintf(summary, sizeof(summary), "%llu net policy outputs refused (%s)",
+				 (unsigned long long)l->net_refused[r], nbpf_tele_refuse_name(r));
+			judge(a, f, &first, l->net_refused[r] > 0, "NcclbpfNetPolicyOutputRefused", labels,
+			      summary);
+		}
 	}
 	fputc(']', f);
 	if (fclose(f))

@@ -48,24 +48,29 @@ static void merge_peer(struct nbpf_tele_set *s, const struct nbpf_ctl_rec *r)
 		p->errors += e;
 }
 
-/* A "proc" record's load counters; an older plugin without them adds no series. */
-static void merge_loads(struct nbpf_tele_set *s, const struct nbpf_ctl_rec *r)
+/*
+ * A "proc" record's load counters; an older plugin without them adds no
+ * series.  Returns the process's entry, where its net refusals go too.
+ */
+static struct nbpf_tele_loads *merge_loads(struct nbpf_tele_set *s, const struct nbpf_ctl_rec *r)
 {
 	struct nbpf_tele_loads *l;
 	uint64_t v = 0;
 
 	if (nbpf_ctl_rec_u64(r, "loads", &v) || !(l = nbpf_tele_loads(s, get_u64(r, "pid"))))
-		return;
+		return NULL;
 	l->attempts += v;
 	l->refused_verifier += get_u64(r, "loads_refused_verifier");
 	l->refused_loader += get_u64(r, "loads_refused_loader");
 	l->rollbacks += get_u64(r, "rollbacks");
+	return l;
 }
 
 /* A response's records refer to communicators by registry id; map them to NCCL's ids first. */
 void cli_tele_merge(struct nbpf_tele_set *s, const struct nbpf_ctl_msg *m)
 {
 	struct comm_ref *refs = calloc(m->n_recs ? m->n_recs : 1, sizeof(*refs));
+	struct nbpf_tele_loads *proc = NULL; /* the "proc" record comes first */
 	size_t n_refs = 0;
 
 	if (!refs)
@@ -76,7 +81,7 @@ void cli_tele_merge(struct nbpf_tele_set *s, const struct nbpf_ctl_msg *m)
 		const char *kind = nbpf_ctl_rec_get(r, "kind");
 
 		if (!strcmp(r->kind, "proc"))
-			merge_loads(s, r);
+			proc = merge_loads(s, r);
 		if (strcmp(r->kind, "comm"))
 			continue;
 		refs[n_refs].id = get_u64(r, "id");
@@ -94,6 +99,9 @@ void cli_tele_merge(struct nbpf_tele_set *s, const struct nbpf_ctl_msg *m)
 			t->skipped += get_u64(r, "skipped");
 			add_list(t->coll_calls, NBPF_TELE_COLLS, nbpf_ctl_rec_get(r, "coll_calls"));
 			add_list(t->refused, NBPF_TELE_REFUSE, nbpf_ctl_rec_get(r, "refused"));
+		} else if (kind && !strcmp(kind, "net") && proc) {
+			proc->net = true;
+			add_list(proc->net_refused, NBPF_TELE_REFUSE, nbpf_ctl_rec_get(r, "refused"));
 		}
 	}
 	for (uint32_t i = 0; i < m->n_recs; i++) {
@@ -279,6 +287,8 @@ int cli_tele_delta(struct nbpf_tele_set *out, const struct nbpf_tele_set *now,
 		o->refused_verifier = sub(n->refused_verifier, b->refused_verifier);
 		o->refused_loader = sub(n->refused_loader, b->refused_loader);
 		o->rollbacks = sub(n->rollbacks, b->rollbacks);
+		for (int k = 0; k < NBPF_TELE_REFUSE; k++)
+			o->net_refused[k] = sub(n->net_refused[k], b->net_refused[k]);
 	}
 	return 0;
 }

@@ -33,6 +33,11 @@ static const char *const refuse_names[NBPF_TELE_REFUSE] = {
 	"cell", "range", "channels", "collnet_channels", "return", "error",
 };
 
+const char *nbpf_tele_refuse_name(int r)
+{
+	return r >= 0 && r < NBPF_TELE_REFUSE ? refuse_names[r] : "other";
+}
+
 const char *nbpf_tele_coll_name(int c)
 {
 	return c >= 0 && c < NBPF_TELE_COLLS ? coll_names[c] : "other";

@@ -11,6 +11,7 @@
 #ifndef NCCLBPF_PROM_H
 #define NCCLBPF_PROM_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -71,6 +72,9 @@ struct nbpf_tele_peer {
 struct nbpf_tele_loads {
 	uint64_t pid;
 	uint64_t attempts, refused_verifier, refused_loader, rollbacks;
+	/* Net policy outputs refused, by reason, over the process's net contexts. */
+	uint64_t net_refused[NBPF_TELE_REFUSE];
+	bool net; /* the process has net contexts: its net series are written */
 };
 
 struct nbpf_tele_set {
@@ -105,6 +109,8 @@ void nbpf_tele_free(struct nbpf_tele_set *s);
 
 /* Labels: "AllReduce", "RING", "LL128", "4M" ("other"/"unknown" for the last slots). */
 const char *nbpf_tele_coll_name(int coll);
+/* Why an output was refused: "cell", "range", "channels", ... */
+const char *nbpf_tele_refuse_name(int reason);
 const char *nbpf_tele_algo_name(int algo);
 const char *nbpf_tele_proto_name(int proto);
 const char *nbpf_tele_size_name(int cls);

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * prom_loads.c - policy load counters in the telemetry set and the
- * Prometheus exposition: attempts, refusals (by stage) and rollbacks of
- * each process that answered.
+ * prom_loads.c - per-process counters in the telemetry set and the
+ * Prometheus exposition: policy load attempts, refusals (by stage) and
+ * rollbacks of each process that answered, and the net policy outputs its
+ * net contexts refused (by reason).
  *
  * Labels: pid, and stage ("verifier" / "loader") on refusals.  Loads are
  * a per-process event (each rank loads its own image), and a pid label
@@ -58,5 +59,11 @@ int nbpf_prom_write_loads(FILE *f, const struct nbpf_tele_set *s)
 	for (size_t i = 0; i < s->n_loads; i++)
 		fprintf(f, "ncclbpf_policy_rollbacks_total{pid=\"%" PRIu64 "\"} %" PRIu64 "\n",
 			s->loads[i].pid, s->loads[i].rollbacks);
+	fprintf(f, "# HELP ncclbpf_net_refused_total Net policy outputs refused (the connection kept its configuration), by reason.\n"
+		   "# TYPE ncclbpf_net_refused_total counter\n");
+	for (size_t i = 0; i < s->n_loads; i++)
+		for (int r = 0; s->loads[i].net && r < NBPF_TELE_REFUSE; r++)
+			fprintf(f, "ncclbpf_net_refused_total{pid=\"%" PRIu64 "\",reason=\"%s\"} %" PRIu64 "\n",
+				s->loads[i].pid, nbpf_tele_refuse_name(r), s->loads[i].net_refused[r]);
 	return ferror(f) ? -EIO : 0;
 }

@@ -29,6 +29,7 @@
 
 #include "check.h"
 #include "control/ctl_client.h"
+#include "control/ctl_tele.h"
 #include "emu_test.h"
 #include "net_drv.h"
 
@@ -380,6 +381,29 @@ static uint64_t net_refusals(void)
 	return sum;
 }
 
+/* The same count as the exporter writes it: ncclbpf_net_refused_total{pid,reason="range"}. */
+static void check_exported_refusals(uint64_t want)
+{
+	struct nbpf_tele_set s = { 0 };
+	char series[96], *text = NULL, *p;
+	int pid = getpid();
+	size_t len = 0;
+	FILE *f;
+
+	CHECK(cli_tele_collect(&pid, 1, &s, stderr) == 1);
+	f = open_memstream(&text, &len);
+	CHECK(f && nbpf_prom_write(f, &s) == 0);
+	if (f)
+		fclose(f);
+	snprintf(series, sizeof(series), "ncclbpf_net_refused_total{pid=\"%d\",reason=\"range\"} ", pid);
+	p = text ? strstr(text, series) : NULL;
+	CHECK_MSG(p != NULL, "the export has no %s", series);
+	if (p)
+		CHECK_EQ_U64(strtoull(p + strlen(series), NULL, 10), want);
+	free(text);
+	nbpf_tele_free(&s);
+}
+
 /*
  * Every version's connections first, the refusal count once at the end:
  * the control server's own descriptors come and go while it answers, and
@@ -410,6 +434,7 @@ static void run_share(void *lib, bool hostile)
 		}
 	}
 	CHECK_EQ_U64(net_refusals(), hostile ? 2 * 7 : 0);
+	check_exported_refusals(hostile ? 2 * 7 : 0);
 	for (int v = 6; v <= 12; v++)
 		CHECK(drv_finalize(&d[v]) == 0);
 }
