@@ -150,6 +150,19 @@ static void gen_alu(struct gen *g)
 				off = 0;
 		}
 		break;
+	case NBPF_LSH: case NBPF_RSH: case NBPF_ARSH:
+		/*
+		 * Often after a mov into dst (the JIT fuses the pair into one
+		 * shlx/shrx/sarx): the count then in dst, the mov's source or
+		 * another register.
+		 */
+		if (x && (sel & 0x40)) {
+			int a = rreg(g), pick = u8(g) % 3;
+
+			put(g, NBPF_ALU64 | NBPF_MOV | NBPF_X, dst, a, 0, 0);
+			src = pick == 0 ? dst : pick == 1 ? a : src;
+		}
+		break;
 	default:
 		break;
 	}

@@ -119,9 +119,8 @@ static void test_shifts(void)
 	run_both("arsh32 reg high", "mov32 %r0, 0x80000000\nmov %r5, 33\narsh32 %r0, %r5\nexit", 0xc0000000ull);
 }
 
-static size_t shift_code_size(void)
+static size_t code_size_of(const char *src)
 {
-	const char *src = "mov %r0, %r1\nrsh %r0, %r2\nexit";
 	struct nbpf_insn *insns = NULL;
 	struct nbpf_jit_image *img = NULL;
 	uint32_t n = 0;
@@ -133,6 +132,57 @@ static size_t shift_code_size(void)
 	}
 	free(insns);
 	return sz;
+}
+
+static size_t shift_code_size(void)
+{
+	return code_size_of("mov %r0, %r1\nrsh %r0, %r2\nexit");
+}
+
+/*
+ * mov r, a; shift r by a register: one shlx/shrx/sarx reading a (the mov
+ * goes).  Every shift, both widths, with the count in another register, in
+ * r itself (then it is a's value) and in a; then the bytes saved.
+ */
+static void test_mov_shift(void)
+{
+	static const char *const op[3] = { "lsh", "rsh", "arsh" };
+	const uint64_t a = 0x8123456789abcdefull;
+	char src[256], name[64];
+
+	for (int o = 0; o < 3; o++) {
+		for (int w = 0; w < 2; w++) {
+			for (int c = 0; c < 3; c++) {
+				/* r1 = a, r2 = 13; a count from r0 or r1 is a (low bits) */
+				const char *cnt = c == 0 ? "%r2" : c == 1 ? "%r0" : "%r1";
+				unsigned k = c == 0 ? 13 : (unsigned)a;
+				uint64_t want;
+
+				if (w) {
+					k &= 63;
+					want = o == 0 ? a << k : o == 1 ? a >> k : (uint64_t)((int64_t)a >> k);
+				} else {
+					uint32_t l = (uint32_t)a;
+
+					k &= 31;
+					want = o == 0 ? (uint32_t)(l << k) : o == 1 ? l >> k
+						       : (uint32_t)((int32_t)l >> k);
+				}
+				snprintf(src, sizeof(src),
+					 "lddw %%r1, 0x%llx\nmov %%r2, 13\nmov %%r0, %%r1\n%s%s %%r0, %s\nexit",
+					 (unsigned long long)a, op[o], w ? "" : "32", cnt);
+				snprintf(name, sizeof(name), "mov+%s%s by %s", op[o], w ? "" : "32", cnt);
+				run_both(name, src, want);
+			}
+		}
+	}
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("bmi2") && !getenv("NBPF_JIT_NO_BMI2")) {
+		size_t fused = code_size_of("mov %r0, %r1\nrsh %r0, %r2\nexit");
+		size_t apart = code_size_of("rsh %r1, %r2\nmov %r0, %r1\nexit");
+
+		CHECK_MSG(fused + 3 == apart, "mov+shrx %zu bytes, shrx then mov %zu", fused, apart);
+	}
 }
 
 /* NBPF_JIT_NO_BMI2 really selects the cl sequence (the *_nobmi2 tests rely on it). */
@@ -616,21 +666,6 @@ static void log2_src(char *buf, size_t len, const int *rg, const char *pre, cons
 		 t, b, r, b, post, r, k, k0, c);
 }
 
-static size_t code_size_of(const char *src)
-{
-	struct nbpf_insn *insns = NULL;
-	struct nbpf_jit_image *img = NULL;
-	uint32_t n = 0;
-	size_t sz = 0;
-
-	if (nbpf_asm(src, strlen(src), &insns, &n) == 0 && nbpf_jit_compile(insns, n, &conf_env, &img) == 0) {
-		sz = img->code_size;
-		nbpf_jit_free(img);
-	}
-	free(insns);
-	return sz;
-}
-
 /*
  * The log2 ladder as bsr: the interpreter's answer for 0, 1, powers of two
  * and their neighbours and pseudo-random values, in the register shapes
@@ -1021,6 +1056,7 @@ int main(void)
 	test_divmod();
 	test_shifts();
 	test_bmi2_switch();
+	test_mov_shift();
 	test_alu_misc();
 	test_memory();
 	test_calls();

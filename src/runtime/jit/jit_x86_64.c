@@ -70,6 +70,8 @@ static const int bpf2x86_default[NBPF_NREGS] = {
 #define JA_TAIL   524288u /* on ja to a short tail that exits: a copy of the tail (exit_tail) */
 #define DIAMOND   1048576u /* on `if cc goto A` heading an if/else of movs and stores: cmovs */
 #define DIAMOND_BODY 2097152u /* its arms and the ja between them: emitted by the jump */
+#define MOV_SHIFT 4194304u /* on mov dst, a followed by a shift of dst by a register: one shlx/shrx/sarx */
+#define SHIFT_DONE 8388608u /* on that shift: emitted by the mov, nothing here */
 
 /* At most this many movs and stores in each arm of an if/else turned into cmovs. */
 #define DIAMOND_MAX 4
@@ -303,17 +305,23 @@ zero_case:
  * the 32-bit forms always write their destination, so they zero-extend.
  * Without it x86 wants the count in cl, and cl is BPF r4.
  */
+/* BMI2's three-operand form: dst = val shift (cnt & mask); see emit_shift_x. */
+static void emit_shiftx3(struct nbpf_x86 *e, int w, int ext, int dst, int val, int cnt)
+{
+	/* VEX.LZ.{66,F2,F3}.0F38.W F7 /r: reg = dst, r/m = val, vvvv = cnt */
+	uint8_t pp = ext == 4 ? 1 : ext == 5 ? 3 : 2;
+
+	x86_byte(e, 0xc4);
+	x86_byte(e, (uint8_t)(((dst & 8) ? 0 : 0x80) | 0x40 | ((val & 8) ? 0 : 0x20) | 0x02));
+	x86_byte(e, (uint8_t)((w ? 0x80 : 0) | ((~cnt & 0xf) << 3) | pp));
+	x86_byte(e, 0xf7);
+	x86_byte(e, (uint8_t)(0xc0 | ((dst & 7) << 3) | (val & 7)));
+}
+
 static void emit_shift_x(struct nbpf_x86 *e, bool bmi2, int w, int ext, int dst, int src)
 {
 	if (bmi2) {
-		/* VEX.LZ.{66,F2,F3}.0F38.W F7 /r: dst = dst shift (src & mask) */
-		uint8_t pp = ext == 4 ? 1 : ext == 5 ? 3 : 2;
-
-		x86_byte(e, 0xc4);
-		x86_byte(e, (uint8_t)(((dst & 8) ? 0 : 0x80) | 0x40 | ((dst & 8) ? 0 : 0x20) | 0x02));
-		x86_byte(e, (uint8_t)((w ? 0x80 : 0) | ((~src & 0xf) << 3) | pp));
-		x86_byte(e, 0xf7);
-		x86_byte(e, (uint8_t)(0xc0 | ((dst & 7) << 3) | (dst & 7)));
+		emit_shiftx3(e, w, ext, dst, dst, src);
 		return;
 	}
 	if (src == X_RCX) {
@@ -430,6 +438,27 @@ static bool mul_add_fusable(const struct jit *j, const uint8_t *target, uint32_t
 		return false;
 	/* 2^k - 1 or 2^k + 1 with k >= 1; plain powers of two are one shl already. */
 	return !(v & (v - 1)) ? false : (!((v + 1) & v) || !((v - 1) & (v - 2)));
+}
+
+/*
+ * r = a; r <<= / >>= / s>>= c (c a register): with BMI2, one shlx/shrx/sarx
+ * r, a, c, which reads its value from a, so the mov goes.  After the mov r
+ * holds a, so a count taken from r itself is a.  A 32-bit shift reads the
+ * low half of a as it would read r's.
+ */
+static bool mov_shift_pair(const struct jit *j, const uint8_t *target, uint32_t i)
+{
+	const struct nbpf_insn *a = &j->insns[i], *b = &j->insns[i + 1];
+	uint8_t cls = NBPF_CLASS(b->code), op = NBPF_OP(b->code);
+
+	if (!j->bmi2 || target[i + 1] || j->entry[i + 1])
+		return false;
+	if (a->code != (NBPF_ALU64 | NBPF_MOV | NBPF_X) || a->off != 0 || a->dst == a->src ||
+	    a->dst >= NBPF_REG_FP || a->src >= NBPF_REG_FP)
+		return false;
+	return (cls == NBPF_ALU || cls == NBPF_ALU64) && NBPF_SRC(b->code) == NBPF_X &&
+	       (op == NBPF_LSH || op == NBPF_RSH || op == NBPF_ARSH) && b->off == 0 &&
+	       b->dst == a->dst && b->src < NBPF_REG_FP;
 }
 
 /* r <<= 32; r >>= 32 (clang's zero extension), as one mov r32, r32. */
@@ -905,8 +934,17 @@ static int emit_alu(struct jit *j, uint32_t i, const struct nbpf_insn *in)
 
 	if (j->no_frame && (j->kflags[i] & KEY_FPMOV))
 		return 0; /* r2 = r10 + c fed only a lookup that takes its key directly */
-	if (j->kflags[i] & (ADD_FUSED | ZEXT_DONE | MOV_CMOVED | MOV_DEAD))
+	if (j->kflags[i] & (ADD_FUSED | ZEXT_DONE | MOV_CMOVED | MOV_DEAD | SHIFT_DONE))
 		return 0; /* folded into a neighbour */
+	if (j->kflags[i] & MOV_SHIFT) {
+		const struct nbpf_insn *s = &in[1];
+		uint8_t sop = NBPF_OP(s->code);
+
+		emit_shiftx3(e, NBPF_CLASS(s->code) == NBPF_ALU64,
+			     sop == NBPF_LSH ? 4 : sop == NBPF_RSH ? 5 : 7, j->bpf2x86[in->dst],
+			     j->bpf2x86[in->src], j->bpf2x86[s->src == in->dst ? in->src : s->src]);
+		return 0;
+	}
 	if (j->kflags[i] & ZEXT32) {
 		x86_mov_rr(e, 0, j->bpf2x86[in->dst], j->bpf2x86[in->dst]);
 		return 0;
@@ -1879,6 +1917,10 @@ static int analyze(struct jit *j)
 		} else if (zext_pair(j, target, i)) {
 			j->kflags[i] |= ZEXT32;
 			j->kflags[i + 1] |= ZEXT_DONE;
+			i++;
+		} else if (mov_shift_pair(j, target, i)) {
+			j->kflags[i] |= MOV_SHIFT;
+			j->kflags[i + 1] |= SHIFT_DONE;
 			i++;
 		}
 	}
