@@ -124,4 +124,34 @@ static inline int nbpf_insn_is_lddw(const struct nbpf_insn *in)
 	return in->code == NBPF_OP_LDDW;
 }
 
+/*
+ * Whether a conditional jump op is taken, 64-bit (is32 = 0) or 32-bit
+ * compare: the interpreter's semantics, which the JIT also uses to count a
+ * loop's trips.
+ */
+static inline __attribute__((always_inline)) int nbpf_jmp_taken(uint8_t op, uint64_t a, uint64_t b,
+								  int is32)
+{
+	if (is32) {
+		a = (uint32_t)a;
+		b = (uint32_t)b;
+	}
+	int64_t sa = is32 ? (int64_t)(int32_t)a : (int64_t)a;
+	int64_t sb = is32 ? (int64_t)(int32_t)b : (int64_t)b;
+
+	switch (op) {
+	case NBPF_JEQ:  return a == b;
+	case NBPF_JNE:  return a != b;
+	case NBPF_JGT:  return a > b;
+	case NBPF_JGE:  return a >= b;
+	case NBPF_JLT:  return a < b;
+	case NBPF_JLE:  return a <= b;
+	case NBPF_JSET: return (a & b) != 0;
+	case NBPF_JSGT: return sa > sb;
+	case NBPF_JSGE: return sa >= sb;
+	case NBPF_JSLT: return sa < sb;
+	default:        return sa <= sb; /* NBPF_JSLE; the verifier rejects the rest */
+	}
+}
+
 #endif

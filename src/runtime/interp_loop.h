@@ -152,19 +152,19 @@ static int INTERP_FN(const struct nbpf_insn *insns, uint32_t n, const struct nbp
 #undef ALU_CASES
 #define JMP_CASES(OP_)									\
 		OP(j64k_##OP_, NBPF_JMP | OP_ | NBPF_K):				\
-			if (cond(OP_, r[in->dst], (uint64_t)(int64_t)in->imm, 0))	\
+			if (nbpf_jmp_taken(OP_, r[in->dst], (uint64_t)(int64_t)in->imm, 0))	\
 				pc += (uint32_t)(int32_t)in->off;			\
 			NEXT();								\
 		OP(j64x_##OP_, NBPF_JMP | OP_ | NBPF_X):				\
-			if (cond(OP_, r[in->dst], r[in->src], 0))			\
+			if (nbpf_jmp_taken(OP_, r[in->dst], r[in->src], 0))			\
 				pc += (uint32_t)(int32_t)in->off;			\
 			NEXT();								\
 		OP(j32k_##OP_, NBPF_JMP32 | OP_ | NBPF_K):				\
-			if (cond(OP_, r[in->dst], (uint64_t)(int64_t)in->imm, 1))	\
+			if (nbpf_jmp_taken(OP_, r[in->dst], (uint64_t)(int64_t)in->imm, 1))	\
 				pc += (uint32_t)(int32_t)in->off;			\
 			NEXT();								\
 		OP(j32x_##OP_, NBPF_JMP32 | OP_ | NBPF_X):				\
-			if (cond(OP_, r[in->dst], r[in->src], 1))			\
+			if (nbpf_jmp_taken(OP_, r[in->dst], r[in->src], 1))			\
 				pc += (uint32_t)(int32_t)in->off;			\
 			NEXT();
 		JMP_CASES(NBPF_JEQ) JMP_CASES(NBPF_JGT) JMP_CASES(NBPF_JGE) JMP_CASES(NBPF_JSET)

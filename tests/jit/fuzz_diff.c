@@ -429,15 +429,32 @@ static void gen_helper(struct gen *g)
 
 static void gen_block(struct gen *g, int units, int in_loop, int in_sub);
 
+/*
+ * r9 counts (no unit writes it): down to zero, or up with a step and a
+ * compare the JIT must count exactly when it unrolls the loop.
+ */
 static void gen_loop(struct gen *g, int in_sub)
 {
+	uint8_t shape = u8(g) % 3, trips = (uint8_t)(1 + u8(g) % 6);
+	static const uint8_t up_ops[] = { NBPF_JLT, NBPF_JLE, NBPF_JNE, NBPF_JSLT, NBPF_JSLE };
+	int32_t k0 = shape == 2 ? -3 : 0, step = 1 + (shape == 2);
+	uint8_t op = up_ops[u8(g) % sizeof(up_ops)];
+	int32_t bound = op == NBPF_JLE || op == NBPF_JSLE ? k0 + step * (trips - 1)
+							  : k0 + step * trips;
 	uint32_t head;
 
-	put(g, NBPF_ALU64 | NBPF_MOV | NBPF_K, 9, 0, 0, 1 + u8(g) % 6);
+	if (op == NBPF_JLT || op == NBPF_JLE) /* unsigned: stay non-negative */
+		k0 = 0, bound = op == NBPF_JLE ? step * (trips - 1) : step * trips;
+	put(g, NBPF_ALU64 | NBPF_MOV | NBPF_K, 9, 0, 0, shape ? k0 : trips);
 	head = g->n;
 	gen_block(g, 1 + u8(g) % 6, 1, in_sub);
-	put(g, NBPF_ALU64 | NBPF_SUB | NBPF_K, 9, 0, 0, 1);
-	put(g, NBPF_JMP | NBPF_JNE | NBPF_K, 9, 0, (int16_t)((int64_t)head - (g->n + 1)), 0);
+	if (!shape) {
+		put(g, NBPF_ALU64 | NBPF_SUB | NBPF_K, 9, 0, 0, 1);
+		put(g, NBPF_JMP | NBPF_JNE | NBPF_K, 9, 0, (int16_t)((int64_t)head - (g->n + 1)), 0);
+		return;
+	}
+	put(g, NBPF_ALU64 | NBPF_ADD | NBPF_K, 9, 0, 0, step);
+	put(g, NBPF_JMP | op | NBPF_K, 9, 0, (int16_t)((int64_t)head - (g->n + 1)), bound);
 }
 
 /* Emits up to `units` groups; forward jumps land on group starts within the block. */

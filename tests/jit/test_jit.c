@@ -821,6 +821,52 @@ static int code_count(const char *src, const uint8_t *pat, size_t len)
  * than the copy limit, one with a fold in it, and gotol stay jumps; all
  * agree with the interpreter for every arm.
  */
+/*
+ * Counted loops (v = K0; body; v += S; if v OP K goto body): unrolled when
+ * the trip count is small and the body straight-line, kept otherwise; the
+ * result is the interpreter's either way.
+ */
+static void test_counted_loops(void)
+{
+	char src[512];
+	uint64_t h;
+
+	/* bench/cpu's loop16: h = h * 31 + byte i of 0x1122334455667788, 16 trips */
+	h = 0;
+	for (int i = 0; i < 16; i++)
+		h = h * 31 + ((0x1122334455667788ull >> i) & 0xff);
+	run_both("loop16", "lddw %r2, 0x1122334455667788\nmov %r0, 0\nmov %r3, 0\n"
+		 "mov %r4, %r2\nrsh %r4, %r3\nand %r4, 0xff\nmul %r0, 31\nadd %r0, %r4\n"
+		 "add %r3, 1\njlt %r3, 16, -7\nexit", h);
+	/* down to zero, a store and a load in the body (the fuzzer's shape) */
+	run_both("down jne", "mov %r0, 1\nmov %r9, 5\nstxdw [%r10-8], %r0\nldxdw %r1, [%r10-8]\n"
+		 "add %r0, %r1\nsub %r9, 1\njne %r9, 0, -5\nexit", 32);
+	/* step 3 to 20 inclusive: 0 3 6 ... 18, then 21 > 20: 7 trips */
+	run_both("step 3 jle", "mov %r0, 0\nmov %r9, 0\nadd %r0, 2\nadd %r9, 3\njle %r9, 20, -3\nexit", 14);
+	/* signed, from -4 */
+	run_both("signed", "mov %r0, 0\nmov %r9, -4\nadd %r0, 1\nadd %r9, 1\njslt %r9, 4, -3\nexit", 8);
+	/* the counter written in the body: 5 trips, not the 10 its increment alone gives */
+	run_both("counter in body", "mov %r0, 0\nmov %r9, 0\nadd %r9, 1\nadd %r0, 1\nadd %r9, 1\n"
+		 "jlt %r9, 10, -4\nexit", 5);
+	/* a jump into the body past the counter's start: not a counted loop, one trip left */
+	run_both("jump into body", "mov %r0, 0\nmov %r9, 2\nja +2\nmov %r9, 0\nadd %r0, 1\n"
+		 "add %r0, 10\nadd %r9, 1\njlt %r9, 3, -4\nexit", 10);
+	/* a one-trip do-while */
+	run_both("one trip", "mov %r0, 7\nmov %r9, 9\nadd %r0, 1\nadd %r9, 1\njlt %r9, 5, -3\nexit", 8);
+	/* UNROLL_TRIPS (16) trips are unrolled, 17 are not: more code, no loop */
+	for (int k = 16; k <= 17; k++) {
+		snprintf(src, sizeof(src), "mov %%r0, 0\nmov %%r9, 0\nadd %%r0, %%r9\nadd %%r9, 1\n"
+			 "jlt %%r9, %d, -3\nexit", k);
+		run_both(k == 16 ? "16 trips" : "17 trips", src, (uint64_t)(k * (k - 1) / 2));
+	}
+	{
+		size_t s16 = code_size_of("mov %r0, 0\nmov %r9, 0\nadd %r0, %r9\nadd %r9, 1\njlt %r9, 16, -3\nexit");
+		size_t s17 = code_size_of("mov %r0, 0\nmov %r9, 0\nadd %r0, %r9\nadd %r9, 1\njlt %r9, 17, -3\nexit");
+
+		CHECK_MSG(s16 > 2 * s17, "16 trips: %zu bytes, 17 trips (a loop): %zu", s16, s17);
+	}
+}
+
 static void test_exit_tail(void)
 {
 	static const uint8_t ret0[] = { 0x31, 0xc0, 0xc3 }; /* xor eax, eax; ret */
@@ -1068,6 +1114,7 @@ int main(void)
 	test_log2();
 	test_store_imm();
 	test_exit_tail();
+	test_counted_loops();
 	test_diamond();
 	test_jump_sizes();
 	test_image_and_errors();

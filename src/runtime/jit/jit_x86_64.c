@@ -72,6 +72,11 @@ static const int bpf2x86_default[NBPF_NREGS] = {
 #define DIAMOND_BODY 2097152u /* its arms and the ja between them: emitted by the jump */
 #define MOV_SHIFT 4194304u /* on mov dst, a followed by a shift of dst by a register: one shlx/shrx/sarx */
 #define SHIFT_DONE 8388608u /* on that shift: emitted by the mov, nothing here */
+#define UNROLL    16777216u /* on a counted loop's back edge: copies of the body (counted_loop) */
+
+/* A counted loop is unrolled up to this many trips and body instructions in all. */
+#define UNROLL_TRIPS 16
+#define UNROLL_INSNS 128
 
 /* At most this many movs and stores in each arm of an if/else turned into cmovs. */
 #define DIAMOND_MAX 4
@@ -459,6 +464,69 @@ static bool mov_shift_pair(const struct jit *j, const uint8_t *target, uint32_t 
 	return (cls == NBPF_ALU || cls == NBPF_ALU64) && NBPF_SRC(b->code) == NBPF_X &&
 	       (op == NBPF_LSH || op == NBPF_RSH || op == NBPF_ARSH) && b->off == 0 &&
 	       b->dst == a->dst && b->src < NBPF_REG_FP;
+}
+
+/*
+ * The loop clang unrolls in C but a hand-written or -O1 program keeps:
+ *
+ *	v = K0;  head: body;  v += S (or -=);  if v OP K goto head
+ *
+ * where the body is straight-line ALU and memory instructions that leave v
+ * alone (pair folds allowed; no jumps, calls, atomics or lddw), nothing
+ * else jumps into it, and running the counter from K0 gives a small trip
+ * count.  The back edge is then that many copies of the body, less the
+ * one already emitted, and no jump: no taken branch per trip and no exit
+ * for the predictor to miss.  Returns the trip count, 0 if not such a loop.
+ */
+static uint32_t counted_loop(const struct jit *j, const uint8_t *target, uint32_t e)
+{
+	const uint32_t pure = MUL_ADD | ADD_FUSED | ZEXT32 | ZEXT_DONE | MOV_SHIFT | SHIFT_DONE;
+	const struct nbpf_insn *br = &j->insns[e], *inc, *init;
+	uint8_t op = NBPF_OP(br->code);
+	uint32_t head, trips;
+	uint64_t v;
+
+	if (br->code != (NBPF_JMP | op | NBPF_K) || op == NBPF_JA || op == NBPF_CALL ||
+	    op == NBPF_EXIT || op > NBPF_JSLE || br->off > -3 || (int64_t)e + 1 + br->off < 1 ||
+	    br->dst >= NBPF_REG_FP)
+		return 0;
+	head = (uint32_t)((int64_t)e + 1 + br->off);
+	init = &j->insns[head - 1];
+	inc = &j->insns[e - 1];
+	if (target[head] != 1 || j->entry[head] || target[e - 1] || target[e] || j->entry[e - 1] ||
+	    j->entry[e] || j->kflags[head - 1] || j->kflags[e - 1] ||
+	    (j->kflags[head] & (ADD_FUSED | ZEXT_DONE | SHIFT_DONE)))
+		return 0;
+	if (init->code != (NBPF_ALU64 | NBPF_MOV | NBPF_K) || init->dst != br->dst || init->off ||
+	    (head >= 2 && j->insns[head - 2].code == NBPF_OP_LDDW))
+		return 0;
+	if ((inc->code != (NBPF_ALU64 | NBPF_ADD | NBPF_K) &&
+	     inc->code != (NBPF_ALU64 | NBPF_SUB | NBPF_K)) || inc->dst != br->dst || inc->off)
+		return 0;
+	for (uint32_t x = head; x < e - 1; x++) {
+		const struct nbpf_insn *in = &j->insns[x];
+		uint8_t cls = NBPF_CLASS(in->code);
+
+		if ((x != head && target[x]) || j->entry[x] || (j->kflags[x] & ~pure))
+			return 0;
+		if (cls == NBPF_ALU || cls == NBPF_ALU64 || cls == NBPF_LDX) {
+			if (in->dst == br->dst)
+				return 0;
+		} else if (cls != NBPF_ST && (cls != NBPF_STX || NBPF_MODE(in->code) != NBPF_MEM)) {
+			return 0;
+		}
+	}
+	v = (uint64_t)(int64_t)init->imm;
+	for (trips = 1;; trips++) {
+		uint64_t s = (uint64_t)(int64_t)inc->imm;
+
+		v = NBPF_OP(inc->code) == NBPF_ADD ? v + s : v - s;
+		if (!nbpf_jmp_taken(op, v, (uint64_t)(int64_t)br->imm, 0))
+			break;
+		if (trips >= UNROLL_TRIPS)
+			return 0;
+	}
+	return trips >= 2 && trips * (e - head) <= UNROLL_INSNS ? trips : 0;
 }
 
 /* r <<= 32; r >>= 32 (clang's zero extension), as one mov r32, r32. */
@@ -1569,12 +1637,26 @@ static int emit_pass(struct jit *j)
 			emit_sub_prologue(e);
 		j->addrs[i] = (uint32_t)e->pos;
 		/* one call site, so that emit_insn stays inlined */
-		for (uint32_t t = i;;) {
+		for (uint32_t t = i, copies = 0;;) {
 			const struct nbpf_insn *in = &j->insns[t];
 
+			if (t == i && (j->kflags[i] & UNROLL)) {
+				/* an unrolled back edge: the body again, trips - 1 times */
+				copies = j->key_imm[i] - 1;
+				t = (uint32_t)((int64_t)i + 1 + in->off);
+				in = &j->insns[t];
+			}
 			err = emit_insn(j, t);
 			if (err)
 				return err;
+			if (copies) {
+				if (++t == i) {
+					if (!--copies)
+						break;
+					t = (uint32_t)((int64_t)i + 1 + j->insns[i].off);
+				}
+				continue;
+			}
 			/* after a JA_TAIL ja, its target's run once more, up to the exit */
 			if (t == i && (j->kflags[i] & JA_TAIL))
 				t = (uint32_t)ja_target(in, i);
@@ -2034,6 +2116,20 @@ static int analyze(struct jit *j)
 		}
 		if (NBPF_OP(ins[i].code) == NBPF_JA && exit_tail(j, i))
 			j->kflags[i] |= JA_TAIL;
+	}
+	/* Last: a counted loop's body may carry only the pair folds above. */
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t trips;
+
+		if (ins[i].code == NBPF_OP_LDDW) {
+			i++;
+			continue;
+		}
+		if (NBPF_CLASS(ins[i].code) == NBPF_JMP && ins[i].off < 0 &&
+		    (trips = counted_loop(j, target, i))) {
+			j->kflags[i] = UNROLL;
+			j->key_imm[i] = trips;
+		}
 	}
 	/* Callee-saved registers the main function touches, and its frame. */
 	assign_regs(j, used);
