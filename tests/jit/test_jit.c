@@ -851,6 +851,13 @@ static void test_counted_loops(void)
 	/* a jump into the body past the counter's start: not a counted loop, one trip left */
 	run_both("jump into body", "mov %r0, 0\nmov %r9, 2\nja +2\nmov %r9, 0\nadd %r0, 1\n"
 		 "add %r0, 10\nadd %r9, 1\njlt %r9, 3, -4\nexit", 10);
+	/* the counter stored and loaded in the body: it stays in its register, increments kept */
+	run_both("counter in memory", "mov %r0, 0\nmov %r9, 3\nstxdw [%r10-8], %r9\n"
+		 "ldxdw %r1, [%r10-8]\nadd %r0, %r1\nadd %r9, 2\njlt %r9, 12, -5\nexit", 3 + 5 + 7 + 9 + 11);
+	/* the counter read by 32- and 64-bit ALU ops: immediates; its final value after */
+	run_both("counter as imm", "mov %r0, 0\nmov %r9, -2\nadd32 %r0, %r9\nmov %r1, %r9\n"
+		 "mul %r1, %r9\nadd %r0, %r1\nadd %r9, 1\njsle %r9, 3, -6\nadd %r0, %r9\nexit",
+		 (uint32_t)(-2 - 1 + 0 + 1 + 2 + 3) + (4 + 1 + 0 + 1 + 4 + 9) + 4);
 	/* a one-trip do-while */
 	run_both("one trip", "mov %r0, 7\nmov %r9, 9\nadd %r0, 1\nadd %r9, 1\njlt %r9, 5, -3\nexit", 8);
 	/* UNROLL_TRIPS (16) trips are unrolled, 17 are not: more code, no loop */

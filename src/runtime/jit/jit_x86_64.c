@@ -72,7 +72,9 @@ static const int bpf2x86_default[NBPF_NREGS] = {
 #define DIAMOND_BODY 2097152u /* its arms and the ja between them: emitted by the jump */
 #define MOV_SHIFT 4194304u /* on mov dst, a followed by a shift of dst by a register: one shlx/shrx/sarx */
 #define SHIFT_DONE 8388608u /* on that shift: emitted by the mov, nothing here */
-#define UNROLL    16777216u /* on a counted loop's back edge: copies of the body (counted_loop) */
+#define UNROLL_HEAD 16777216u /* first insn of a counted loop's body: every trip (counted_loop) */
+#define UNROLL_BODY 33554432u /* the rest of the loop, back edge included: nothing here */
+#define UNROLL_SUBST 67108864u /* on the head: the counter's value is an immediate in each copy */
 
 /* A counted loop is unrolled up to this many trips and body instructions in all. */
 #define UNROLL_TRIPS 16
@@ -466,6 +468,15 @@ static bool mov_shift_pair(const struct jit *j, const uint8_t *target, uint32_t 
 	       b->dst == a->dst && b->src < NBPF_REG_FP;
 }
 
+/* The counter's value on trip k of a counted loop (counted_loop). */
+static uint64_t loop_value(const struct jit *j, uint32_t head, uint32_t e, uint32_t k)
+{
+	const struct nbpf_insn *inc = &j->insns[e - 1];
+	uint64_t v = (uint64_t)(int64_t)j->insns[head - 1].imm, s = (uint64_t)(int64_t)inc->imm;
+
+	return NBPF_OP(inc->code) == NBPF_ADD ? v + s * k : v - s * k;
+}
+
 /*
  * The loop clang unrolls in C but a hand-written or -O1 program keeps:
  *
@@ -516,17 +527,53 @@ static uint32_t counted_loop(const struct jit *j, const uint8_t *target, uint32_
 			return 0;
 		}
 	}
-	v = (uint64_t)(int64_t)init->imm;
 	for (trips = 1;; trips++) {
-		uint64_t s = (uint64_t)(int64_t)inc->imm;
-
-		v = NBPF_OP(inc->code) == NBPF_ADD ? v + s : v - s;
+		v = loop_value(j, head, e, trips);
 		if (!nbpf_jmp_taken(op, v, (uint64_t)(int64_t)br->imm, 0))
 			break;
 		if (trips >= UNROLL_TRIPS)
 			return 0;
 	}
 	return trips >= 2 && trips * (e - head) <= UNROLL_INSNS ? trips : 0;
+}
+
+/*
+ * Whether every read of the counter in an unrolled body can take its value
+ * as an immediate: ALU ops by it (not div/mod, not movsx), a mov+shift
+ * pair's count, with each trip's value fitting a sign-extended imm32 where
+ * a 64-bit op reads it.  Then the copies drop the counter's increments and
+ * one mov sets its final value.  Memory operands and fused pairs that read
+ * it keep the register (and the increments).
+ */
+static bool unroll_subst(const struct jit *j, uint32_t head, uint32_t e, uint32_t trips)
+{
+	int vr = j->insns[e].dst;
+	bool wide = false;
+
+	for (uint32_t x = head; x < e - 1; x++) {
+		const struct nbpf_insn *in = &j->insns[x];
+		uint8_t cls = NBPF_CLASS(in->code), op = NBPF_OP(in->code);
+		uint32_t kf = j->kflags[x];
+
+		if (cls == NBPF_LDX || cls == NBPF_ST || cls == NBPF_STX) {
+			if (in->dst == vr || (cls != NBPF_ST && in->src == vr))
+				return false;
+			continue;
+		}
+		if (NBPF_SRC(in->code) != NBPF_X || in->src != vr || (kf & (ZEXT_DONE | SHIFT_DONE)))
+			continue; /* reads no counter (a folded shift's count: with its mov) */
+		if (kf & (ADD_FUSED | MOV_SHIFT) || op == NBPF_DIV || op == NBPF_MOD ||
+		    (op == NBPF_MOV && in->off))
+			return false;
+		wide |= cls == NBPF_ALU64 && op != NBPF_LSH && op != NBPF_RSH && op != NBPF_ARSH;
+	}
+	for (uint32_t k = 0; wide && k < trips; k++) {
+		uint64_t v = loop_value(j, head, e, k);
+
+		if (v != (uint64_t)(int64_t)(int32_t)v)
+			return false;
+	}
+	return true;
 }
 
 /* r <<= 32; r >>= 32 (clang's zero extension), as one mov r32, r32. */
@@ -988,7 +1035,7 @@ static void emit_log2(struct jit *j, uint32_t i)
 		x86_mov_imm64(e, j->bpf2x86[sym[LC]], 1ull << 32);
 }
 
-static int emit_alu(struct jit *j, uint32_t i, const struct nbpf_insn *in)
+static int emit_alu(struct jit *j, uint32_t i, const struct nbpf_insn *in, uint32_t kf)
 {
 	struct nbpf_x86 *e = &j->e;
 	int w = NBPF_CLASS(in->code) == NBPF_ALU64;
@@ -1000,11 +1047,11 @@ static int emit_alu(struct jit *j, uint32_t i, const struct nbpf_insn *in)
 		[NBPF_AND >> 4] = G1_AND, [NBPF_XOR >> 4] = G1_XOR,
 	};
 
-	if (j->no_frame && (j->kflags[i] & KEY_FPMOV))
+	if (j->no_frame && (kf & KEY_FPMOV))
 		return 0; /* r2 = r10 + c fed only a lookup that takes its key directly */
-	if (j->kflags[i] & (ADD_FUSED | ZEXT_DONE | MOV_CMOVED | MOV_DEAD | SHIFT_DONE))
+	if (kf & (ADD_FUSED | ZEXT_DONE | MOV_CMOVED | MOV_DEAD | SHIFT_DONE))
 		return 0; /* folded into a neighbour */
-	if (j->kflags[i] & MOV_SHIFT) {
+	if (kf & MOV_SHIFT) {
 		const struct nbpf_insn *s = &in[1];
 		uint8_t sop = NBPF_OP(s->code);
 
@@ -1013,7 +1060,7 @@ static int emit_alu(struct jit *j, uint32_t i, const struct nbpf_insn *in)
 			     j->bpf2x86[in->src], j->bpf2x86[s->src == in->dst ? in->src : s->src]);
 		return 0;
 	}
-	if (j->kflags[i] & ZEXT32) {
+	if (kf & ZEXT32) {
 		x86_mov_rr(e, 0, j->bpf2x86[in->dst], j->bpf2x86[in->dst]);
 		return 0;
 	}
@@ -1043,7 +1090,7 @@ static int emit_alu(struct jit *j, uint32_t i, const struct nbpf_insn *in)
 	case NBPF_MUL:
 		if (x) {
 			x86_op2_rr(e, w, 0xaf, dst, src);
-		} else if (j->kflags[i] & MUL_ADD) {
+		} else if (kf & MUL_ADD) {
 			emit_mul_add(e, w, dst, j->bpf2x86[in[1].src], (uint32_t)in->imm);
 		} else if (emit_mul_pow2(e, w, dst, in->imm)) {
 			/* shl, or shl and add/sub: shorter latency than imul's 3 cycles */
@@ -1596,6 +1643,69 @@ static void emit_diamond(struct jit *j, uint32_t i, int cc)
 			dval_select(j, cc, j->bpf2x86[r], &f->reg[r], &t->reg[r]);
 }
 
+/*
+ * One body instruction of an unrolled loop.  With subst, reads of the
+ * counter vr take val, its value on this trip, as an immediate
+ * (unroll_subst said which can).
+ */
+static int emit_body_insn(struct jit *j, uint32_t x, int vr, bool subst, uint64_t val)
+{
+	const struct nbpf_insn *in = &j->insns[x];
+	uint8_t cls = NBPF_CLASS(in->code);
+	uint32_t kf = j->kflags[x] & ~(UNROLL_HEAD | UNROLL_SUBST | UNROLL_BODY);
+	struct nbpf_insn k;
+
+	if (cls == NBPF_LDX || cls == NBPF_ST || cls == NBPF_STX)
+		return emit_mem(j, x, in);
+	if (subst && (kf & MOV_SHIFT) && in[1].src == vr) {
+		/* the pair's count is the counter: the mov, then a shift by an immediate */
+		x86_mov_rr(&j->e, 1, j->bpf2x86[in->dst], j->bpf2x86[in->src]);
+		k = in[1];
+		k.code = (uint8_t)(k.code & ~NBPF_X);
+		k.src = 0;
+		k.imm = (int32_t)val;
+		return emit_alu(j, x + 1, &k, 0);
+	}
+	if (subst && !kf && NBPF_SRC(in->code) == NBPF_X && in->src == vr) {
+		k = *in;
+		k.code = (uint8_t)(k.code & ~NBPF_X);
+		k.src = 0;
+		k.imm = (int32_t)val;
+		return emit_alu(j, x, &k, 0);
+	}
+	return emit_alu(j, x, in, kf);
+}
+
+/*
+ * A counted loop, every trip (counted_loop): the body's copies with the
+ * counter's increments, or, with UNROLL_SUBST, with its values as
+ * immediates and one mov of its final value.  No jump.
+ */
+static int emit_unrolled(struct jit *j, uint32_t head)
+{
+	uint32_t trips = j->key_imm[head], e = j->key_imm[head + 1];
+	bool subst = j->kflags[head] & UNROLL_SUBST;
+	int vr = j->insns[e].dst, err;
+
+	for (uint32_t t = 0; t < trips; t++) {
+		uint64_t val = loop_value(j, head, e, t);
+
+		for (uint32_t x = head; x < e - 1; x++) {
+			err = emit_body_insn(j, x, vr, subst, val);
+			if (err)
+				return err;
+		}
+		if (!subst) {
+			err = emit_alu(j, e - 1, &j->insns[e - 1], 0);
+			if (err)
+				return err;
+		}
+	}
+	if (subst)
+		x86_mov_imm64(&j->e, j->bpf2x86[vr], loop_value(j, head, e, trips));
+	return 0;
+}
+
 /* ---- passes --------------------------------------------------------------- */
 
 static int emit_insn(struct jit *j, uint32_t i)
@@ -1603,15 +1713,17 @@ static int emit_insn(struct jit *j, uint32_t i)
 	const struct nbpf_insn *in = &j->insns[i];
 
 	j->fp_off = j->in_main[i] ? j->alloc : SUB_ALLOC;
-	if (j->kflags[i] & (LOG2_BODY | DIAMOND_BODY))
+	if (j->kflags[i] & (LOG2_BODY | DIAMOND_BODY | UNROLL_BODY))
 		return 0;
+	if (j->kflags[i] & UNROLL_HEAD)
+		return emit_unrolled(j, i);
 	if (j->kflags[i] & LOG2_HEAD) {
 		emit_log2(j, i);
 		return 0;
 	}
 	switch (NBPF_CLASS(in->code)) {
 	case NBPF_ALU: case NBPF_ALU64:
-		return emit_alu(j, i, in);
+		return emit_alu(j, i, in, j->kflags[i]);
 	case NBPF_LDX: case NBPF_ST: case NBPF_STX:
 		return emit_mem(j, i, in);
 	case NBPF_JMP: case NBPF_JMP32:
@@ -1637,26 +1749,12 @@ static int emit_pass(struct jit *j)
 			emit_sub_prologue(e);
 		j->addrs[i] = (uint32_t)e->pos;
 		/* one call site, so that emit_insn stays inlined */
-		for (uint32_t t = i, copies = 0;;) {
+		for (uint32_t t = i;;) {
 			const struct nbpf_insn *in = &j->insns[t];
 
-			if (t == i && (j->kflags[i] & UNROLL)) {
-				/* an unrolled back edge: the body again, trips - 1 times */
-				copies = j->key_imm[i] - 1;
-				t = (uint32_t)((int64_t)i + 1 + in->off);
-				in = &j->insns[t];
-			}
 			err = emit_insn(j, t);
 			if (err)
 				return err;
-			if (copies) {
-				if (++t == i) {
-					if (!--copies)
-						break;
-					t = (uint32_t)((int64_t)i + 1 + j->insns[i].off);
-				}
-				continue;
-			}
 			/* after a JA_TAIL ja, its target's run once more, up to the exit */
 			if (t == i && (j->kflags[i] & JA_TAIL))
 				t = (uint32_t)ja_target(in, i);
@@ -2127,8 +2225,15 @@ static int analyze(struct jit *j)
 		}
 		if (NBPF_CLASS(ins[i].code) == NBPF_JMP && ins[i].off < 0 &&
 		    (trips = counted_loop(j, target, i))) {
-			j->kflags[i] = UNROLL;
-			j->key_imm[i] = trips;
+			uint32_t head = (uint32_t)((int64_t)i + 1 + ins[i].off);
+
+			if (unroll_subst(j, head, i, trips))
+				j->kflags[head] |= UNROLL_SUBST;
+			j->kflags[head] |= UNROLL_HEAD;
+			for (uint32_t x = head + 1; x <= i; x++)
+				j->kflags[x] |= UNROLL_BODY;
+			j->key_imm[head] = trips;
+			j->key_imm[head + 1] = i;
 		}
 	}
 	/* Callee-saved registers the main function touches, and its frame. */
