@@ -858,6 +858,9 @@ static void test_counted_loops(void)
 	run_both("counter as imm", "mov %r0, 0\nmov %r9, -2\nadd32 %r0, %r9\nmov %r1, %r9\n"
 		 "mul %r1, %r9\nadd %r0, %r1\nadd %r9, 1\njsle %r9, 3, -6\nadd %r0, %r9\nexit",
 		 (uint32_t)(-2 - 1 + 0 + 1 + 2 + 3) + (4 + 1 + 0 + 1 + 4 + 9) + 4);
+	/* r0 counts; a byte swap's BE bit is not a register source (it stays a swap) */
+	run_both("swap in body", "mov %r1, 0x1234\nmov %r0, 0\nbe16 %r1\nadd %r0, 1\njlt %r0, 3, -3\n"
+		 "mov %r0, %r1\nexit", 0x3412);
 	/* a one-trip do-while */
 	run_both("one trip", "mov %r0, 7\nmov %r9, 9\nadd %r0, 1\nadd %r9, 1\njlt %r9, 5, -3\nexit", 8);
 	/* UNROLL_TRIPS (16) trips are unrolled, 17 are not: more code, no loop */

@@ -468,6 +468,14 @@ static bool mov_shift_pair(const struct jit *j, const uint8_t *target, uint32_t 
 	       b->dst == a->dst && b->src < NBPF_REG_FP;
 }
 
+/* An ALU op with a register source (the X bit of neg and byte swaps means something else). */
+static bool alu_reads_src(const struct nbpf_insn *in)
+{
+	uint8_t op = NBPF_OP(in->code);
+
+	return NBPF_SRC(in->code) == NBPF_X && op != NBPF_NEG && op != NBPF_END;
+}
+
 /* The counter's value on trip k of a counted loop (counted_loop). */
 static uint64_t loop_value(const struct jit *j, uint32_t head, uint32_t e, uint32_t k)
 {
@@ -560,7 +568,7 @@ static bool unroll_subst(const struct jit *j, uint32_t head, uint32_t e, uint32_
 				return false;
 			continue;
 		}
-		if (NBPF_SRC(in->code) != NBPF_X || in->src != vr || (kf & (ZEXT_DONE | SHIFT_DONE)))
+		if (!alu_reads_src(in) || in->src != vr || (kf & (ZEXT_DONE | SHIFT_DONE)))
 			continue; /* reads no counter (a folded shift's count: with its mov) */
 		if (kf & (ADD_FUSED | MOV_SHIFT) || op == NBPF_DIV || op == NBPF_MOD ||
 		    (op == NBPF_MOV && in->off))
@@ -1666,7 +1674,7 @@ static int emit_body_insn(struct jit *j, uint32_t x, int vr, bool subst, uint64_
 		k.imm = (int32_t)val;
 		return emit_alu(j, x + 1, &k, 0);
 	}
-	if (subst && !kf && NBPF_SRC(in->code) == NBPF_X && in->src == vr) {
+	if (subst && !kf && alu_reads_src(in) && in->src == vr) {
 		k = *in;
 		k.code = (uint8_t)(k.code & ~NBPF_X);
 		k.src = 0;
