@@ -863,6 +863,28 @@ static void test_counted_loops(void)
 		 "mov %r0, %r1\nexit", 0x3412);
 	/* a one-trip do-while */
 	run_both("one trip", "mov %r0, 7\nmov %r9, 9\nadd %r0, 1\nadd %r9, 1\njlt %r9, 5, -3\nexit", 8);
+	/*
+	 * 1000 loops of 16 trips: unrolled until their copies add 65536
+	 * instructions (UNROLL_BUDGET), the rest stay loops; the code stays
+	 * within what the budget allows (each copy is 7 four-byte adds).
+	 */
+	{
+		enum { LOOPS = 1000 };
+		char *big = malloc(LOOPS * 128 + 64), *p = big;
+		size_t sz;
+
+		if (big) {
+			p += sprintf(p, "mov %%r0, 0\n");
+			for (int l = 0; l < LOOPS; l++)
+				p += sprintf(p, "mov %%r9, 0\nadd %%r0, 1\nadd %%r0, 1\nadd %%r0, 1\nadd %%r0, 1\n"
+					     "add %%r0, 1\nadd %%r0, 1\nadd %%r0, 1\nadd %%r9, 1\njlt %%r9, 16, -9\n");
+			sprintf(p, "exit");
+			run_both("unroll budget", big, LOOPS * 16 * 7);
+			sz = code_size_of(big);
+			CHECK_MSG(sz > 0 && sz <= 65536 * 4 + LOOPS * 40, "%d loops: %zu bytes of code", LOOPS, sz);
+			free(big);
+		}
+	}
 	/* UNROLL_TRIPS (16) trips are unrolled, 17 are not: more code, no loop */
 	for (int k = 16; k <= 17; k++) {
 		snprintf(src, sizeof(src), "mov %%r0, 0\nmov %%r9, 0\nadd %%r0, %%r9\nadd %%r9, 1\n"

@@ -76,9 +76,14 @@ static const int bpf2x86_default[NBPF_NREGS] = {
 #define UNROLL_BODY 33554432u /* the rest of the loop, back edge included: nothing here */
 #define UNROLL_SUBST 67108864u /* on the head: the counter's value is an immediate in each copy */
 
-/* A counted loop is unrolled up to this many trips and body instructions in all. */
+/*
+ * A counted loop is unrolled up to this many trips and body instructions in
+ * all; a program's loops together add at most UNROLL_BUDGET instructions,
+ * so no program grows its code much past what it already costs to verify.
+ */
 #define UNROLL_TRIPS 16
 #define UNROLL_INSNS 128
+#define UNROLL_BUDGET 65536
 
 /* At most this many movs and stores in each arm of an if/else turned into cmovs. */
 #define DIAMOND_MAX 4
@@ -2224,7 +2229,7 @@ static int analyze(struct jit *j)
 			j->kflags[i] |= JA_TAIL;
 	}
 	/* Last: a counted loop's body may carry only the pair folds above. */
-	for (uint32_t i = 0; i < n; i++) {
+	for (uint32_t i = 0, grown = 0; i < n; i++) {
 		uint32_t trips;
 
 		if (ins[i].code == NBPF_OP_LDDW) {
@@ -2232,9 +2237,11 @@ static int analyze(struct jit *j)
 			continue;
 		}
 		if (NBPF_CLASS(ins[i].code) == NBPF_JMP && ins[i].off < 0 &&
-		    (trips = counted_loop(j, target, i))) {
+		    (trips = counted_loop(j, target, i)) &&
+		    grown + trips * (uint32_t)-ins[i].off <= UNROLL_BUDGET) {
 			uint32_t head = (uint32_t)((int64_t)i + 1 + ins[i].off);
 
+			grown += trips * (uint32_t)-ins[i].off;
 			if (unroll_subst(j, head, i, trips))
 				j->kflags[head] |= UNROLL_SUBST;
 			j->kflags[head] |= UNROLL_HEAD;
