@@ -31,7 +31,7 @@ fi
 if [ -x "$build/ncclbpf" ]; then
 	cp "$build/ncclbpf" "$dest/"
 fi
-cp "$here/run.sh" "$here/tune.sh" "$here/nccl_sweep.c" "$dest/"
+cp "$here/run.sh" "$here/tune.sh" "$here/nccl_sweep.c" "$here/cuda_job.cu" "$here/observe_cuda.sh" "$dest/"
 # Non-system dependencies that a bare CUDA image lacks (libbpf; the tool's
 # libmicrohttpd and its TLS stack); put DEST_DIR on LD_LIBRARY_PATH there.
 libs='libbpf|libmicrohttpd|libgnutls|libp11-kit|libidn2|libunistring|libtasn1|libnettle|libhogweed|libgmp|libffi'

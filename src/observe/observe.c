@@ -82,9 +82,13 @@ static const char *const cu_launch[] = {
 	"cuLaunchCooperativeKernel", "cuLaunchCooperativeKernel_ptsz", "cuGraphLaunch",
 	"cuGraphLaunch_ptsz", NULL,
 };
+/*
+ * cudaDeviceSynchronize reaches the driver as cuCtxSynchronize_v2 on recent
+ * drivers (580): without it a real job's synchronizes were not counted.
+ */
 static const char *const cu_sync[] = {
-	"cuStreamSynchronize", "cuStreamSynchronize_ptsz", "cuCtxSynchronize", "cuEventSynchronize",
-	NULL,
+	"cuStreamSynchronize", "cuStreamSynchronize_ptsz", "cuCtxSynchronize",
+	"cuCtxSynchronize_v2", "cuEventSynchronize", NULL,
 };
 static const char *const cu_copy[] = {
 	"cuMemcpy", "cuMemcpy_ptds", "cuMemcpyHtoD_v2", "cuMemcpyHtoD_v2_ptds", "cuMemcpyDtoH_v2",

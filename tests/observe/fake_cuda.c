@@ -21,6 +21,15 @@ int cuStreamSynchronize(void *stream)
 	return 0;
 }
 
+/* What cudaDeviceSynchronize calls on recent drivers (its own body: no nested probe). */
+int cuCtxSynchronize_v2(void *ctx)
+{
+	struct timespec ts = { 0, 2 * 1000 * 1000 };
+
+	nanosleep(&ts, NULL);
+	return 0;
+}
+
 int cuMemcpyHtoD_v2(unsigned long long dst, const void *src, unsigned long n)
 {
 	__asm__ volatile("" ::: "memory");
