@@ -668,13 +668,36 @@ static bool insn_reads(const struct nbpf_insn *in, unsigned r)
 }
 
 /*
+ * r holds no value anyone reads from k on: a straight-line search until r
+ * is written (yes) or the function exits (yes, unless r is r0, or in a
+ * subprogram r1-r5, which its caller sees); a read, a branch or a call
+ * ends it with no.
+ */
+static bool reg_dead_from(const struct jit *j, uint32_t k, unsigned r)
+{
+	for (; k < j->n; k++) {
+		const struct nbpf_insn *in = &j->insns[k];
+		uint8_t cls = NBPF_CLASS(in->code);
+
+		if (in->code == NBPF_OP_EXIT)
+			return r != 0 && (j->in_main[k] || r >= 6);
+		if (cls == NBPF_JMP || cls == NBPF_JMP32 || insn_reads(in, r))
+			return false;
+		if (insn_writes(in) & (1u << r))
+			return true;
+		if (in->code == NBPF_OP_LDDW)
+			k++;
+	}
+	return false;
+}
+
+/*
  * `rX = imm; *(size *)(rY + off) = rX` with rX read by nothing after the
  * store: the store takes the immediate and the mov goes (clang's BPF puts
- * a constant in a register before storing it).  rX is dead when, on the
- * straight-line path after the store, it is overwritten before it is read
- * or the function exits (rX not r0, and in a subprogram not r1-r5 either,
- * which its caller sees); any branch or call ends the search with no.  A 32-bit mov of a negative value is not folded into an
- * 8-byte store (the value is zero-, the store's immediate sign-extended).
+ * a constant in a register before storing it); rX's deadness is
+ * reg_dead_from's straight-line search.  A 32-bit mov of a negative value
+ * is not folded into an 8-byte store (the value is zero-, the store's
+ * immediate sign-extended).
  */
 static bool store_imm_pair(const struct jit *j, const uint8_t *target, uint32_t i)
 {
@@ -692,20 +715,7 @@ static bool store_imm_pair(const struct jit *j, const uint8_t *target, uint32_t 
 		return false;
 	if (mcls == NBPF_ALU && NBPF_SIZE(st->code) == NBPF_DW && m->imm < 0)
 		return false;
-	for (uint32_t k = i + 2; k < j->n; k++) {
-		const struct nbpf_insn *in = &j->insns[k];
-		uint8_t cls = NBPF_CLASS(in->code);
-
-		if (in->code == NBPF_OP_EXIT) /* a subprogram's r1-r5 reach its caller */
-			return r != 0 && (j->in_main[k] || r >= 6);
-		if (cls == NBPF_JMP || cls == NBPF_JMP32 || insn_reads(in, r))
-			return false;
-		if (insn_writes(in) & (1u << r))
-			return true;
-		if (in->code == NBPF_OP_LDDW)
-			k++;
-	}
-	return false;
+	return reg_dead_from(j, i + 2, r);
 }
 
 /*
@@ -928,24 +938,6 @@ static bool log2_bind(int8_t *sym, uint8_t s, uint8_t reg)
 	return sym[s] == reg;
 }
 
-/* r holds no value anyone reads from k on (straight line; see store_imm_pair). */
-static bool reg_dead_from(const struct jit *j, uint32_t k, unsigned r)
-{
-	for (; k < j->n; k++) {
-		const struct nbpf_insn *in = &j->insns[k];
-		uint8_t cls = NBPF_CLASS(in->code);
-
-		if (in->code == NBPF_OP_EXIT)
-			return r != 0 && (j->in_main[k] || r >= 6);
-		if (cls == NBPF_JMP || cls == NBPF_JMP32 || insn_reads(in, r))
-			return false;
-		if (insn_writes(in) & (1u << r))
-			return true;
-		if (in->code == NBPF_OP_LDDW)
-			k++;
-	}
-	return false;
-}
 
 /*
  * The ladder at i, exactly as above: same opcodes, constants and offsets,
