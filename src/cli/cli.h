@@ -115,6 +115,8 @@ void cli_rec_json(FILE *f, const struct nbpf_ctl_rec *rec);
 int cli_pid_err(int rc, int pid, int err, const char *em);
 /* Parses a pid argument: >0, or -1 when s is not a pid. */
 int cli_parse_pid(const char *s);
+/* A duration for a table cell: "-", then ns, us, ms or s with 0-2 decimals. */
+void cli_fmt_ns(char *out, size_t n, double ns);
 /*
  * Target processes: pids given, or every live one when argc is 0.  *pids
  * malloc'ed; returns the count, or a negative errno (message printed).

@@ -25,20 +25,6 @@
 void cli_top_print_peers(const struct nbpf_tele_set *d, double secs, int iter);
 #include "ncclbpf/runtime.h"
 
-static void fmt_ns(char *out, size_t n, double ns)
-{
-	if (ns <= 0)
-		snprintf(out, n, "-");
-	else if (ns < 1e3)
-		snprintf(out, n, "%.0fns", ns);
-	else if (ns < 1e6)
-		snprintf(out, n, "%.1fus", ns / 1e3);
-	else if (ns < 1e9)
-		snprintf(out, n, "%.2fms", ns / 1e6);
-	else
-		snprintf(out, n, "%.2fs", ns / 1e9);
-}
-
 /* The top two (algorithm, protocol) cells with their share, e.g. "RING/LL128 80%". */
 static void fmt_mix(char *out, size_t n, const struct nbpf_tele_cell *c)
 {
@@ -96,8 +82,8 @@ static void print_table(const struct nbpf_tele_set *d, double secs, int iter)
 
 		if (!c->count)
 			continue;
-		fmt_ns(p50, sizeof(p50), nbpf_tele_quantile_ns(c->hist, NBPF_LAT_BUCKETS, 0.50));
-		fmt_ns(p99, sizeof(p99), nbpf_tele_quantile_ns(c->hist, NBPF_LAT_BUCKETS, 0.99));
+		cli_fmt_ns(p50, sizeof(p50), nbpf_tele_quantile_ns(c->hist, NBPF_LAT_BUCKETS, 0.50));
+		cli_fmt_ns(p99, sizeof(p99), nbpf_tele_quantile_ns(c->hist, NBPF_LAT_BUCKETS, 0.99));
 		fmt_mix(mix, sizeof(mix), c);
 		snprintf(id, sizeof(id), "0x%016" PRIx64, c->comm_id);
 		if (iter == 1)

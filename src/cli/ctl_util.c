@@ -1,18 +1,33 @@
 /*
  * ctl_util.c - helpers shared by the verbs that talk to live processes:
- * record-to-JSON conversion and pid arguments.
+ * record-to-JSON conversion, pid arguments and durations for tables.
  */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
 #include "control/ctl_client.h"
 #include "ncclbpf/runtime.h"
 
+
+void cli_fmt_ns(char *out, size_t n, double ns)
+{
+	if (ns <= 0)
+		snprintf(out, n, "-");
+	else if (ns < 1e3)
+		snprintf(out, n, "%.0fns", ns);
+	else if (ns < 1e6)
+		snprintf(out, n, "%.1fus", ns / 1e3);
+	else if (ns < 1e9)
+		snprintf(out, n, "%.2fms", ns / 1e6);
+	else
+		snprintf(out, n, "%.2fs", ns / 1e9);
+}
 
 static bool is_int(const char *s)
 {

@@ -12,20 +12,6 @@
 #include "cli.h"
 #include "observe_cli.h"
 
-static void fmt_ns(char *out, size_t n, double ns)
-{
-	if (ns <= 0)
-		snprintf(out, n, "-");
-	else if (ns < 1e3)
-		snprintf(out, n, "%.0fns", ns);
-	else if (ns < 1e6)
-		snprintf(out, n, "%.1fus", ns / 1e3);
-	else if (ns < 1e9)
-		snprintf(out, n, "%.2fms", ns / 1e6);
-	else
-		snprintf(out, n, "%.2fs", ns / 1e9);
-}
-
 static void fmt_bytes(char *out, size_t n, double b)
 {
 	static const char u[] = "BKMGT";
@@ -288,16 +274,16 @@ void obs_print_table(struct obs_state *s, const struct nbpf_obs_snap *d, double 
 			if (d->gpu[k].tgid == tgid)
 				MERGE(sy, d->gpu[k].v.sync);
 #undef MERGE
-		fmt_ns(a, sizeof(a), p->nccl_p99_ns);
-		fmt_ns(b, sizeof(b), nbpf_obs_hist_quantile(&bl, 0.99));
-		fmt_ns(c2, sizeof(c2), nbpf_obs_hist_quantile(&ur, 0.99));
+		cli_fmt_ns(a, sizeof(a), p->nccl_p99_ns);
+		cli_fmt_ns(b, sizeof(b), nbpf_obs_hist_quantile(&bl, 0.99));
+		cli_fmt_ns(c2, sizeof(c2), nbpf_obs_hist_quantile(&ur, 0.99));
 		fmt_bytes(e, sizeof(e), (double)tx / secs);
 		fmt_bytes(g, sizeof(g), (double)rx / secs);
-		fmt_ns(h, sizeof(h), nbpf_obs_hist_quantile(&rq, 0.99));
+		cli_fmt_ns(h, sizeof(h), nbpf_obs_hist_quantile(&rq, 0.99));
 		printf("%-8d %-15.15s %9s %8.0f %9s %9s %9s %9s %6" PRIu64 " %9s", p->pid, p->comm, a,
 		       (double)bl.count / secs, b, c2, e, g, rt, h);
-		fmt_ns(h, sizeof(h), nbpf_obs_hist_quantile(&off, 0.99));
-		fmt_ns(a, sizeof(a), nbpf_obs_hist_quantile(&sy, 0.99));
+		cli_fmt_ns(h, sizeof(h), nbpf_obs_hist_quantile(&off, 0.99));
+		cli_fmt_ns(a, sizeof(a), nbpf_obs_hist_quantile(&sy, 0.99));
 		printf(" %9s %6" PRIu64 " %7" PRIu64 " %9s\n", h, mig, xn, a);
 		if (p->ranks[0])
 			printf("         ranks %s\n", p->ranks);
@@ -306,8 +292,8 @@ void obs_print_table(struct obs_state *s, const struct nbpf_obs_snap *d, double 
 
 			if (x->k.tgid != tgid || !x->v.lat.count)
 				continue;
-			fmt_ns(a, sizeof(a), nbpf_obs_hist_quantile(&x->v.lat, 0.5));
-			fmt_ns(b, sizeof(b), nbpf_obs_hist_quantile(&x->v.lat, 0.99));
+			cli_fmt_ns(a, sizeof(a), nbpf_obs_hist_quantile(&x->v.lat, 0.5));
+			cli_fmt_ns(b, sizeof(b), nbpf_obs_hist_quantile(&x->v.lat, 0.99));
 			fmt_bytes(e, sizeof(e), size_q(&x->v.size, 0.5));
 			printf("         block %u:%u %-5s %7" PRIu64 " req  p50 %s p99 %s  size p50 %s  "
 			       "small %.0f%% unaligned %.0f%%\n", x->k.dev >> 20, x->k.dev & 0xfffff,
@@ -337,7 +323,7 @@ void obs_print_table(struct obs_state *s, const struct nbpf_obs_snap *d, double 
 
 		char what[96];
 
-		fmt_ns(v, sizeof(v), (double)s->ev[i].value_ns);
+		cli_fmt_ns(v, sizeof(v), (double)s->ev[i].value_ns);
 		outlier_detail(&s->ev[i], what, sizeof(what), false);
 		printf("outlier %-12s pid %u tid %u %s %s\n", ev_name(s->ev[i].kind), s->ev[i].tgid,
 		       s->ev[i].tid, s->ev[i].kind == OBS_EV_RETRANS ? "" : v, what);
