@@ -386,3 +386,32 @@ int obs_tp_nargs(const struct nbpf_obs *obs, const char *name)
 
 	return p ? btf_vlen(p) - 1 : -1;
 }
+
+/*
+ * io_uring opcode names, as the running kernel defines them (enum
+ * io_uring_op in its BTF): new opcodes get their names without a table
+ * here to keep up.  Kernel facts, the same for every session: filled once.
+ */
+#define URING_OPS 128
+static char uring_ops[URING_OPS][24];
+
+void obs_uring_ops(const struct nbpf_obs *obs)
+{
+	int id = btf__find_by_name_kind(obs->btf, "io_uring_op", BTF_KIND_ENUM);
+	const struct btf_type *t = id > 0 ? btf__type_by_id(obs->btf, (__u32)id) : NULL;
+
+	for (int i = 0; t && i < btf_vlen(t); i++) {
+		const struct btf_enum *e = &btf_enum(t)[i];
+		const char *name = btf__name_by_offset(obs->btf, e->name_off);
+
+		if (e->val < 0 || e->val >= URING_OPS || !name || strncmp(name, "IORING_OP_", 10) ||
+		    !strcmp(name, "IORING_OP_LAST"))
+			continue;
+		snprintf(uring_ops[e->val], sizeof(uring_ops[0]), "%s", name + 10);
+	}
+}
+
+const char *nbpf_obs_uring_op_name(uint32_t op)
+{
+	return op < URING_OPS && uring_ops[op][0] ? uring_ops[op] : NULL;
+}

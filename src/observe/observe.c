@@ -49,11 +49,10 @@ static const struct prog_spec io_specs[] = {
 };
 
 static const struct prog_spec net_specs[] = {
-	{ "net_send", TP_BTF, "sock", "sock_send_length", "tcp bytes and srtt", "send", true },
-	{ "net_send_fexit", FENTRY, NULL, "tcp_sendmsg", "tcp bytes and srtt", "send", true },
-	{ "net_recv", TP_BTF, "sock", "sock_recv_length", "tcp bytes and srtt", "recv", true },
-	{ "net_recv_fexit", FENTRY, NULL, "tcp_recvmsg", "tcp bytes and srtt", "recv", true },
-	{ "net_retrans", TP_BTF, "tcp", "tcp_retransmit_skb", "tcp retransmits", "retrans", false },
+	{ "net_iter", ITER, NULL, "task_file", "tcp connections", "scan", true },
+	{ "net_state_btf", TP_BTF, "sock", "inet_sock_set_state", "tcp connections", "state", true },
+	{ "net_state", TP, "sock", "inet_sock_set_state", "tcp connections", "state", true },
+	{ "net_retrans", TP_BTF, "tcp", "tcp_retransmit_skb", "tcp retransmit outliers", "retrans", false },
 	{ 0 },
 };
 
@@ -252,6 +251,14 @@ static bool spec_present(struct nbpf_obs *obs, const struct prog_spec *sp, bool 
 			snprintf(why, n, "libcuda not found");
 		return have_cuda;
 	}
+	if (sp->kind == ITER) {
+		snprintf(nb, sizeof(nb), "bpf_iter__%s", sp->tp);
+		if (btf__find_by_name_kind(obs->btf, nb, BTF_KIND_STRUCT) <= 0) {
+			snprintf(why, n, "no %s iterator in this kernel", sp->tp);
+			return false;
+		}
+		return true;
+	}
 	if (sp->kind == TP && !strcmp(sp->cat, "syscalls") && !have_majors) {
 		snprintf(why, n, "no /dev/nvidia* devices");
 		return false;
@@ -393,6 +400,24 @@ static void sched_route(struct nbpf_obs *obs, struct obs_set *s)
 	}
 }
 
+/*
+ * The program that makes a target's forked children targets (obs_fork):
+ * one instance, in the first set loaded, for pid and comm targets.
+ */
+static void fork_select(struct nbpf_obs *obs, struct obs_set *s)
+{
+	static const struct prog_spec fork = { "obs_fork", TP_BTF, "sched", "sched_process_fork",
+					       "", "", false };
+	struct bpf_program *p = bpf_object__find_program_by_name(s->obj, fork.prog);
+	bool on = !obs->fork_loaded && obs->cfg.mode != OBS_MODE_CGROUP &&
+		  obs_tp_present(obs, &fork, fork.tp);
+
+	if (!p)
+		return;
+	bpf_program__set_autoload(p, on);
+	obs->fork_loaded |= on;
+}
+
 static int add_link(struct obs_set *s, struct bpf_link *l)
 {
 	if (!l)
@@ -462,7 +487,7 @@ static int set_attach(struct nbpf_obs *obs, int set)
 		struct bpf_link *l;
 		char nb[160];
 
-		if (!p || !bpf_program__autoload(p) || sp->kind == UPROBE)
+		if (!p || !bpf_program__autoload(p) || sp->kind == UPROBE || sp->kind == ITER)
 			continue;
 		if (sp->kind == TP)
 			l = bpf_program__attach_tracepoint(p, sp->cat, obs_tp_name(obs, sp, nb, sizeof(nb)));
@@ -472,6 +497,13 @@ static int set_attach(struct nbpf_obs *obs, int set)
 			return nbpf_err(err, "%s: attaching %s to %s/%s: %s", set_names[set], sp->prog,
 					sp->cat ? sp->cat : "fentry", obs_tp_name(obs, sp, nb, sizeof(nb)),
 					strerror(-err));
+	}
+	{
+		struct bpf_program *p = bpf_object__find_program_by_name(s->obj, "obs_fork");
+
+		if (p && bpf_program__autoload(p) && (err = add_link(s, bpf_program__attach(p))))
+			return nbpf_err(err, "%s: attaching obs_fork to sched/sched_process_fork: %s",
+					set_names[set], strerror(-err));
 	}
 	if (set == NBPF_OBS_GPU && obs->libcuda[0]) {
 		int n = 0;
@@ -524,6 +556,7 @@ int nbpf_obs_open(const struct nbpf_obs_opts *o, struct nbpf_obs **out)
 			       "or --btf FILE)", btf_path, strerror(err ? -err : ENOENT));
 		goto fail;
 	}
+	obs_uring_ops(obs);
 	if (obs_tp_nargs(obs, "tcp_retransmit_skb") >= 3)
 		obs->cfg.flags |= OBS_CFG_RETRANS_ERR;
 	if (obs_sched_info(obs))
@@ -582,6 +615,7 @@ int nbpf_obs_open(const struct nbpf_obs_opts *o, struct nbpf_obs **out)
 		}
 		if (set == NBPF_OBS_SCHED)
 			sched_route(obs, s);
+		fork_select(obs, s);
 		for (int i = 0; s->specs[i].prog; i++) {
 			struct bpf_program *p = bpf_object__find_program_by_name(s->obj, s->specs[i].prog);
 
@@ -679,6 +713,8 @@ void nbpf_obs_close(struct nbpf_obs *obs)
 	if (!obs)
 		return;
 	ring_buffer__free(obs->rb);
+	bpf_link__destroy(obs->iter_all);
+	free(obs->retired);
 	for (int set = NBPF_OBS_NSETS - 1; set >= 0; set--)
 		set_unload(&obs->sets[set]);
 	if (obs->target_bits)
@@ -737,6 +773,83 @@ int nbpf_obs_add_pid(struct nbpf_obs *obs, int pid)
 int nbpf_obs_del_pid(struct nbpf_obs *obs, int pid)
 {
 	return obs->target_bits ? target_bit(obs, pid, false) : 0;
+}
+
+int nbpf_obs_targets(struct nbpf_obs *obs, int *pids, int max)
+{
+	int n = 0;
+
+	for (size_t w = 0; obs->target_bits && w < OBS_PID_WORDS; w++) {
+		obs_u64 bits = __atomic_load_n(&obs->target_bits[w], __ATOMIC_ACQUIRE);
+
+		for (; bits; bits &= bits - 1, n++)
+			if (n < max)
+				pids[n] = (int)(w * 64 + (size_t)__builtin_ctzll(bits));
+	}
+	return n;
+}
+
+/* ---- the net set's socket scan ------------------------------------------------ */
+
+/* Runs one iterator to its end: the program's work is done as it is read. */
+static int iter_run(struct bpf_link *l)
+{
+	char buf[64];
+	int fd = bpf_iter_create(bpf_link__fd(l)), n;
+
+	if (fd < 0)
+		return -errno;
+	while ((n = (int)read(fd, buf, sizeof(buf))) > 0)
+		;
+	n = n < 0 ? -errno : 0;
+	close(fd);
+	return n;
+}
+
+/*
+ * One pass over the target processes' open files.  Where the kernel can
+ * filter a task iterator by process (6.1), each target pid gets its own
+ * short-lived iterator, so the scan costs the job's descriptors only;
+ * cgroup and comm targets (or older kernels) take one pass over every
+ * process, the program returning at the target check for the others.
+ */
+int nbpf_obs_net_scan(struct nbpf_obs *obs)
+{
+	struct bpf_object *obj = nbpf_obs__obj(obs, NBPF_OBS_NET);
+	struct bpf_program *p = obj ? bpf_object__find_program_by_name(obj, "net_iter") : NULL;
+	int err = 0;
+
+	if (!p)
+		return 0;
+	if (obs->cfg.mode == OBS_MODE_PIDS && !obs->iter_no_pid && obs->target_bits) {
+		for (size_t w = 0; w < OBS_PID_WORDS && !err; w++) {
+			obs_u64 bits = __atomic_load_n(&obs->target_bits[w], __ATOMIC_ACQUIRE);
+
+			while (bits) {
+				union bpf_iter_link_info li = { .task.pid = (__u32)(w * 64 + __builtin_ctzll(bits)) };
+				LIBBPF_OPTS(bpf_iter_attach_opts, io, .link_info = &li, .link_info_len = sizeof(li));
+				struct bpf_link *l = bpf_program__attach_iter(p, &io);
+
+				bits &= bits - 1;
+				if (!l && errno == EINVAL) {
+					obs->iter_no_pid = true; /* before 6.1: one pass over everyone */
+					break;
+				}
+				if (!l)
+					continue; /* the process is gone */
+				err = iter_run(l);
+				bpf_link__destroy(l);
+			}
+			if (obs->iter_no_pid)
+				break;
+		}
+		if (!obs->iter_no_pid)
+			return err ? nbpf_err(err, "scanning the job's sockets: %s", strerror(-err)) : 0;
+	}
+	if (!obs->iter_all && !(obs->iter_all = bpf_program__attach_iter(p, NULL)))
+		return nbpf_err(-errno, "socket iterator: %s", strerror(errno));
+	err = iter_run(obs->iter_all);
+	return err ? nbpf_err(err, "scanning the job's sockets: %s", strerror(-err)) : 0;
 }
 
 /* ---- outliers --------------------------------------------------------------- */

@@ -131,6 +131,22 @@ int nbpf_obs_numa_table(struct nbpf_obs *obs, int *node, int n);
 int nbpf_obs_deep(struct nbpf_obs *obs, uint64_t until_ns, uint64_t per_s);
 int nbpf_obs_deep_stats(struct nbpf_obs *obs, uint64_t *sent, uint64_t *dropped);
 
+/*
+ * Resident memory of process pid per NUMA node, in bytes, into bytes[0..max_nodes)
+ * (higher nodes count in the last): the number of nodes seen, or a negative errno.
+ */
+int nbpf_obs_numa_mem(int pid, uint64_t *bytes, int max_nodes);
+
+/* The kernel's name of io_uring opcode op ("READ"), or NULL when it has none. */
+const char *nbpf_obs_uring_op_name(uint32_t op);
+
+/*
+ * OBS_MODE_PIDS and OBS_MODE_COMM: the processes in the target table (the
+ * ones added, and every process they forked since), up to max of them into
+ * pids; returns how many there are.
+ */
+int nbpf_obs_targets(struct nbpf_obs *obs, int *pids, int max);
+
 /* Quantile q of a log2 histogram (value units), interpolated inside the slot; 0 if empty. */
 double nbpf_obs_hist_quantile(const struct obs_hist *h, double q);
 

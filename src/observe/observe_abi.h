@@ -110,24 +110,35 @@ struct obs_pcache_val {
 	obs_u64 added;
 };
 
-/* TCP: one record per socket the job sent or received on. */
+/*
+ * TCP: one record per connection of the job, holding the kernel's own
+ * per-socket counters (tcp_sock: bytes_acked, bytes_received,
+ * total_retrans, srtt_us, rtt_min), copied when user space scans the job's
+ * sockets and once more when the connection reaches TCP_CLOSE.
+ */
 struct obs_conn {
 	obs_u32 tgid;
-	obs_u16 family;   /* AF_INET / AF_INET6 */
+	obs_u16 family;       /* AF_INET / AF_INET6 */
 	obs_u16 sport, dport; /* host order */
-	obs_u16 pad;
+	obs_u8 closed;        /* TCP_CLOSE seen: the counters are final */
+	obs_u8 retired;       /* user space: the closed connections of one peer, summed */
 	obs_u8 saddr[16], daddr[16]; /* IPv4 in the first 4 bytes */
-	obs_u64 bytes_sent, bytes_recv, sends, recvs;
-	obs_u64 retrans;
-	obs_u32 srtt_us, srtt_min_us, srtt_max_us, pad2;
-	obs_u64 srtt_sum_us, srtt_n;
+	obs_u32 pad;
+	obs_u64 id;           /* unique per record: a socket address can be reused */
+	obs_u64 bytes_sent, bytes_recv; /* acknowledged by the peer; received in order */
+	obs_u64 retrans;      /* segments retransmitted (tcpi_total_retrans) */
+	obs_u32 srtt_us, min_rtt_us;
 };
+
+/* NUMA nodes the per-node figures distinguish; higher nodes count in the last. */
+#define OBS_NUMA_NODES 8
 
 /* Scheduling: per process. */
 struct obs_sched_val {
 	struct obs_hist runq;   /* wakeup or preemption -> on CPU, ns */
 	struct obs_hist offcpu; /* blocked switch-out -> switch-in, ns */
 	obs_u64 migrations, cross_node;
+	obs_u64 node_ns[OBS_NUMA_NODES]; /* time its threads ran on each node's CPUs */
 };
 
 /* GPU submission: per process. */
@@ -136,6 +147,13 @@ struct obs_gpu_val {
 	struct obs_hist sync;   /* time blocked in cu*Synchronize, ns */
 	struct obs_hist copy;   /* time in synchronous cuMemcpy*, ns */
 	struct obs_hist ioctl;  /* ioctl on /dev/nvidia* descriptors, ns */
+	/*
+	 * Submission gaps, any thread of the process: from one launch to the
+	 * next, and from a synchronize returning to the next launch (the host's
+	 * share of a step the GPU may sit idle through), ns.
+	 */
+	struct obs_hist launch_gap;
+	struct obs_hist sync_gap;
 };
 
 /*

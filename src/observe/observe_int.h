@@ -16,9 +16,10 @@
  * TP_BTF: typed raw tracepoint (BTF args, the call cost of fentry, a stable
  * name); TP: classic tracepoint; FENTRY: fentry/fexit on a kernel function
  * (tp names the function), for kernels whose tracepoint is missing;
- * UPROBE: attached by hand to libcuda's symbols.
+ * UPROBE: attached by hand to libcuda's symbols; ITER: a BPF iterator user
+ * space runs at each snapshot (nbpf_obs_net_scan).
  */
-enum attach_kind { TP_BTF, TP, FENTRY, UPROBE };
+enum attach_kind { TP_BTF, TP, FENTRY, UPROBE, ITER };
 
 struct prog_spec {
 	const char *prog;
@@ -49,9 +50,20 @@ struct nbpf_obs {
 	obs_u64 *target_bits; /* the targets map, mmapped: OBS_PID_WORDS words */
 	struct ring_buffer *rb;
 	bool fentry_probed, fentry_ok;
+	bool fork_loaded; /* obs_fork is in one set already */
 	nbpf_obs_event_fn ev_fn;
 	void *ev_ctx;
 	char libcuda[4096];
+	/*
+	 * The net set's socket scan: one iterator over every process's files
+	 * (cgroup and comm targets, or a kernel that cannot filter by pid), else
+	 * one per target process at each scan.
+	 */
+	struct bpf_link *iter_all;
+	bool iter_no_pid;
+	/* Closed connections already retired from the kernel's table, summed per process and peer. */
+	struct nbpf_obs_conn *retired;
+	size_t n_retired;
 };
 
 /* detect.c */
@@ -78,11 +90,15 @@ bool obs_find_libcuda(struct nbpf_obs *obs);
 int obs_gpu_majors(struct nbpf_obs *obs);
 /* The CPU -> NUMA node table of the sched set's cpu_node map. */
 int obs_fill_numa(struct nbpf_obs *obs, struct obs_set *s);
+/* io_uring opcode names from the kernel's BTF (nbpf_obs_uring_op_name). */
+void obs_uring_ops(const struct nbpf_obs *obs);
 /* obs->cfg's cgroup id and level from obs->o.cgroup. */
 int obs_cgroup_target(struct nbpf_obs *obs);
 
 /* observe.c, for snapshot.c */
 struct bpf_object *nbpf_obs__obj(struct nbpf_obs *obs, int set);
 uint64_t nbpf_obs__lost(struct nbpf_obs *obs);
+/* Runs the net set's iterator over the target processes' sockets (a no-op without the set). */
+int nbpf_obs_net_scan(struct nbpf_obs *obs);
 
 #endif

@@ -125,9 +125,12 @@ int nbpf_obs_prom_write(FILE *f, const struct nbpf_obs_snap *s, nbpf_obs_label_f
 	struct agg_set lat = { 0 }, size = { 0 }, align = { 0 }, small = { 0 }, unal = { 0 }, errs = { 0 };
 	struct agg_set ur = { 0 }, pca = { 0 }, pcm = { 0 }, tx = { 0 }, rx = { 0 }, rt = { 0 };
 	struct agg_set srtt = { 0 }, rq = { 0 }, off = { 0 }, mig = { 0 }, xnode = { 0 };
-	struct agg_set launch = { 0 }, sync = { 0 }, copy = { 0 }, ioc = { 0 };
+	struct agg_set launch = { 0 }, sync = { 0 }, copy = { 0 }, ioc = { 0 }, lgap = { 0 }, sgap = { 0 };
+	struct agg_set ncpu = { 0 }, nmem = { 0 };
 	struct agg_set *all[] = { &lat, &size, &align, &small, &unal, &errs, &ur, &pca, &pcm, &tx, &rx, &rt,
-				  &srtt, &rq, &off, &mig, &xnode, &launch, &sync, &copy, &ioc };
+				  &srtt, &rq, &off, &mig, &xnode, &launch, &sync, &copy, &ioc, &lgap,
+				  &sgap, &ncpu, &nmem };
+	char opb[16];
 	char l[320], pb[64], peer[64];
 	struct agg *a;
 	int err = 0;
@@ -147,8 +150,12 @@ int nbpf_obs_prom_write(FILE *f, const struct nbpf_obs_snap *s, nbpf_obs_label_f
 		GET(errs); a->v += (double)b->v.errors;
 	}
 	for (size_t i = 0; i < s->n_uring; i++) {
-		snprintf(l, sizeof(l), "%s,opcode=\"%u\"",
-			 proc_labels(fn, ctx, s->uring[i].k.tgid, pb, sizeof(pb)), s->uring[i].k.opcode);
+		const char *op = nbpf_obs_uring_op_name(s->uring[i].k.opcode);
+
+		if (!op)
+			snprintf(opb, sizeof(opb), "%u", s->uring[i].k.opcode), op = opb;
+		snprintf(l, sizeof(l), "%s,opcode=\"%s\"",
+			 proc_labels(fn, ctx, s->uring[i].k.tgid, pb, sizeof(pb)), op);
 		GET(ur); hist_merge(&a->h, &s->uring[i].v);
 	}
 	for (size_t i = 0; i < s->n_pcache; i++) {
@@ -165,6 +172,9 @@ int nbpf_obs_prom_write(FILE *f, const struct nbpf_obs_snap *s, nbpf_obs_label_f
 		GET(tx); a->v += (double)c->bytes_sent;
 		GET(rx); a->v += (double)c->bytes_recv;
 		GET(rt); a->v += (double)c->retrans;
+		/* A gauge of the live connections only: it leaves with the last of them. */
+		if (c->closed || !c->srtt_us)
+			continue;
 		GET(srtt); if (c->srtt_us * 1e-6 > a->v) a->v = c->srtt_us * 1e-6;
 	}
 	for (size_t i = 0; i < s->n_sched; i++) {
@@ -174,12 +184,30 @@ int nbpf_obs_prom_write(FILE *f, const struct nbpf_obs_snap *s, nbpf_obs_label_f
 		GET(mig); a->v += (double)s->sched[i].v.migrations;
 		GET(xnode); a->v += (double)s->sched[i].v.cross_node;
 	}
+	/* NUMA placement: where the threads ran, and where the memory is (numa_maps, read now). */
+	for (size_t i = 0; i < s->n_sched; i++) {
+		const char *pl = proc_labels(fn, ctx, s->sched[i].tgid, pb, sizeof(pb));
+		uint64_t mem[OBS_NUMA_NODES];
+		int nn = nbpf_obs_numa_mem((int)s->sched[i].tgid, mem, OBS_NUMA_NODES);
+
+		for (int n = 0; n < OBS_NUMA_NODES; n++) {
+			snprintf(l, sizeof(l), "%s,node=\"%d\"", pl, n);
+			if (s->sched[i].v.node_ns[n]) {
+				GET(ncpu); a->v += (double)s->sched[i].v.node_ns[n] * NS;
+			}
+			if (n < nn) {
+				GET(nmem); a->v = (double)mem[n];
+			}
+		}
+	}
 	for (size_t i = 0; i < s->n_gpu; i++) {
 		snprintf(l, sizeof(l), "%s", proc_labels(fn, ctx, s->gpu[i].tgid, pb, sizeof(pb)));
 		GET(launch); a->v += (double)s->gpu[i].v.launches;
 		GET(sync); hist_merge(&a->h, &s->gpu[i].v.sync);
 		GET(copy); hist_merge(&a->h, &s->gpu[i].v.copy);
 		GET(ioc); hist_merge(&a->h, &s->gpu[i].v.ioctl);
+		GET(lgap); hist_merge(&a->h, &s->gpu[i].v.launch_gap);
+		GET(sgap); hist_merge(&a->h, &s->gpu[i].v.sync_gap);
 	}
 #undef GET
 	family(f, "ncclbpf_block_request_latency_seconds", "histogram",
@@ -207,14 +235,15 @@ int nbpf_obs_prom_write(FILE *f, const struct nbpf_obs_snap *s, nbpf_obs_label_f
 	family(f, "ncclbpf_page_cache_miss_pages_total", "counter",
 	       "Pages the job's threads added to the page cache (misses).");
 	put_val(f, "ncclbpf_page_cache_miss_pages_total", &pcm);
-	family(f, "ncclbpf_tcp_sent_bytes_total", "counter", "Bytes the job sent over TCP, by peer.");
+	family(f, "ncclbpf_tcp_sent_bytes_total", "counter",
+	       "Bytes the job sent over TCP and the peer acknowledged, by peer.");
 	put_val(f, "ncclbpf_tcp_sent_bytes_total", &tx);
 	family(f, "ncclbpf_tcp_received_bytes_total", "counter", "Bytes the job received over TCP, by peer.");
 	put_val(f, "ncclbpf_tcp_received_bytes_total", &rx);
-	family(f, "ncclbpf_tcp_retransmits_total", "counter", "TCP segments retransmitted to the peer.");
+	family(f, "ncclbpf_tcp_retransmits_total", "counter", "TCP segments retransmitted to the peer (the kernel's tcpi_total_retrans).");
 	put_val(f, "ncclbpf_tcp_retransmits_total", &rt);
 	family(f, "ncclbpf_tcp_srtt_seconds", "gauge",
-	       "Smoothed round-trip time to the peer (largest over its connections).");
+	       "Smoothed round-trip time to the peer (largest over its open connections).");
 	put_val(f, "ncclbpf_tcp_srtt_seconds", &srtt);
 	family(f, "ncclbpf_runqueue_latency_seconds", "histogram",
 	       "Time the job's threads waited runnable for a CPU.");
@@ -235,6 +264,18 @@ int nbpf_obs_prom_write(FILE *f, const struct nbpf_obs_snap *s, nbpf_obs_label_f
 	put_hist(f, "ncclbpf_gpu_copy_seconds", &copy, NS, 7, 37);
 	family(f, "ncclbpf_gpu_ioctl_seconds", "histogram", "ioctl calls on /dev/nvidia* descriptors.");
 	put_hist(f, "ncclbpf_gpu_ioctl_seconds", &ioc, NS, 7, 37);
+	family(f, "ncclbpf_gpu_launch_gap_seconds", "histogram",
+	       "Time between two CUDA launches of the process (any of its threads).");
+	put_hist(f, "ncclbpf_gpu_launch_gap_seconds", &lgap, NS, 7, 37);
+	family(f, "ncclbpf_gpu_sync_gap_seconds", "histogram",
+	       "Time from a CUDA synchronize returning to the process's next launch.");
+	put_hist(f, "ncclbpf_gpu_sync_gap_seconds", &sgap, NS, 7, 37);
+	family(f, "ncclbpf_numa_cpu_seconds_total", "counter",
+	       "CPU time the process's threads ran on each NUMA node's CPUs.");
+	put_val(f, "ncclbpf_numa_cpu_seconds_total", &ncpu);
+	family(f, "ncclbpf_numa_memory_bytes", "gauge",
+	       "Resident memory of the process on each NUMA node (numa_maps).");
+	put_val(f, "ncclbpf_numa_memory_bytes", &nmem);
 	family(f, "ncclbpf_observe_events_lost_total", "counter",
 	       "Outlier events dropped because the ring buffer was full.");
 	fprintf(f, "ncclbpf_observe_events_lost_total %" PRIu64 "\n", s->events_lost);

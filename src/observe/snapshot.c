@@ -82,18 +82,86 @@ static int dump_map(struct bpf_object *obj, const char *name, void **arr, size_t
 	dump_map(obj, name, (void **)&s->field, &s->n_##field, sizeof(type),                    \
 		 sizeof(((type *)0)->kfield), offsetof(type, vfield))
 
+/* The retired sum of c's process and peer, created zeroed; NULL on allocation failure. */
+static struct nbpf_obs_conn *retired_of(struct nbpf_obs *obs, const struct obs_conn *c)
+{
+	struct nbpf_obs_conn *r;
+
+	for (size_t i = 0; i < obs->n_retired; i++) {
+		r = &obs->retired[i];
+		if (r->v.tgid == c->tgid && r->v.family == c->family && !memcmp(r->v.daddr, c->daddr, 16))
+			return r;
+	}
+	r = realloc(obs->retired, (obs->n_retired + 1) * sizeof(*r));
+	if (!r)
+		return NULL;
+	obs->retired = r;
+	r = &r[obs->n_retired++];
+	memset(r, 0, sizeof(*r));
+	r->v.tgid = c->tgid;
+	r->v.family = c->family;
+	memcpy(r->v.daddr, c->daddr, 16);
+	r->v.closed = r->v.retired = 1;
+	return r;
+}
+
+/*
+ * Closed connections are shown once with their final counters, then
+ * retired: removed from the kernel's table (which would otherwise fill
+ * with the dead) and added to their peer's retired sum, which every later
+ * snapshot carries.  So a cumulative counter summed per peer never goes
+ * back when a connection ends, and the gauges (RTT) leave with it.  The
+ * sums of this snapshot are those retired before it: the connections
+ * retired now are still in it by themselves.
+ */
+static int conns_retire(struct nbpf_obs *obs, struct nbpf_obs_snap *s)
+{
+	struct bpf_object *net = nbpf_obs__obj(obs, NBPF_OBS_NET);
+	struct bpf_map *m = net ? bpf_object__find_map_by_name(net, "conns") : NULL;
+	size_t live = s->n_conn;
+	struct nbpf_obs_conn *p;
+
+	if (!m)
+		return 0;
+	if (obs->n_retired) {
+		p = realloc(s->conn, (live + obs->n_retired) * sizeof(*p));
+		if (!p)
+			return nbpf_err(-ENOMEM, "out of memory");
+		s->conn = p;
+		memcpy(&s->conn[live], obs->retired, obs->n_retired * sizeof(*p));
+		s->n_conn += obs->n_retired;
+	}
+	for (size_t i = 0; i < live; i++) {
+		const struct obs_conn *c = &s->conn[i].v;
+		struct nbpf_obs_conn *r;
+
+		if (!c->closed)
+			continue;
+		if (!(r = retired_of(obs, c)))
+			return nbpf_err(-ENOMEM, "out of memory");
+		r->v.bytes_sent += c->bytes_sent;
+		r->v.bytes_recv += c->bytes_recv;
+		r->v.retrans += c->retrans;
+		bpf_map_delete_elem(bpf_map__fd(m), &s->conn[i].sk);
+	}
+	return 0;
+}
+
 int nbpf_obs_snapshot(struct nbpf_obs *obs, struct nbpf_obs_snap *s)
 {
 	struct bpf_object *io = nbpf_obs__obj(obs, NBPF_OBS_IO);
 	int err;
 
 	memset(s, 0, sizeof(*s));
+	if ((err = nbpf_obs_net_scan(obs)))
+		return err;
 	if ((err = DUMP(io, "blk", blk, struct nbpf_obs_blk, k, v)) ||
 	    (err = DUMP(io, "uring", uring, struct nbpf_obs_uring, k, v)) ||
 	    (err = DUMP(io, "pcache", pcache, struct nbpf_obs_pcache, tgid, v)) ||
 	    (err = DUMP(nbpf_obs__obj(obs, NBPF_OBS_NET), "conns", conn, struct nbpf_obs_conn, sk, v)) ||
 	    (err = DUMP(nbpf_obs__obj(obs, NBPF_OBS_SCHED), "sched", sched, struct nbpf_obs_sched, tgid, v)) ||
-	    (err = DUMP(nbpf_obs__obj(obs, NBPF_OBS_GPU), "gpu", gpu, struct nbpf_obs_gpu, tgid, v))) {
+	    (err = DUMP(nbpf_obs__obj(obs, NBPF_OBS_GPU), "gpu", gpu, struct nbpf_obs_gpu, tgid, v)) ||
+	    (err = conns_retire(obs, s))) {
 		nbpf_obs_snap_free(s);
 		return err;
 	}
@@ -125,6 +193,12 @@ static void hist_sub(struct obs_hist *o, const struct obs_hist *b)
 		o->slot[i] = sub(o->slot[i], b->slot[i]);
 	o->count -= b->count;
 	o->sum = sub(o->sum, b->sum);
+}
+
+static void node_sub(uint64_t *o, const uint64_t *b)
+{
+	for (int i = 0; i < OBS_NUMA_NODES; i++)
+		o[i] = sub(o[i], b[i]);
 }
 
 /* Copies now's array into out and subtracts the matching entries of before with fn. */
@@ -163,21 +237,26 @@ int nbpf_obs_snap_delta(struct nbpf_obs_snap *out, const struct nbpf_obs_snap *n
 	DELTA(pcache, struct nbpf_obs_pcache, o->tgid == b->tgid,
 	      (o->v.accessed = sub(o->v.accessed, b->v.accessed),
 	       o->v.added = sub(o->v.added, b->v.added)));
-	DELTA(conn, struct nbpf_obs_conn,
-	      o->sk == b->sk && o->v.sport == b->v.sport && o->v.dport == b->v.dport,
+	DELTA(conn, struct nbpf_obs_conn, o->sk == b->sk && o->v.id == b->v.id,
 	      (o->v.bytes_sent = sub(o->v.bytes_sent, b->v.bytes_sent),
 	       o->v.bytes_recv = sub(o->v.bytes_recv, b->v.bytes_recv),
-	       o->v.sends = sub(o->v.sends, b->v.sends), o->v.recvs = sub(o->v.recvs, b->v.recvs),
-	       o->v.retrans = sub(o->v.retrans, b->v.retrans),
-	       o->v.srtt_sum_us = sub(o->v.srtt_sum_us, b->v.srtt_sum_us),
-	       o->v.srtt_n = sub(o->v.srtt_n, b->v.srtt_n)));
+	       o->v.retrans = sub(o->v.retrans, b->v.retrans)));
+	/* Retired sums are for cumulative readers: their connections were shown while they lived. */
+	for (size_t i = 0; i < out->n_conn;)
+		if (out->conn[i].v.retired)
+			out->conn[i] = out->conn[--out->n_conn];
+		else
+			i++;
 	DELTA(sched, struct nbpf_obs_sched, o->tgid == b->tgid,
 	      (hist_sub(&o->v.runq, &b->v.runq), hist_sub(&o->v.offcpu, &b->v.offcpu),
 	       o->v.migrations = sub(o->v.migrations, b->v.migrations),
-	       o->v.cross_node = sub(o->v.cross_node, b->v.cross_node)));
+	       o->v.cross_node = sub(o->v.cross_node, b->v.cross_node),
+	       node_sub(o->v.node_ns, b->v.node_ns)));
 	DELTA(gpu, struct nbpf_obs_gpu, o->tgid == b->tgid,
 	      (o->v.launches = sub(o->v.launches, b->v.launches), hist_sub(&o->v.sync, &b->v.sync),
-	       hist_sub(&o->v.copy, &b->v.copy), hist_sub(&o->v.ioctl, &b->v.ioctl)));
+	       hist_sub(&o->v.copy, &b->v.copy), hist_sub(&o->v.ioctl, &b->v.ioctl),
+	       hist_sub(&o->v.launch_gap, &b->v.launch_gap),
+	       hist_sub(&o->v.sync_gap, &b->v.sync_gap)));
 	out->events_lost = now->events_lost - (before ? before->events_lost : 0);
 	return 0;
 nomem:

@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -205,6 +206,109 @@ static void io_concurrent(struct nbpf_obs *obs, const char *dev, uint32_t devno)
 }
 #endif
 
+/* Pages of path resident in the page cache, as fincore(1) counts them (mincore). */
+static long resident_pages(const char *path)
+{
+	int fd = open(path, O_RDONLY);
+	struct stat sb;
+	long n = -1;
+
+	if (fd >= 0 && !fstat(fd, &sb) && sb.st_size > 0) {
+		size_t pages = ((size_t)sb.st_size + 4095) / 4096;
+		unsigned char *vec = malloc(pages);
+		void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_SHARED, fd, 0);
+
+		if (vec && m != MAP_FAILED && !mincore(m, (size_t)sb.st_size, vec)) {
+			n = 0;
+			for (size_t i = 0; i < pages; i++)
+				n += vec[i] & 1;
+		}
+		if (m != MAP_FAILED)
+			munmap(m, (size_t)sb.st_size);
+		free(vec);
+	}
+	if (fd >= 0)
+		close(fd);
+	return n;
+}
+
+static const struct obs_pcache_val *pcache_of(const struct nbpf_obs_snap *s, pid_t pid)
+{
+	for (size_t i = 0; i < s->n_pcache; i++)
+		if (s->pcache[i].tgid == (uint32_t)pid)
+			return &s->pcache[i].v;
+	return NULL;
+}
+
+/*
+ * Large buffered reads (1 MiB each) of a 32 MiB file whose cache was
+ * dropped, half of it read in again: pages looked up must be the file's
+ * pages read, pages added what fincore's count of resident pages grew by,
+ * each within 2%.
+ */
+static void io_pcache_large(struct nbpf_obs *obs)
+{
+	char path[] = "/var/tmp/ncclbpf-observe-pc-XXXXXX";
+	const size_t size = 32u << 20, chunk = 1u << 20;
+	int fd = mkstemp(path);
+	uint64_t looked0 = 0, added0 = 0, looked1 = 0, added1 = 0, want_looked = 0;
+	long before, after;
+	struct nbpf_obs_snap s;
+	char *buf = malloc(chunk);
+
+	CHECK(fd >= 0 && buf, "%s", path);
+	if (fd < 0 || !buf) {
+		free(buf);
+		return;
+	}
+	memset(buf, 7, chunk);
+	for (size_t off = 0; off < size; off += chunk)
+		CHECK(pwrite(fd, buf, chunk, (off_t)off) == (ssize_t)chunk, "write");
+	fsync(fd);
+	posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+	/* Keep the first quarter cached: those lookups are hits. */
+	for (size_t off = 0; off < size / 4; off += chunk)
+		CHECK(pread(fd, buf, chunk, (off_t)off) == (ssize_t)chunk, "warm read");
+	/*
+	 * fincore (mincore) counts only pages whose read has completed: let the
+	 * readahead the warm reads started finish before taking the count.
+	 */
+	before = resident_pages(path);
+	for (long prev = -1; before != prev && prev < 8192;) {
+		usleep(100 * 1000);
+		prev = before;
+		before = resident_pages(path);
+	}
+	CHECK(!nbpf_obs_snapshot(obs, &s), "snapshot");
+	if (pcache_of(&s, getpid()))
+		looked0 = pcache_of(&s, getpid())->accessed, added0 = pcache_of(&s, getpid())->added;
+	nbpf_obs_snap_free(&s);
+	for (size_t off = 0; off < size; off += chunk) {
+		CHECK(pread(fd, buf, chunk, (off_t)off) == (ssize_t)chunk, "read");
+		want_looked += chunk / 4096;
+	}
+	after = resident_pages(path);
+	CHECK(!nbpf_obs_snapshot(obs, &s), "snapshot");
+	if (pcache_of(&s, getpid()))
+		looked1 = pcache_of(&s, getpid())->accessed, added1 = pcache_of(&s, getpid())->added;
+	nbpf_obs_snap_free(&s);
+	printf("io: page cache, 1 MiB reads: looked up %llu pages (read %llu), added %llu "
+	       "(fincore: %ld -> %ld resident)\n", (unsigned long long)(looked1 - looked0),
+	       (unsigned long long)want_looked, (unsigned long long)(added1 - added0), before, after);
+	CHECK(before >= 0 && after > before, "fincore counts %ld -> %ld", before, after);
+	CHECK((double)(looked1 - looked0) >= 0.98 * (double)want_looked &&
+	      (double)(looked1 - looked0) <= 1.02 * (double)want_looked,
+	      "pages looked up %llu, read %llu", (unsigned long long)(looked1 - looked0),
+	      (unsigned long long)want_looked);
+	CHECK((double)(added1 - added0) >= 0.98 * (double)(after - before) &&
+	      (double)(added1 - added0) <= 1.02 * (double)(after - before),
+	      "pages added %llu, fincore grew by %ld", (unsigned long long)(added1 - added0),
+	      after - before);
+	close(fd);
+	unlink(path);
+	free(buf);
+}
+
 static int test_io(void)
 {
 	char backing[] = "/var/tmp/ncclbpf-observe-XXXXXX", dev[64];
@@ -349,6 +453,7 @@ static int test_io(void)
 #else
 	printf("SKIP io_uring part: built without liburing\n");
 #endif
+	io_pcache_large(obs);
 	nbpf_obs_close(obs);
 	ioctl(lfd, LOOP_CLR_FD, 0);
 	close(lfd);
@@ -377,6 +482,145 @@ static void *sink_main(void *p)
 	return NULL;
 }
 
+/* TCP_INFO as the kernel fills it: the libc header stops at tcpi_total_retrans. */
+struct tcp_info_ext {
+	struct tcp_info tcpi;
+	uint64_t pacing_rate, max_pacing_rate, bytes_acked, bytes_received;
+};
+
+/* Bytes received over all our connections, retired ones included, and how many still report an RTT. */
+static void conn_sums(const struct nbpf_obs_snap *s, uint64_t *rx, int *live_srtt)
+{
+	*rx = 0;
+	*live_srtt = 0;
+	for (size_t i = 0; i < s->n_conn; i++) {
+		const struct obs_conn *c = &s->conn[i].v;
+
+		if (c->tgid != (uint32_t)getpid())
+			continue;
+		*rx += c->bytes_recv;
+		*live_srtt += !c->closed && c->srtt_us;
+	}
+}
+
+/* Cumulative Prometheus text of a snapshot (no labels callback: pid labels). */
+static char *prom_text(const struct nbpf_obs_snap *s)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (f) {
+		nbpf_obs_prom_write(f, s, NULL, NULL);
+		fclose(f);
+	}
+	return buf;
+}
+
+struct half {
+	int lfd;
+	size_t first, second;
+	int go[2];
+};
+
+/* Sends first bytes, waits, sends second bytes and closes. */
+static void *half_main(void *p)
+{
+	struct half *h = p;
+	static char buf[65536];
+	int fd = accept(h->lfd, NULL, NULL);
+	char c;
+
+	if (fd < 0)
+		return NULL;
+	write(fd, buf, h->first);
+	if (read(h->go[0], &c, 1) == 1)
+		write(fd, buf, h->second);
+	close(fd);
+	return NULL;
+}
+
+/*
+ * A connection whose end comes before the job has read everything: the
+ * job half-closes, the peer sends the rest and closes, the socket goes to
+ * TCP_CLOSE (unhashed: its port reads 0) with data still queued, and only
+ * then does the job read it.  The counters must stay whole and never go
+ * back, in every snapshot, and the RTT gauge must leave with the socket.
+ */
+static void net_teardown(struct nbpf_obs *obs)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct half h = { .first = 16384, .second = 32768 };
+	uint64_t rx, base, last = 0, got = 0;
+	socklen_t sl = sizeof(sa);
+	struct tcp_info ti;
+	socklen_t til;
+	char buf[65536], *text;
+	int fd, live, monotonic = 1, state = -1;
+	struct nbpf_obs_snap s;
+	pthread_t th;
+	ssize_t n;
+
+	CHECK(!nbpf_obs_snapshot(obs, &s), "snapshot");
+	conn_sums(&s, &base, &live);
+	nbpf_obs_snap_free(&s);
+	pipe(h.go);
+	h.lfd = socket(AF_INET, SOCK_STREAM, 0);
+	bind(h.lfd, (struct sockaddr *)&sa, sizeof(sa));
+	listen(h.lfd, 1);
+	getsockname(h.lfd, (struct sockaddr *)&sa, &sl);
+	pthread_create(&th, NULL, half_main, &h);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	CHECK(!connect(fd, (struct sockaddr *)&sa, sizeof(sa)), "connect: %s", strerror(errno));
+	while (got < h.first && (n = read(fd, buf, sizeof(buf))) > 0)
+		got += (uint64_t)n;
+#define SNAP_STEP(what)                                                                           \
+	do {                                                                                      \
+		CHECK(!nbpf_obs_snapshot(obs, &s), "snapshot");                                   \
+		conn_sums(&s, &rx, &live);                                                        \
+		rx -= base;                                                                       \
+		printf("net: teardown: %s: received %llu counted %llu\n", what,                  \
+		       (unsigned long long)got, (unsigned long long)rx);                         \
+		monotonic &= rx >= last;                                                          \
+		last = rx;                                                                        \
+	} while (0)
+	SNAP_STEP("first part read");
+	nbpf_obs_snap_free(&s);
+	shutdown(fd, SHUT_WR);
+	write(h.go[1], "g", 1);
+	/* The peer sends the rest and closes: wait for TCP_CLOSE with the data still queued. */
+	for (int i = 0; i < 500 && state != 7 /* TCP_CLOSE */; i++) {
+		til = sizeof(ti);
+		getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &til);
+		state = ti.tcpi_state;
+		if (state != 7)
+			usleep(10 * 1000);
+	}
+	CHECK(state == 7, "the connection never reached TCP_CLOSE (state %d)", state);
+	SNAP_STEP("closed, rest unread");
+	nbpf_obs_snap_free(&s);
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		got += (uint64_t)n;
+	SNAP_STEP("rest read");
+	nbpf_obs_snap_free(&s);
+	close(fd);
+	pthread_join(th, NULL);
+	close(h.lfd);
+	SNAP_STEP("descriptor closed");
+	text = prom_text(&s);
+	/* The kernel's count runs in sequence numbers: the SYN and FIN it received are one byte each. */
+	CHECK(got == h.first + h.second && rx >= got && rx <= got + 2, "bytes received %llu, counted %llu",
+	      (unsigned long long)got, (unsigned long long)rx);
+	CHECK(monotonic, "a cumulative count went back during teardown");
+	CHECK(!live, "%d closed connections still report an RTT", live);
+	CHECK(text && !strstr(text, "ncclbpf_tcp_srtt_seconds{"), "RTT gauge still exported after "
+	      "every connection closed:\n%s", text ? text : "");
+	free(text);
+	nbpf_obs_snap_free(&s);
+	close(h.go[0]);
+	close(h.go[1]);
+}
+
 static int test_net(void)
 {
 	LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = 1, .attach_point = BPF_TC_INGRESS);
@@ -385,15 +629,16 @@ static int test_net(void)
 	socklen_t sl = sizeof(sa);
 	static char buf[64 * 1024];
 	const uint64_t total = 8 << 20;
-	uint64_t sent = 0, seen_tx = 0, seen_rx = 0, retrans = 0;
+	uint64_t sent = 0, seen_tx = 0, seen_rx = 0, retrans = 0, sink_rx = 0, acked;
 	struct sink k = { 0 };
-	struct tcp_info ti;
+	struct tcp_info_ext ti = { 0 };
 	socklen_t til = sizeof(ti);
 	struct nbpf_obs_snap s;
 	struct nbpf_obs *obs;
 	pthread_t th;
-	int pfd, cfd;
+	int pfd, cfd, live = 0;
 	uint32_t srtt = 0;
+	double tol;
 
 	if (unshare(CLONE_NEWNET) || netloss_lo_up()) {
 		printf("SKIP net: cannot make a network namespace (%s)\n", strerror(errno));
@@ -419,36 +664,66 @@ static int test_net(void)
 		if (n <= 0)
 			break;
 		sent += (uint64_t)n;
+		/* A scan in the middle, as observe's interval would make. */
+		if (sent == total / 2) {
+			CHECK(!nbpf_obs_snapshot(obs, &s), "snapshot");
+			nbpf_obs_snap_free(&s);
+		}
 	}
 	shutdown(cfd, SHUT_WR);
 	pthread_join(th, NULL);
 	/* Everything was received: no retransmit of this socket can still come. */
 	getsockopt(cfd, IPPROTO_TCP, TCP_INFO, &ti, &til);
+	acked = ti.bytes_acked;
 	close(cfd);
-	CHECK(!nbpf_obs_snapshot(obs, &s), "snapshot");
-	for (size_t i = 0; i < s.n_conn; i++) {
-		const struct obs_conn *c = &s.conn[i].v;
+	/* The sender's end reaches TCP_CLOSE once the sink's FIN is in: then its counters are final. */
+	for (int i = 0; i < 200; i++) {
+		CHECK(!nbpf_obs_snapshot(obs, &s), "snapshot");
+		seen_tx = seen_rx = retrans = sink_rx = 0;
+		live = 0;
+		for (size_t j = 0; j < s.n_conn; j++) {
+			const struct obs_conn *c = &s.conn[j].v;
 
-		if (c->tgid != (uint32_t)getpid())
-			continue;
-		if (c->dport == ntohs(sa.sin_port)) { /* the sending side: its peer is the listener */
-			seen_tx += c->bytes_sent;
-			retrans += c->retrans;
-			srtt = c->srtt_us;
-			CHECK(!memcmp(c->daddr, &sa.sin_addr, 4), "peer address");
+			if (c->tgid != (uint32_t)getpid())
+				continue;
+			if (c->sport == ntohs(sa.sin_port))
+				sink_rx += c->bytes_recv;
+			if (c->dport == ntohs(sa.sin_port)) { /* the sending side: its peer is the listener */
+				seen_tx += c->bytes_sent;
+				retrans += c->retrans;
+				if (c->srtt_us)
+					srtt = c->srtt_us;
+				live += !c->closed;
+				CHECK(!memcmp(c->daddr, &sa.sin_addr, 4), "peer address");
+			}
+			seen_rx += c->bytes_recv;
 		}
-		seen_rx += c->bytes_recv;
+		nbpf_obs_snap_free(&s);
+		if (!live && seen_tx)
+			break;
+		usleep(10 * 1000);
 	}
-	printf("net: sent %llu (seen %llu) received %llu (seen %llu) retransmits %llu "
-	       "(kernel's total %u) srtt %u us\n", (unsigned long long)sent,
+	printf("net: sent %llu (seen %llu) received %llu (seen %llu) retransmitted segments %llu "
+	       "(the kernel's tcpi_total_retrans %u) srtt %u us\n", (unsigned long long)sent,
 	       (unsigned long long)seen_tx, (unsigned long long)k.got, (unsigned long long)seen_rx,
-	       (unsigned long long)retrans, ti.tcpi_total_retrans, srtt);
-	CHECK(seen_tx == sent, "bytes sent");
-	CHECK(seen_rx == k.got && k.got == sent, "bytes received");
-	CHECK(retrans >= 1 && retrans <= ti.tcpi_total_retrans, "retransmits %llu vs %u",
-	      (unsigned long long)retrans, ti.tcpi_total_retrans);
+	       (unsigned long long)retrans, ti.tcpi.tcpi_total_retrans, srtt);
+	/*
+	 * Bytes are the kernel's counts (tcpi_bytes_acked, tcpi_bytes_received),
+	 * in sequence numbers: the SYN the sender's connect sent and the FINs
+	 * count one byte each.
+	 */
+	CHECK(seen_tx == acked && acked >= sent && acked <= sent + 2, "bytes sent %llu: counted %llu, "
+	      "the kernel's tcpi_bytes_acked %llu", (unsigned long long)sent,
+	      (unsigned long long)seen_tx, (unsigned long long)acked);
+	CHECK(k.got == sent && sink_rx >= k.got && sink_rx <= k.got + 1, "bytes received %llu, counted %llu",
+	      (unsigned long long)k.got, (unsigned long long)sink_rx);
+	/* Per segment, as the kernel counts them: within 2% of its own count. */
+	tol = 0.02 * ti.tcpi.tcpi_total_retrans;
+	CHECK(ti.tcpi.tcpi_total_retrans > 0 && (double)retrans >= ti.tcpi.tcpi_total_retrans - tol &&
+	      (double)retrans <= ti.tcpi.tcpi_total_retrans + tol, "retransmitted segments %llu vs the "
+	      "kernel's %u", (unsigned long long)retrans, ti.tcpi.tcpi_total_retrans);
 	CHECK(srtt > 0 && srtt < 1000000, "srtt %u us", srtt);
-	nbpf_obs_snap_free(&s);
+	net_teardown(obs);
 	nbpf_obs_close(obs);
 	bpf_tc_hook_destroy(&hook);
 	close(pfd);
@@ -497,6 +772,91 @@ static void *pong_main(void *arg)
 	pong_acct.delay = b.delay - a.delay;
 	pong_acct.pcount = b.pcount - a.pcount;
 	return NULL;
+}
+
+static const struct obs_sched_val *sched_of(const struct nbpf_obs_snap *s, pid_t pid);
+
+static double thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static void pin(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+}
+
+/* Spins until this thread has run ms of CPU time; returns the CPU time it took, in ns. */
+static double spin_cpu(double ms)
+{
+	double t0 = thread_cpu_ns(), t;
+
+	while ((t = thread_cpu_ns()) - t0 < ms * 1e6)
+		;
+	return t - t0;
+}
+
+/*
+ * NUMA placement, with CPU 0 on node 0 and CPU 1 on node 1 (the table the
+ * test set): 150 ms of CPU on CPU 1, then 80 ms on CPU 0; each node's time
+ * must be the thread's own CPU time there (CLOCK_THREAD_CPUTIME_ID) within
+ * 2%.  And the memory: 64 MiB touched sits on the nodes numa_maps names.
+ */
+static void sched_numa(struct nbpf_obs *obs)
+{
+	const struct obs_sched_val *v;
+	uint64_t n0[OBS_NUMA_NODES] = { 0 }, n1[OBS_NUMA_NODES] = { 0 }, mem[OBS_NUMA_NODES];
+	struct nbpf_obs_snap s;
+	double on1, on0, t;
+	size_t big = 64u << 20;
+	char *touch = malloc(big);
+	int nodes;
+
+	pin(1);
+	usleep(1000);
+	CHECK(!nbpf_obs_snapshot(obs, &s), "snapshot");
+	if ((v = sched_of(&s, getpid())))
+		memcpy(n0, v->node_ns, sizeof(n0));
+	nbpf_obs_snap_free(&s);
+	t = thread_cpu_ns();
+	spin_cpu(150);
+	on1 = thread_cpu_ns() - t;
+	pin(0); /* leaves CPU 1: the slice there is accounted */
+	t = thread_cpu_ns();
+	spin_cpu(80);
+	usleep(1000);
+	on0 = thread_cpu_ns() - t;
+	CHECK(!nbpf_obs_snapshot(obs, &s), "snapshot");
+	if ((v = sched_of(&s, getpid())))
+		memcpy(n1, v->node_ns, sizeof(n1));
+	nbpf_obs_snap_free(&s);
+	printf("sched: numa: node 1 %.1f ms (the thread's CPU time there %.1f ms), node 0 %.1f ms "
+	       "(%.1f ms)\n", (double)(n1[1] - n0[1]) / 1e6, on1 / 1e6, (double)(n1[0] - n0[0]) / 1e6,
+	       on0 / 1e6);
+	CHECK((double)(n1[1] - n0[1]) >= 0.98 * on1 && (double)(n1[1] - n0[1]) <= 1.02 * on1 + 1e6,
+	      "node 1 time %.1f ms, the thread ran %.1f ms there", (double)(n1[1] - n0[1]) / 1e6, on1 / 1e6);
+	CHECK((double)(n1[0] - n0[0]) >= 0.98 * on0 && (double)(n1[0] - n0[0]) <= 1.02 * on0 + 1e6,
+	      "node 0 time %.1f ms, the thread ran %.1f ms there", (double)(n1[0] - n0[0]) / 1e6, on0 / 1e6);
+	memset(touch, 1, big);
+	nodes = nbpf_obs_numa_mem(getpid(), mem, OBS_NUMA_NODES);
+	{
+		uint64_t sum = 0;
+
+		for (int i = 0; i < nodes; i++)
+			sum += mem[i];
+		printf("sched: numa: memory on %d node(s), %llu MiB in all\n", nodes,
+		       (unsigned long long)(sum >> 20));
+		CHECK(nodes >= 1 && sum >= big, "numa_maps: %d nodes, %llu bytes", nodes,
+		      (unsigned long long)sum);
+	}
+	free(touch);
 }
 
 static int test_sched(void)
@@ -572,6 +932,7 @@ static int test_sched(void)
 	}
 	CHECK(s.n_sched > 0, "no scheduling record");
 	nbpf_obs_snap_free(&s);
+	sched_numa(obs);
 	nbpf_obs_close(obs);
 	return failures ? 1 : 0;
 }
@@ -600,6 +961,71 @@ static long long prog_runs_since(__u32 first, const char *name)
 			return runs;
 	}
 	return -1;
+}
+
+static const struct obs_gpu_val *gpu_of(const struct nbpf_obs_snap *s)
+{
+	for (size_t i = 0; i < s->n_gpu; i++)
+		if (s->gpu[i].tgid == (uint32_t)getpid())
+			return &s->gpu[i].v;
+	return NULL;
+}
+
+/*
+ * Submission gaps: 20 launches 2 ms apart (20 launch-to-launch gaps of at
+ * least 2 ms), then a synchronize and a launch 5 ms after it returned (one
+ * synchronize-to-launch gap of at least 5 ms).
+ */
+static void gpu_gaps(struct nbpf_obs *obs,
+		     int (*launch)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+				   unsigned, void *, void **, void **),
+		     int (*sync)(void *))
+{
+	struct obs_gpu_val a = { 0 }, b = { 0 }, c = { 0 };
+	struct obs_hist lg, sg;
+	struct nbpf_obs_snap s;
+
+	launch(NULL, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL); /* consumes the last synchronize */
+	CHECK(!nbpf_obs_snapshot(obs, &s), "snapshot");
+	if (gpu_of(&s))
+		a = *gpu_of(&s);
+	nbpf_obs_snap_free(&s);
+	for (int i = 0; i < 20; i++) {
+		usleep(2000);
+		launch(NULL, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
+	}
+	CHECK(!nbpf_obs_snapshot(obs, &s), "snapshot");
+	if (gpu_of(&s))
+		b = *gpu_of(&s);
+	nbpf_obs_snap_free(&s);
+	sync(NULL);
+	usleep(5000);
+	launch(NULL, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
+	CHECK(!nbpf_obs_snapshot(obs, &s), "snapshot");
+	if (gpu_of(&s))
+		c = *gpu_of(&s);
+	nbpf_obs_snap_free(&s);
+	lg = b.launch_gap;
+	for (int i = 0; i < OBS_HIST_SLOTS; i++)
+		lg.slot[i] -= a.launch_gap.slot[i];
+	lg.count -= a.launch_gap.count;
+	sg = c.sync_gap;
+	for (int i = 0; i < OBS_HIST_SLOTS; i++)
+		sg.slot[i] -= b.sync_gap.slot[i];
+	sg.count -= b.sync_gap.count;
+	printf("gpu: launch gaps %llu (p50 %.0f ns), after a synchronize %llu (p50 %.0f ns), "
+	       "earlier synchronize gaps %llu\n", (unsigned long long)lg.count,
+	       nbpf_obs_hist_quantile(&lg, 0.5), (unsigned long long)sg.count,
+	       nbpf_obs_hist_quantile(&sg, 0.5), (unsigned long long)(b.sync_gap.count - a.sync_gap.count));
+	CHECK(lg.count == 20, "launch gaps %llu, want 20", (unsigned long long)lg.count);
+	/* Below 2 ms nothing: each gap holds a 2 ms sleep (slots 0..19 end below 2^21 ns). */
+	CHECK(nbpf_obs_hist_quantile(&lg, 0.01) >= 1048576 && nbpf_obs_hist_quantile(&lg, 0.5) < 1e9,
+	      "launch gap p1 %.0f ns", nbpf_obs_hist_quantile(&lg, 0.01));
+	CHECK(b.sync_gap.count == a.sync_gap.count, "synchronize gaps without a synchronize");
+	CHECK(sg.count == 1 && sg.sum >= 5000000 && sg.sum < 1000000000ull,
+	      "synchronize-to-launch gaps %llu, %llu ns", (unsigned long long)sg.count,
+	      (unsigned long long)sg.sum);
+	CHECK(c.launch_gap.count == b.launch_gap.count + 1, "the launch after the synchronize");
 }
 
 static int test_gpu(const char *libcuda)
@@ -683,6 +1109,7 @@ static int test_gpu(const char *libcuda)
 	}
 	CHECK(found, "no gpu record");
 	nbpf_obs_snap_free(&s);
+	gpu_gaps(obs, launch, sync);
 	nbpf_obs_close(obs);
 	dlclose(h);
 	return failures ? 1 : 0;
@@ -815,6 +1242,92 @@ static int test_targets(void)
 	return failures ? 1 : 0;
 }
 
+/* ---- follow ------------------------------------------------------------------ */
+
+/*
+ * A data-loader worker: forked by the watched process after observe
+ * started, optionally renaming itself (an exec does), it reads n 4 KiB
+ * blocks with O_DIRECT.  Its requests must all be counted, under its own
+ * pid, whether the job was named by pid or by name.
+ */
+static void follow_case(struct nbpf_obs_opts *o, const char *what, const char *dev, uint32_t devno,
+			const char *rename)
+{
+	const int n = 2000;
+	struct nbpf_obs *obs = NULL;
+	struct nbpf_obs_snap s;
+	uint64_t got = 0;
+	int st = 0, targets[8], nt;
+	pid_t child;
+
+	nbpf_obs_opts_env(o);
+	if (nbpf_obs_open(o, &obs)) {
+		CHECK(0, "%s: %s", what, ncclbpf_errmsg());
+		return;
+	}
+	child = fork();
+	if (!child) {
+		int fd = open(dev, O_RDONLY | O_DIRECT);
+		void *buf = NULL;
+
+		if (rename)
+			prctl(PR_SET_NAME, rename);
+		if (fd < 0 || posix_memalign(&buf, 4096, 4096))
+			_exit(1);
+		for (int i = 0; i < n; i++)
+			if (pread(fd, buf, 4096, (off_t)i * 8192) != 4096)
+				_exit(1);
+		_exit(0);
+	}
+	waitpid(child, &st, 0);
+	CHECK(WIFEXITED(st) && !WEXITSTATUS(st), "%s: the worker failed", what);
+	usleep(100 * 1000); /* its last completions may still be running on the other CPU */
+	CHECK(!nbpf_obs_snapshot(obs, &s), "snapshot");
+	for (size_t i = 0; i < s.n_blk; i++)
+		if (s.blk[i].k.tgid == (uint32_t)child && s.blk[i].k.dev == devno &&
+		    s.blk[i].k.op == OBS_OP_READ)
+			got += s.blk[i].v.size.slot[12];
+	nt = nbpf_obs_targets(obs, targets, 8);
+	printf("follow: %s: the worker %d read %d blocks, counted %llu; target table holds %d process(es)\n",
+	       what, (int)child, n, (unsigned long long)got, nt);
+	CHECK(got == (uint64_t)n, "%s: the forked worker's reads counted %llu of %d", what,
+	      (unsigned long long)got, n);
+	nbpf_obs_snap_free(&s);
+	nbpf_obs_close(obs);
+}
+
+static int test_follow(void)
+{
+	char backing[] = "/var/tmp/ncclbpf-observe-XXXXXX", dev[64], comm[16] = "";
+	int bfd = mkstemp(backing), lfd, me = getpid();
+	struct nbpf_obs_opts o = { .probes = 1u << NBPF_OBS_IO, .strict = true, .pids = &me, .n_pids = 1 };
+	struct stat sb;
+
+	if (bfd < 0 || ftruncate(bfd, 32 << 20)) {
+		printf("SKIP follow: cannot create a backing file\n");
+		return SKIP;
+	}
+	close(bfd);
+	lfd = make_loop(backing, dev, sizeof(dev));
+	unlink(backing);
+	if (lfd < 0) {
+		printf("SKIP follow: no loop device (%s)\n", strerror(errno));
+		return SKIP;
+	}
+	fstat(lfd, &sb);
+	follow_case(&o, "pid", dev, (uint32_t)(major(sb.st_rdev) << 20 | minor(sb.st_rdev)), NULL);
+	prctl(PR_GET_NAME, comm);
+	o.mode = OBS_MODE_COMM;
+	o.comm = comm;
+	o.pids = NULL;
+	o.n_pids = 0;
+	follow_case(&o, "comm, the worker renamed", dev,
+		    (uint32_t)(major(sb.st_rdev) << 20 | minor(sb.st_rdev)), "dl-worker-0");
+	ioctl(lfd, LOOP_CLR_FD, 0);
+	close(lfd);
+	return failures ? 1 : 0;
+}
+
 /* ---- errors ------------------------------------------------------------------ */
 
 /*
@@ -827,7 +1340,7 @@ static __u32 first_id;
 static int our_progs(void)
 {
 	static const char *const names[] = { "io_block_", "io_uring_submit", "io_uring_done",
-					     "io_pcache_", "net_send", "net_recv", "net_retrans",
+					     "io_pcache_", "net_iter", "net_state", "net_retrans", "obs_fork",
 					     "sched_sw", "sched_wake", "sched_migrate", "gpu_launch",
 					     "gpu_sync_", "gpu_copy_", "gpu_ioctl_" };
 	__u32 id = first_id;
@@ -923,27 +1436,26 @@ static int test_errors(void)
 		CHECK(our_progs_settled(base) <= base, "closed: %d programs left", our_progs() - base);
 	}
 	/*
-	 * A missing tracepoint with a fallback: fexit on tcp_sendmsg where the
-	 * kernel attaches fentry/fexit (reported as the route taken), a clear
-	 * error naming both where it does not.
+	 * A missing typed tracepoint with a classic fallback: the net set's
+	 * state changes through the classic inet_sock_set_state, reported as
+	 * the route taken; with neither, a clear error naming the signal.
 	 */
 	{
 		struct nbpf_obs *obs = NULL;
 
 		o.probes = 1u << NBPF_OBS_NET;
-		o.tp_rename = "sock_send_length=no_such_tracepoint";
-		if (!nbpf_obs_open(&o, &obs)) {
+		o.tp_rename = "btf:inet_sock_set_state=no_such_tracepoint";
+		CHECK(!nbpf_obs_open(&o, &obs), "net on the classic tracepoint: %s", ncclbpf_errmsg());
+		if (obs) {
 			const struct nbpf_obs_status *st = nbpf_obs_status(obs, NBPF_OBS_NET);
 
-			printf("errors: net without sock_send_length -> %s\n", st->via);
-			CHECK(strstr(st->via, "net_send_fexit"), "fallback not reported: '%s'", st->via);
-		} else {
-			printf("errors: net without sock_send_length -> %s\n", ncclbpf_errmsg());
-			CHECK(strstr(ncclbpf_errmsg(), "sock/no_such_tracepoint") &&
-			      strstr(ncclbpf_errmsg(), "tcp_sendmsg"), "message names both attach points");
+			printf("errors: net without typed inet_sock_set_state -> %s\n", st->via);
+			CHECK(strstr(st->via, "net_state ("), "fallback not reported: '%s'", st->via);
 		}
 		nbpf_obs_close(obs);
 		CHECK(our_progs_settled(base) <= base, "net fallback: %d programs left", our_progs() - base);
+		o.tp_rename = "inet_sock_set_state=no_such_tracepoint";
+		expect_fail(&o, "net without state changes", "tcp connections");
 	}
 	/* Without privileges: a child that dropped every capability. */
 	{
@@ -1105,6 +1617,8 @@ int main(int argc, char **argv)
 		return test_targets();
 	if (!strcmp(argv[1], "errors"))
 		return test_errors();
+	if (!strcmp(argv[1], "follow"))
+		return test_follow();
 	if (!strcmp(argv[1], "tier"))
 		return test_tier();
 	return 2;

@@ -35,10 +35,11 @@ static const char *labels(void *ctx, uint32_t tgid)
 int main(void)
 {
 	struct nbpf_obs_blk blk = { .k = { .tgid = 42, .dev = 7u << 20 | 3, .op = OBS_OP_READ } };
-	struct nbpf_obs_conn conn[2] = { { .sk = 1 }, { .sk = 2 } };
+	struct nbpf_obs_conn conn[4] = { { .sk = 1 }, { .sk = 2 }, { .sk = 3 }, { .sk = 0 } };
 	struct nbpf_obs_sched sch = { .tgid = 43 };
-	struct nbpf_obs_snap s = { .blk = &blk, .n_blk = 1, .conn = conn, .n_conn = 2,
-				   .sched = &sch, .n_sched = 1, .events_lost = 5 };
+	struct nbpf_obs_gpu gpu = { .tgid = 42 };
+	struct nbpf_obs_snap s = { .blk = &blk, .n_blk = 1, .conn = conn, .n_conn = 4,
+				   .sched = &sch, .n_sched = 1, .gpu = &gpu, .n_gpu = 1, .events_lost = 5 };
 	char *out = NULL, path[] = "/tmp/obs-prom-XXXXXX";
 	size_t len = 0;
 	FILE *f = open_memstream(&out, &len);
@@ -63,6 +64,29 @@ int main(void)
 		conn[i].v.retrans = (uint64_t)i + 2;
 		conn[i].v.srtt_us = 100u * (i + 1);
 	}
+	/*
+	 * A closed connection to the same peer (final counters, an RTT that must
+	 * not show) and the retired sum of earlier ones: counters add up, the
+	 * gauge is the live connections' only.
+	 */
+	conn[2].v = conn[0].v;
+	conn[2].v.closed = 1;
+	conn[2].v.bytes_sent = 500;
+	conn[2].v.srtt_us = 9000;
+	conn[3].v = conn[2].v;
+	conn[3].v.retired = 1;
+	conn[3].v.bytes_sent = 250;
+	conn[3].v.srtt_us = 0;
+	/* Launch gaps: 9 near 1 ms, 1 near 64 ms; one gap after a synchronize. */
+	gpu.v.launches = 10;
+	gpu.v.launch_gap.slot[19] = 9;
+	gpu.v.launch_gap.slot[25] = 1;
+	gpu.v.launch_gap.count = 10;
+	gpu.v.launch_gap.sum = 9 * 600000 + 40000000;
+	gpu.v.sync_gap.slot[12] = 1;
+	gpu.v.sync_gap.count = 1;
+	gpu.v.sync_gap.sum = 5000;
+	sch.v.node_ns[1] = 1500000000;
 	sch.v.migrations = 7;
 	sch.v.cross_node = 2;
 	if (nbpf_obs_prom_write(f, &s, labels, NULL)) {
@@ -92,8 +116,12 @@ int main(void)
 	CHECK_HAS(out, "ncclbpf_block_unaligned_requests_total{pid=\"42\",process=\"trainer\","
 		       "device=\"7:3\",op=\"read\"} 1");
 	/* Merged: bytes and retransmits summed, srtt the larger, in seconds. */
-	CHECK_HAS(out, "ncclbpf_tcp_sent_bytes_total{pid=\"42\",process=\"trainer\",peer=\"10.0.0.2\"} 3000");
-	CHECK_HAS(out, "ncclbpf_tcp_retransmits_total{pid=\"42\",process=\"trainer\",peer=\"10.0.0.2\"} 5");
+	CHECK_HAS(out, "ncclbpf_tcp_sent_bytes_total{pid=\"42\",process=\"trainer\",peer=\"10.0.0.2\"} 3750");
+	CHECK_HAS(out, "ncclbpf_tcp_retransmits_total{pid=\"42\",process=\"trainer\",peer=\"10.0.0.2\"} 9");
+	CHECK_HAS(out, "ncclbpf_gpu_launch_gap_seconds_bucket{pid=\"42\",process=\"trainer\",le=\"0.001048576\"} 9");
+	CHECK_HAS(out, "ncclbpf_gpu_launch_gap_seconds_count{pid=\"42\",process=\"trainer\"} 10");
+	CHECK_HAS(out, "ncclbpf_gpu_sync_gap_seconds_count{pid=\"42\",process=\"trainer\"} 1");
+	CHECK_HAS(out, "ncclbpf_numa_cpu_seconds_total{pid=\"43\",node=\"1\"} 1.5");
 	CHECK_HAS(out, "ncclbpf_tcp_srtt_seconds{pid=\"42\",process=\"trainer\",peer=\"10.0.0.2\"} 0.0002");
 	/* No labels from the callback: the pid alone. */
 	CHECK_HAS(out, "ncclbpf_migrations_total{pid=\"43\"} 7");

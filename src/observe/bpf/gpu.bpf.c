@@ -29,6 +29,18 @@ struct {
 
 enum { K_SYNC = 0, K_COPY = 1, K_IOCTL = 2 };
 
+/* Per process: when it last launched, and when a synchronize last returned (0: consumed). */
+struct gpu_proc {
+	__u64 last_launch, sync_ret;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32); /* tgid */
+	__type(value, struct gpu_proc);
+} gpu_proc SEC(".maps");
+
 const struct obs_gpu_val gpu_zero = {};
 
 static __always_inline struct obs_gpu_val *gpu_val(void)
@@ -59,14 +71,39 @@ static __always_inline __u64 leave(__u32 kind)
 	return d ? d : 1;
 }
 
+static __always_inline struct gpu_proc *gpu_proc_of(void)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct gpu_proc zero = {};
+
+	return obs_lookup_init(&gpu_proc, &tgid, &zero);
+}
+
+/*
+ * A launch: counted, and the gaps it closes.  Threads of one process
+ * launch concurrently, so the stamps are exchanged atomically: each gap
+ * is measured once, between two launches that followed each other.
+ */
 SEC("uprobe")
 int gpu_launch(void *ctx)
 {
 	struct obs_gpu_val *v;
+	struct gpu_proc *p;
+	__u64 now, prev, sret;
 
 	if (!obs_current_is_target() || !(v = gpu_val()))
 		return 0;
 	__sync_fetch_and_add(&v->launches, 1);
+	p = gpu_proc_of();
+	if (!p)
+		return 0;
+	now = bpf_ktime_get_ns();
+	prev = __sync_lock_test_and_set(&p->last_launch, now);
+	if (prev && now > prev)
+		obs_hist_add_atomic(&v->launch_gap, now - prev);
+	sret = __sync_lock_test_and_set(&p->sync_ret, 0);
+	if (sret && now > sret)
+		obs_hist_add_atomic(&v->sync_gap, now - sret);
 	return 0;
 }
 
@@ -87,6 +124,12 @@ int gpu_sync_exit(void *ctx)
 	if (!d || !(v = gpu_val()))
 		return 0;
 	obs_hist_add_atomic(&v->sync, d);
+	{
+		struct gpu_proc *p = gpu_proc_of();
+
+		if (p)
+			p->sync_ret = bpf_ktime_get_ns();
+	}
 	if (d > obs_cfg.outlier_ns)
 		obs_outlier(OBS_EV_SYNC, id >> 32, (__u32)id, d, 0, 0);
 	return 0;

@@ -359,12 +359,53 @@ static __always_inline void pcache_count(__u64 accessed, __u64 added)
 	v->added += added;
 }
 
+/*
+ * The read a thread is in: filemap_get_pages runs once per batch of
+ * folios of one read() and reports, each time, the whole range from where
+ * the read has got to up to its end.  Counting every report counts a large
+ * read's pages again and again (a third too many for 1 MiB reads).  A read
+ * is counted once, at its first report: the next reports of the same
+ * read (same file, same end, further on) add nothing.
+ */
+struct pc_read {
+	__u64 file, index, last;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct pc_read);
+} pc_read SEC(".maps");
+
+static __always_inline void pcache_lookup(__u64 file, __u64 index, __u64 last)
+{
+	struct pc_read *r = bpf_task_storage_get(&pc_read, bpf_get_current_task_btf(), 0,
+						 BPF_LOCAL_STORAGE_GET_F_CREATE);
+	bool more = r && r->file == file && r->last == last && index > r->index && index <= last;
+
+	if (r) {
+		r->file = file;
+		r->index = index;
+		r->last = last;
+	}
+	if (!more && last >= index)
+		pcache_count(last - index + 1, 0);
+}
+
 SEC("tp_btf/mm_filemap_get_pages")
 int BPF_PROG(io_pcache_get_btf, struct address_space *mapping, unsigned long index,
 	     unsigned long last_index)
 {
-	if (obs_current_is_target())
-		pcache_count(last_index - index + 1, 0);
+	__u64 size, last = last_index;
+
+	if (!obs_current_is_target())
+		return 0;
+	/* A read asks for its whole buffer: pages past the end of the file are not looked up. */
+	size = mapping->host->i_size;
+	if (size && last > (size - 1) >> 12)
+		last = (size - 1) >> 12;
+	pcache_lookup((__u64)mapping->host->i_ino, index, last);
 	return 0;
 }
 
@@ -372,7 +413,7 @@ SEC("tp/filemap/mm_filemap_get_pages")
 int io_pcache_get(struct trace_event_raw_mm_filemap_op_page_cache_range *ctx)
 {
 	if (obs_current_is_target())
-		pcache_count(ctx->last_index - ctx->index + 1, 0);
+		pcache_lookup(ctx->i_ino ^ ((__u64)ctx->s_dev << 40), ctx->index, ctx->last_index);
 	return 0;
 }
 

@@ -97,6 +97,9 @@ static __always_inline bool obs_is_target(struct task_struct *t)
 	if (obs_cfg.mode == OBS_MODE_COMM) {
 		char comm[OBS_COMM_LEN];
 
+		/* A child the job forked is the job's, whatever it exec'd since (obs_fork). */
+		if (obs_tgid_is_target(t->tgid))
+			return true;
 		BPF_CORE_READ_STR_INTO(&comm, t, group_leader, comm);
 		return obs_comm_match(comm);
 	}
@@ -109,6 +112,28 @@ static __always_inline bool obs_current_is_target(void)
 	if (obs_cfg.mode == OBS_MODE_PIDS)
 		return obs_tgid_is_target(bpf_get_current_pid_tgid() >> 32);
 	return obs_is_target(bpf_get_current_task_btf());
+}
+
+/*
+ * Processes the job forks (data-loader workers, helpers that exec another
+ * program) are the job's too: the child's bit is set as it is created,
+ * before it runs, so none of its events is missed.  Threads share their
+ * process's bit already.  Every set carries this program; user space
+ * loads the first set's only.  cgroup targets need nothing: a child starts
+ * in its parent's cgroup.
+ */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(obs_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 tgid = child->tgid, w = tgid / 64;
+	__u64 *bits;
+
+	if (obs_cfg.mode == OBS_MODE_CGROUP || child->pid != tgid || !obs_is_target(parent))
+		return 0;
+	bits = bpf_map_lookup_elem(&targets, &w);
+	if (bits)
+		__sync_fetch_and_or(bits, 1ull << (tgid % 64));
+	return 0;
 }
 
 /*

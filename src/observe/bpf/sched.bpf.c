@@ -21,6 +21,7 @@
  */
 struct task_ts {
 	__u64 wake, off;
+	__u64 run_in; /* its sum_exec_runtime when it last went on a CPU; 0: not seen */
 };
 
 struct {
@@ -127,6 +128,29 @@ static __always_inline unsigned int task_state(struct task_struct *t)
 	return (unsigned int)BPF_CORE_READ(o, state);
 }
 
+/*
+ * The slice prev just ran, on this CPU's node: its runtime now less its
+ * runtime when it went on the CPU, which the switch-in stamped (a running
+ * task cannot change CPUs without a switch).  The scheduler's own
+ * prev_sum_exec_runtime would do without the stamp, but it is reset when
+ * the scheduler picks the same task again, with no switch to see.
+ */
+static __always_inline void node_time(struct task_struct *prev, struct task_ts *t)
+{
+	__u32 cpu = bpf_get_smp_processor_id(), tgid = prev->tgid, *node;
+	__u64 sum = prev->se.sum_exec_runtime, ran = sum - t->run_in;
+	struct obs_sched_val *v;
+
+	if (!t->run_in || sum <= t->run_in)
+		return;
+	t->run_in = 0;
+	node = bpf_map_lookup_elem(&cpu_node, &cpu);
+	v = obs_lookup_init(&sched, &tgid, &sched_zero);
+	if (!node || !v)
+		return;
+	v->node_ns[*node < OBS_NUMA_NODES ? *node : OBS_NUMA_NODES - 1] += ran;
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(sched_sw, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
@@ -145,12 +169,21 @@ int BPF_PROG(sched_sw, bool preempt, struct task_struct *prev, struct task_struc
 	if (obs_is_target(prev)) {
 		bool blocked = !preempt && task_state(prev) != TASK_RUNNING_;
 
-		if (blocked || !si)
-			mark(prev, blocked, si ? rq_clock_of(prev) : bpf_ktime_get_ns());
+		t = bpf_task_storage_get(&task_ts, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (t && (blocked || !si)) {
+			if (blocked)
+				t->off = si ? rq_clock_of(prev) : bpf_ktime_get_ns();
+			else
+				t->wake = bpf_ktime_get_ns();
+		}
+		if (t)
+			node_time(prev, t);
 	}
 	if (!obs_is_target(next))
 		return 0;
-	t = bpf_task_storage_get(&task_ts, next, 0, 0);
+	t = bpf_task_storage_get(&task_ts, next, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (t)
+		t->run_in = next->se.sum_exec_runtime | 1;
 	now = si ? rq_clock_of(next) : 0;
 	if (si)
 		queued = queued_wait(next, now, &wait);
