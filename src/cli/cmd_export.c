@@ -335,6 +335,10 @@ int cmd_export(struct cli *c, int argc, char **argv)
 			for (int i = 0; targets && i < n; i++)
 				targets[i] = g_procs.procs[i].pid;
 		}
+		/* Given pids too: those running the plugin get their ranks label (the join key). */
+		for (int i = 0; i < n_pids; i++)
+			obs_proc_add(&g_procs, pids[i]);
+		obs_join_plugins(&g_procs);
 		o.pids = n_pids ? pids : targets;
 		o.n_pids = o.pids ? n : 0;
 		nbpf_obs_opts_env(&o);

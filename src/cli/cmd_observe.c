@@ -151,6 +151,70 @@ static void deep_step(struct deep_rule *r, struct nbpf_obs *obs, const struct nb
 	}
 }
 
+/*
+ * Once per interval, before the sample is printed: children the job forked
+ * (the kernel's target table: pid and comm targets), plugin processes that
+ * started (no target), processes the kernel's tables name (cgroup, comm);
+ * names read again (an exec renames); the plugin's sockets and ranks for
+ * all of them; and the processes that exited, to be reported in this
+ * sample and dropped after it.
+ */
+static void procs_update(struct obs_state *s, struct nbpf_obs *obs, enum obs_mode mode,
+			 const struct nbpf_obs_snap *d)
+{
+	static int pids[4096];
+	size_t before;
+	int n;
+
+	s->n_exited = 0;
+	for (size_t i = 0; i < s->n_procs; i++) {
+		if (!obs_proc_gone(s->procs[i].pid))
+			obs_proc_refresh(&s->procs[i]);
+		else if (s->n_exited < sizeof(s->exited) / sizeof(s->exited[0]))
+			s->exited[s->n_exited++] = s->procs[i].pid;
+	}
+	n = mode == OBS_MODE_CGROUP ? 0 : nbpf_obs_targets(obs, pids, 4096);
+	for (int i = 0; i < n && i < 4096; i++)
+		/* add_pid again: a process watched by pid gets its own CUDA uprobes. */
+		if (!obs_proc_find(s, pids[i]) && !obs_proc_gone(pids[i]) && obs_proc_add(s, pids[i]))
+			nbpf_obs_add_pid(obs, pids[i]);
+	if (s->auto_mode) {
+		before = s->n_procs;
+		obs_discover(s);
+		for (size_t i = before; i < s->n_procs; i++)
+			nbpf_obs_add_pid(obs, s->procs[i].pid);
+	}
+	if (mode != OBS_MODE_PIDS)
+		obs_procs_from_snap(s, d);
+	obs_join_plugins(s);
+	for (size_t i = 0; i < s->n_procs; i++) {
+		struct proc *p = &s->procs[i];
+
+		if (p->sock[0])
+			obs_proc_labels(p);
+		/* numa_maps walks the page tables: every 5 s is enough for where memory sits. */
+		if (!p->mem_read_s || mono_s() - p->mem_read_s >= 5) {
+			p->mem_nodes = nbpf_obs_numa_mem(p->pid, p->mem, OBS_NUMA_NODES);
+			p->mem_read_s = mono_s();
+		}
+	}
+}
+
+/* The processes reported as exited leave the table and the kernel's target set. */
+static void procs_drop_exited(struct obs_state *s, struct nbpf_obs *obs)
+{
+	for (size_t k = 0; k < s->n_exited; k++) {
+		struct proc *p = obs_proc_find(s, s->exited[k]);
+
+		nbpf_obs_del_pid(obs, s->exited[k]);
+		if (!p)
+			continue;
+		nbpf_tele_free(&p->tele_prev);
+		*p = s->procs[--s->n_procs];
+	}
+	s->n_exited = 0;
+}
+
 int cmd_observe(struct cli *c, int argc, char **argv)
 {
 	struct nbpf_obs_opts o = { .mode = OBS_MODE_PIDS };
@@ -281,6 +345,14 @@ int cmd_observe(struct cli *c, int argc, char **argv)
 		rc = cli_err(CLI_NO, "observe: %s", ncclbpf_errmsg());
 		goto out;
 	}
+	/*
+	 * The starting point of the first interval: connections that exist now
+	 * carry the kernel's counts since they opened.
+	 */
+	if ((err = nbpf_obs_snapshot(obs, &prev))) {
+		rc = cli_err(CLI_NO, "observe: %s", ncclbpf_errmsg());
+		goto out;
+	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	t0 = t_prev = mono_s();
@@ -306,35 +378,14 @@ int cmd_observe(struct cli *c, int argc, char **argv)
 			rc = cli_err(CLI_NO, "observe: %s", ncclbpf_errmsg());
 			break;
 		}
-		if ((err = nbpf_obs_snap_delta(&d, &snap, iter == 1 ? NULL : &prev))) {
+		if ((err = nbpf_obs_snap_delta(&d, &snap, &prev))) {
 			nbpf_obs_snap_free(&snap);
 			rc = CLI_NO;
 			break;
 		}
 		nbpf_obs_snap_free(&prev);
 		prev = snap;
-		if (s.auto_mode) {
-			size_t before;
-
-			/* Jobs that ended leave the table and the kernel's target set. */
-			for (size_t i = 0; i < s.n_procs;) {
-				if (kill(s.procs[i].pid, 0) && errno == ESRCH) {
-					nbpf_obs_del_pid(obs, s.procs[i].pid);
-					nbpf_tele_free(&s.procs[i].tele_prev);
-					s.procs[i] = s.procs[--s.n_procs];
-				} else {
-					i++;
-				}
-			}
-			before = s.n_procs;
-
-			/* Jobs that started meanwhile join the target table. */
-			obs_discover(&s);
-			for (size_t i = before; i < s.n_procs; i++)
-				nbpf_obs_add_pid(obs, s.procs[i].pid);
-		}
-		if (o.mode != OBS_MODE_PIDS)
-			obs_procs_from_snap(&s, &d);
+		procs_update(&s, obs, o.mode, &d);
 		obs_repin_scan(&s, mono_s());
 		if ((s.deep = deep.set)) {
 			deep_step(&deep, obs, &d, now);
@@ -354,8 +405,13 @@ int cmd_observe(struct cli *c, int argc, char **argv)
 			       deep.until ? "on" : "off", sent, dropped);
 		}
 		nbpf_obs_snap_free(&d);
+		procs_drop_exited(&s, obs);
 		if (duration && now - t0 >= duration - 1e-3)
 			break;
+		if (pid && !s.n_procs) {
+			fprintf(stderr, "ncclbpf: observe: every watched process exited\n");
+			break;
+		}
 	}
 out:
 	nbpf_repin_free(s.repin);

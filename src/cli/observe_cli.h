@@ -8,6 +8,7 @@
 #ifndef NCCLBPF_OBSERVE_CLI_H
 #define NCCLBPF_OBSERVE_CLI_H
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -27,6 +28,10 @@ struct proc {
 	double nccl_p99_ns;
 	uint64_t nccl_calls;
 	char prom_labels[320];
+	/* Resident memory per NUMA node (numa_maps, read every few seconds); nodes seen, < 0 unread. */
+	uint64_t mem[OBS_NUMA_NODES];
+	int mem_nodes;
+	double mem_read_s;
 };
 
 struct obs_state {
@@ -42,6 +47,11 @@ struct obs_state {
 	struct nbpf_repin *repin;
 	/* --deep-when: whether the deep tier's window is open. */
 	bool deep, deep_on;
+	/* obs_discover: find the sockets only, without asking each process its ranks. */
+	bool no_labels;
+	/* Processes that exited during the interval (reported once, then dropped). */
+	int exited[64];
+	size_t n_exited;
 };
 
 /* observe_procs.c */
@@ -52,6 +62,14 @@ struct proc *obs_proc_add(struct obs_state *s, int pid);
 int obs_proc_call(struct proc *p, int type, struct nbpf_ctl_msg *m);
 /* Adds every live process with a control socket (as root, every user's). */
 void obs_discover(struct obs_state *s);
+/* Ranks and communicators of a plugin process, asked again (communicators come and go). */
+void obs_proc_labels(struct proc *p);
+/* Re-reads the process's name (an exec changes it). */
+void obs_proc_refresh(struct proc *p);
+/* Whether the process has exited (gone, or a zombie). */
+bool obs_proc_gone(int pid);
+/* Gives every watched process that runs the plugin its socket and ranks. */
+void obs_join_plugins(struct obs_state *s);
 /* Collective P99 and count of p since the last call, from its telemetry. */
 void obs_proc_nccl(struct proc *p);
 /* Adds the processes the kernel's tables name (cgroup and comm targets). */

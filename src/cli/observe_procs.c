@@ -80,50 +80,91 @@ int obs_proc_call(struct proc *p, int type, struct nbpf_ctl_msg *m)
 	return err;
 }
 
-/* rank/ranks@id of a "comm" record, "?" for a rank the plugin does not know (tuner-only). */
-static bool comm_label(const struct nbpf_ctl_rec *r, char *out, size_t n, const char **id)
-{
-	const char *rank = nbpf_ctl_rec_get(r, "rank"), *ranks = nbpf_ctl_rec_get(r, "ranks");
+/* One communicator a process belongs to, and the ranks of it the process holds. */
+struct comm_ranks {
+	char id[24];
+	long ranks;
+	unsigned char have[1024]; /* rank r is held when have[r] (ranks beyond 1023 are not listed) */
+	bool unknown;             /* registered without its rank (tuner only) */
+};
 
-	*id = nbpf_ctl_rec_get(r, "comm_id");
-	if (strcmp(r->kind, "comm") || !rank || !ranks || !*id)
-		return false;
-	snprintf(out, n, "%s/%s@%s", rank[0] == '-' ? "?" : rank, ranks, *id);
-	return true;
+/* "0-3,6/8@0x..." for the ranks held, or "?/8@0x..." when no rank is known. */
+static size_t comm_label(const struct comm_ranks *c, char *out, size_t n)
+{
+	size_t k = 0;
+	bool any = false;
+
+	for (long r = 0; r < (long)sizeof(c->have) && k < n; r++) {
+		long e = r;
+
+		if (!c->have[r])
+			continue;
+		while (e + 1 < (long)sizeof(c->have) && c->have[e + 1])
+			e++;
+		k += (size_t)snprintf(out + k, n - k, e > r ? "%s%ld-%ld" : "%s%ld", any ? "," : "", r, e);
+		any = true;
+		r = e;
+	}
+	if (!any)
+		k = (size_t)snprintf(out, n, "?");
+	if (k < n)
+		k += (size_t)snprintf(out + k, n - k, "/%ld@%s", c->ranks, c->id);
+	return k < n ? k : n;
 }
 
 /*
- * Ranks and communicators, from the process's PS answer.  A communicator
- * the tuner and the profiler both registered is listed once, with the
- * rank the profiler knows (the tuner is not told its rank).
+ * Ranks and communicators, from the process's PS answer: every rank of a
+ * communicator the process holds (one process may drive several GPUs, so
+ * several ranks of one communicator), listed once however many plugins
+ * (tuner, profiler) registered it; the tuner is not told its rank.
  */
 static void proc_labels(struct proc *p)
 {
+	struct comm_ranks *cs = NULL;
 	struct nbpf_ctl_msg m;
-	size_t k = 0;
+	size_t n = 0, k = 0;
 
 	p->ranks[0] = 0;
 	if (!p->sock[0] || obs_proc_call(p, NBPF_CTL_PS, &m)) {
 		nbpf_ctl_msg_free(&m);
 		return;
 	}
-	for (uint32_t i = 0; i < m.n_recs && k < sizeof(p->ranks) - 96; i++) {
-		char one[96], other[96];
-		const char *id, *oid;
-		bool skip = false;
+	for (uint32_t i = 0; i < m.n_recs; i++) {
+		const struct nbpf_ctl_rec *r = &m.recs[i];
+		const char *rank = nbpf_ctl_rec_get(r, "rank"), *ranks = nbpf_ctl_rec_get(r, "ranks");
+		const char *id = nbpf_ctl_rec_get(r, "comm_id");
+		struct comm_ranks *c = NULL;
+		long rk;
 
-		if (!comm_label(&m.recs[i], one, sizeof(one), &id))
+		if (strcmp(r->kind, "comm") || !rank || !ranks || !id)
 			continue;
-		for (uint32_t j = 0; j < m.n_recs && !skip; j++) {
-			if (j == i || !comm_label(&m.recs[j], other, sizeof(other), &oid) || strcmp(id, oid))
-				continue;
-			/* Same communicator: keep the first record with a known rank. */
-			skip = (one[0] == '?' && other[0] != '?') ||
-			       (j < i && (one[0] == '?') == (other[0] == '?'));
+		for (size_t j = 0; j < n && !c; j++)
+			if (!strcmp(cs[j].id, id))
+				c = &cs[j];
+		if (!c) {
+			struct comm_ranks *v = realloc(cs, (n + 1) * sizeof(*v));
+
+			if (!v)
+				break;
+			cs = v;
+			c = &cs[n++];
+			memset(c, 0, sizeof(*c));
+			snprintf(c->id, sizeof(c->id), "%s", id);
+			c->ranks = strtol(ranks, NULL, 10);
 		}
-		if (!skip)
-			k += (size_t)snprintf(p->ranks + k, sizeof(p->ranks) - k, "%s%s", k ? "," : "", one);
+		rk = strtol(rank, NULL, 10);
+		if (rk >= 0 && rk < (long)sizeof(c->have))
+			c->have[rk] = 1;
+		else
+			c->unknown = true;
 	}
+	for (size_t j = 0; j < n && k + 1 < sizeof(p->ranks); j++) {
+		if (k)
+			p->ranks[k++] = ',';
+		k += comm_label(&cs[j], p->ranks + k, sizeof(p->ranks) - k);
+	}
+	p->ranks[k < sizeof(p->ranks) ? k : sizeof(p->ranks) - 1] = 0;
+	free(cs);
 	nbpf_ctl_msg_free(&m);
 }
 
@@ -137,7 +178,8 @@ static void add_socket(struct obs_state *s, const char *path, int pid, uid_t uid
 		return;
 	snprintf(p->sock, sizeof(p->sock), "%s", path);
 	p->uid = uid;
-	proc_labels(p);
+	if (!s->no_labels)
+		proc_labels(p);
 }
 
 /* The processes nbpf_ctl_list finds for the current effective uid. */
@@ -251,19 +293,83 @@ void obs_proc_nccl(struct proc *p)
 	p->tele_seen = true;
 }
 
+void obs_proc_labels(struct proc *p)
+{
+	proc_labels(p);
+}
+
+/* The process's name now: an exec gives it a new one. */
+void obs_proc_refresh(struct proc *p)
+{
+	read_comm(p->pid, p->comm, sizeof(p->comm));
+}
+
+bool obs_proc_gone(int pid)
+{
+	char path[64], st[256];
+	FILE *f;
+	char *rp;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return true;
+	rp = fgets(st, sizeof(st), f) ? strrchr(st, ')') : NULL;
+	fclose(f);
+	/* A zombie has exited: only its parent's wait is missing. */
+	return !rp || rp[1] != ' ' || rp[2] == 'Z' || rp[2] == 'X';
+}
+
+/*
+ * Watched processes that run the plugin get its control socket, ranks and
+ * collective telemetry, whichever way they were chosen (--pid, --cgroup,
+ * --comm, export's pids): found like `ncclbpf ps`, every user's as root.
+ * Run each interval: a job loads the plugin when NCCL starts, after the
+ * process did.
+ */
+void obs_join_plugins(struct obs_state *s)
+{
+	struct obs_state found = { 0 };
+	bool need = false;
+
+	for (size_t i = 0; i < s->n_procs && !need; i++)
+		need = !s->procs[i].sock[0];
+	if (!need)
+		return;
+	found.no_labels = true;
+	obs_discover(&found);
+	for (size_t i = 0; i < s->n_procs; i++) {
+		struct proc *p = &s->procs[i], *f;
+
+		if (p->sock[0] || !(f = obs_proc_find(&found, p->pid)))
+			continue;
+		snprintf(p->sock, sizeof(p->sock), "%s", f->sock);
+		p->uid = f->uid;
+		proc_labels(p);
+	}
+	free(found.procs);
+}
+
+/* A process the kernel's tables name: watched from now on, unless it has exited (reported already). */
+static void proc_seen(struct obs_state *s, uint32_t tgid)
+{
+	if (!obs_proc_find(s, (int)tgid) && !obs_proc_gone((int)tgid))
+		obs_proc_add(s, (int)tgid);
+}
+
 /* Processes seen in the kernel's tables (cgroup and comm modes find them there). */
 void obs_procs_from_snap(struct obs_state *s, const struct nbpf_obs_snap *d)
 {
 	for (size_t i = 0; i < d->n_blk; i++)
-		obs_proc_add(s, (int)d->blk[i].k.tgid);
+		proc_seen(s, d->blk[i].k.tgid);
 	for (size_t i = 0; i < d->n_uring; i++)
-		obs_proc_add(s, (int)d->uring[i].k.tgid);
+		proc_seen(s, d->uring[i].k.tgid);
 	for (size_t i = 0; i < d->n_conn; i++)
-		obs_proc_add(s, (int)d->conn[i].v.tgid);
+		proc_seen(s, d->conn[i].v.tgid);
 	for (size_t i = 0; i < d->n_sched; i++)
-		obs_proc_add(s, (int)d->sched[i].tgid);
+		proc_seen(s, d->sched[i].tgid);
 	for (size_t i = 0; i < d->n_gpu; i++)
-		obs_proc_add(s, (int)d->gpu[i].tgid);
+		proc_seen(s, d->gpu[i].tgid);
 }
 
 #endif

@@ -27,6 +27,8 @@ static const char *op_name(uint32_t op)
 	return op == OBS_OP_READ ? "read" : op == OBS_OP_WRITE ? "write" : "other";
 }
 
+static const char *uring_op(uint32_t op);
+
 static const char *ev_name(uint32_t k)
 {
 	static const char *const n[] = { "?", "block", "io_uring", "runq", "offcpu", "retransmit",
@@ -48,7 +50,8 @@ static void outlier_detail(const struct obs_event *e, char *out, size_t n, bool 
 			 (unsigned)(e->a >> 20), (unsigned)(e->a & 0xfffff), e->b);
 		break;
 	case OBS_EV_URING:
-		snprintf(out, n, json ? ",\"opcode\":%" PRIu64 : "opcode %" PRIu64, e->a);
+		snprintf(out, n, json ? ",\"opcode\":%" PRIu64 ",\"op\":\"%s\"" : "opcode %" PRIu64 " %s", e->a,
+			 uring_op((uint32_t)e->a));
 		break;
 	case OBS_EV_RETRANS:
 		memcpy(c.daddr, &e->b, 4); /* IPv4 peers only; IPv6 ones show 0.0.0.0 */
@@ -88,6 +91,37 @@ static double size_q(const struct obs_hist *h, double q)
 	double v = nbpf_obs_hist_quantile(h, q);
 
 	return v >= 1 ? ldexp(1, ilogb(v)) : v;
+}
+
+/* io_uring opcode by the kernel's name, its number where the kernel has none. */
+static const char *uring_op(uint32_t op)
+{
+	static char num[16];
+	const char *n = nbpf_obs_uring_op_name(op);
+
+	if (n)
+		return n;
+	snprintf(num, sizeof(num), "%u", op);
+	return num;
+}
+
+/* Share of the interval's CPU time per NUMA node, and resident memory per node. */
+static void json_numa(FILE *f, const struct proc *p, const struct obs_sched_val *v)
+{
+	uint64_t total = 0;
+
+	for (int i = 0; i < OBS_NUMA_NODES; i++)
+		total += v->node_ns[i];
+	fprintf(f, ",\"numa\":{\"cpu_ns\":[");
+	for (int i = 0; i < OBS_NUMA_NODES; i++)
+		fprintf(f, "%s%" PRIu64, i ? "," : "", v->node_ns[i]);
+	fprintf(f, "],\"cpu_share\":[");
+	for (int i = 0; i < OBS_NUMA_NODES; i++)
+		fprintf(f, "%s%.4f", i ? "," : "", total ? (double)v->node_ns[i] / (double)total : 0.0);
+	fprintf(f, "],\"memory_bytes\":[");
+	for (int i = 0; i < p->mem_nodes; i++)
+		fprintf(f, "%s%" PRIu64, i ? "," : "", p->mem[i]);
+	fprintf(f, "]}");
 }
 
 static void json_hist(FILE *f, const char *name, const struct obs_hist *h)
@@ -153,7 +187,9 @@ void obs_print_json(struct obs_state *s, struct nbpf_obs *obs, const struct nbpf
 		for (size_t k = 0; k < d->n_uring; k++) {
 			if (d->uring[k].k.tgid != tgid || !d->uring[k].v.count)
 				continue;
-			fprintf(f, "%s{\"opcode\":%u,", n++ ? "," : "", d->uring[k].k.opcode);
+			fprintf(f, "%s{\"opcode\":%u,\"op\":", n++ ? "," : "", d->uring[k].k.opcode);
+			cli_json_str(f, uring_op(d->uring[k].k.opcode));
+			fputc(',', f);
 			json_hist(f, "latency_ns", &d->uring[k].v);
 			fputc('}', f);
 		}
@@ -172,9 +208,9 @@ void obs_print_json(struct obs_state *s, struct nbpf_obs *obs, const struct nbpf
 			nbpf_obs_peer_str(c, peer, sizeof(peer), true);
 			fprintf(f, "%s{\"peer\":\"%s\",\"local_port\":%u,\"bytes_sent\":%" PRIu64
 				   ",\"bytes_recv\":%" PRIu64 ",\"retransmits\":%" PRIu64
-				   ",\"srtt_us\":%u,\"srtt_min_us\":%u,\"srtt_max_us\":%u}",
+				   ",\"srtt_us\":%u,\"min_rtt_us\":%u,\"closed\":%s}",
 				n++ ? "," : "", peer, c->sport, c->bytes_sent, c->bytes_recv, c->retrans,
-				c->srtt_us, c->srtt_min_us == ~0u ? 0 : c->srtt_min_us, c->srtt_max_us);
+				c->srtt_us, c->min_rtt_us, c->closed ? "true" : "false");
 		}
 		fprintf(f, "]");
 		for (size_t k = 0; k < d->n_sched; k++) {
@@ -186,8 +222,10 @@ void obs_print_json(struct obs_state *s, struct nbpf_obs *obs, const struct nbpf
 			json_hist(f, "runq_ns", &v->runq);
 			fputc(',', f);
 			json_hist(f, "offcpu_ns", &v->offcpu);
-			fprintf(f, ",\"migrations\":%" PRIu64 ",\"cross_node\":%" PRIu64 "}", v->migrations,
+			fprintf(f, ",\"migrations\":%" PRIu64 ",\"cross_node\":%" PRIu64, v->migrations,
 				v->cross_node);
+			json_numa(f, p, v);
+			fputc('}', f);
 		}
 		for (size_t k = 0; k < d->n_gpu; k++) {
 			const struct obs_gpu_val *v = &d->gpu[k].v;
@@ -200,10 +238,17 @@ void obs_print_json(struct obs_state *s, struct nbpf_obs *obs, const struct nbpf
 			json_hist(f, "copy_ns", &v->copy);
 			fputc(',', f);
 			json_hist(f, "ioctl_ns", &v->ioctl);
+			fputc(',', f);
+			json_hist(f, "launch_gap_ns", &v->launch_gap);
+			fputc(',', f);
+			json_hist(f, "sync_gap_ns", &v->sync_gap);
 			fputc('}', f);
 		}
 		fputc('}', f);
 	}
+	fprintf(f, "],\"exited\":[");
+	for (size_t i = 0; i < s->n_exited; i++)
+		fprintf(f, "%s%d", i ? "," : "", s->exited[i]);
 	fprintf(f, "],\"outliers\":[");
 	for (size_t i = 0; i < s->n_ev; i++) {
 		const struct obs_event *e = &s->ev[i];
@@ -301,6 +346,49 @@ void obs_print_table(struct obs_state *s, const struct nbpf_obs_snap *d, double 
 			       100.0 * (double)x->v.small / (double)x->v.lat.count,
 			       100.0 * (double)x->v.unaligned / (double)x->v.lat.count);
 		}
+		for (size_t k = 0; k < d->n_uring; k++) {
+			const struct nbpf_obs_uring *u = &d->uring[k];
+
+			if (u->k.tgid != tgid || !u->v.count)
+				continue;
+			cli_fmt_ns(a, sizeof(a), nbpf_obs_hist_quantile(&u->v, 0.5));
+			cli_fmt_ns(b, sizeof(b), nbpf_obs_hist_quantile(&u->v, 0.99));
+			printf("         io_uring %-14s %7" PRIu64 " req  p50 %s p99 %s\n", uring_op(u->k.opcode),
+			       u->v.count, a, b);
+		}
+		for (size_t k = 0; k < d->n_gpu; k++) {
+			const struct obs_gpu_val *v = &d->gpu[k].v;
+
+			if (d->gpu[k].tgid != tgid || !v->launches)
+				continue;
+			cli_fmt_ns(a, sizeof(a), nbpf_obs_hist_quantile(&v->launch_gap, 0.5));
+			cli_fmt_ns(b, sizeof(b), nbpf_obs_hist_quantile(&v->launch_gap, 0.99));
+			cli_fmt_ns(e, sizeof(e), nbpf_obs_hist_quantile(&v->sync_gap, 0.5));
+			cli_fmt_ns(g, sizeof(g), nbpf_obs_hist_quantile(&v->sync_gap, 0.99));
+			printf("         gpu %" PRIu64 " launches  gap p50 %s p99 %s  sync to launch p50 %s p99 %s\n",
+			       v->launches, a, b, e, g);
+		}
+		for (size_t k = 0; k < d->n_sched; k++) {
+			const struct obs_sched_val *v = &d->sched[k].v;
+			uint64_t total = 0;
+
+			if (d->sched[k].tgid != tgid)
+				continue;
+			for (int z = 0; z < OBS_NUMA_NODES; z++)
+				total += v->node_ns[z];
+			if (!total && p->mem_nodes <= 0)
+				continue;
+			printf("         numa cpu");
+			for (int z = 0; z < OBS_NUMA_NODES; z++)
+				if (v->node_ns[z])
+					printf(" node%d %.0f%%", z, 100.0 * (double)v->node_ns[z] / (double)total);
+			printf("  memory");
+			for (int z = 0; z < p->mem_nodes; z++) {
+				fmt_bytes(e, sizeof(e), (double)p->mem[z]);
+				printf(" node%d %s", z, e);
+			}
+			printf("\n");
+		}
 		for (size_t k = 0; k < d->n_pcache; k++)
 			if (d->pcache[k].tgid == tgid && d->pcache[k].v.accessed)
 				printf("         page cache  %" PRIu64 " pages looked up, %" PRIu64
@@ -314,8 +402,8 @@ void obs_print_table(struct obs_state *s, const struct nbpf_obs_snap *d, double 
 			nbpf_obs_peer_str(c, peer, sizeof(peer), true);
 			fmt_bytes(e, sizeof(e), (double)c->bytes_sent / secs);
 			fmt_bytes(g, sizeof(g), (double)c->bytes_recv / secs);
-			printf("         tcp %-22s :%-5u tx %s/s rx %s/s retrans %" PRIu64 " srtt %uus\n",
-			       peer, c->sport, e, g, c->retrans, c->srtt_us);
+			printf("         tcp %-22s :%-5u tx %s/s rx %s/s retrans %" PRIu64 " srtt %uus%s\n",
+			       peer, c->sport, e, g, c->retrans, c->srtt_us, c->closed ? " (closed)" : "");
 		}
 	}
 	for (size_t i = 0; i < s->n_ev; i++) {
@@ -330,6 +418,11 @@ void obs_print_table(struct obs_state *s, const struct nbpf_obs_snap *d, double 
 	}
 	if (s->ev_dropped)
 		printf("outliers not shown: %" PRIu64 "\n", s->ev_dropped);
+	for (size_t i = 0; i < s->n_exited; i++) {
+		const struct proc *p = obs_proc_find(s, s->exited[i]);
+
+		printf("exited   pid %d %s\n", s->exited[i], p ? p->comm : "");
+	}
 	if (s->repin) {
 		const struct nbpf_repin_stats *st = nbpf_repin_stats(s->repin);
 

@@ -13,6 +13,7 @@
  * the [32, 64) us histogram bucket.
  */
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -33,7 +34,7 @@ static void job(int ready_fd)
 	struct emu_plugin pl, tpl;
 	struct emu_tuner tuner;
 	char spec[1024], err[512];
-	void *ctx = NULL;
+	void *ctx = NULL, *other[8] = { 0 };
 	int mask = 0;
 
 	snprintf(spec, sizeof(spec), "%s/latency_hist.bpf.o", POLICY_DIR);
@@ -47,6 +48,12 @@ static void job(int ready_fd)
 		fprintf(stderr, "job: profiler init failed\n");
 		_exit(1);
 	}
+	/* One process driving all 8 GPUs of the node: every rank of the communicator is here. */
+	for (int r = 0; r < 8; r++)
+		if (r != RANK && prof->init(&other[r], COMM, &mask, "c", 1, 8, r, emu_logger)) {
+			fprintf(stderr, "job: profiler init of rank %d failed\n", r);
+			_exit(1);
+		}
 	/* The tuner registers the same communicator without knowing the rank: listed once. */
 	if (emu_open(&tpl, EMU_TUNER, EMU_PLUGIN, 5, err, sizeof(err)) ||
 	    emu_tuner_init(&tuner, &tpl, COMM, &topo, emu_logger)) {
@@ -111,22 +118,23 @@ static pid_t start_job(uid_t uid)
 	return pid;
 }
 
-/* Runs `ncclbpf -j observe ...` and checks the job's row in its samples. */
-static void check_observe(pid_t job_pid, const char *what)
+/* Runs `ncclbpf -j observe TARGET...` and checks the job's row in its samples. */
+static void check_observe(pid_t job_pid, const char *what, const char *target)
 {
 	static char line[4 << 20]; /* one sample: every process on the machine */
 	char cmd[1024], want_pid[64], want_ranks[96];
 	int samples = 0, rows = 0, timed = 0;
 	FILE *p;
 
-	snprintf(cmd, sizeof(cmd), "%s -j observe --probes sched --duration 1.6 --interval 400", CTL_CLI);
+	snprintf(cmd, sizeof(cmd), "%s -j observe %s --probes sched --duration 1.6 --interval 400", CTL_CLI,
+		 target);
 	p = popen(cmd, "r");
 	if (!p) {
 		failures++;
 		return;
 	}
 	snprintf(want_pid, sizeof(want_pid), "{\"pid\":%d,", (int)job_pid);
-	snprintf(want_ranks, sizeof(want_ranks), "\"ranks\":\"%d/8@0x%016llx\",", RANK,
+	snprintf(want_ranks, sizeof(want_ranks), "\"ranks\":\"0-7/8@0x%016llx\",",
 		 (unsigned long long)COMM);
 	while (fgets(line, sizeof(line), p)) {
 		char *row = strstr(line, want_pid), *end;
@@ -167,8 +175,12 @@ static void check_observe(pid_t job_pid, const char *what)
 	}
 }
 
-/* `ncclbpf export --observe` without pids: the job's collective and kernel series, joined by ranks. */
-static void check_export(pid_t job_pid, const char *what, const char *dir)
+/*
+ * `ncclbpf export --observe` without pids (the plugin processes found) and
+ * with the job's pid given: the job's collective and kernel series, joined
+ * by ranks.
+ */
+static void check_export(pid_t job_pid, const char *what, const char *dir, bool given)
 {
 	/* Every plugin process on the machine is exported: a parallel test run makes it large. */
 	static char buf[4 << 20];
@@ -177,8 +189,8 @@ static void check_export(pid_t job_pid, const char *what, const char *dir)
 	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/m.prom", dir);
-	snprintf(cmd, sizeof(cmd), "%s export --observe sched --textfile %s --count 2 --interval 0.4",
-		 CTL_CLI, path);
+	snprintf(cmd, sizeof(cmd), "%s export --observe sched --textfile %s --count 2 --interval 0.4 %.0d",
+		 CTL_CLI, path, given ? (int)job_pid : 0);
 	if (system(cmd)) {
 		printf("FAIL %s: export --observe failed\n", what);
 		failures++;
@@ -197,12 +209,65 @@ static void check_export(pid_t job_pid, const char *what, const char *dir)
 		failures++;
 	}
 	snprintf(want, sizeof(want), "ncclbpf_offcpu_seconds_count{pid=\"%d\",process=\"test_observe_pl\","
-		 "ranks=\"%d/8@0x%016llx\"}", (int)job_pid, RANK, (unsigned long long)COMM);
+		 "ranks=\"0-7/8@0x%016llx\"}", (int)job_pid, (unsigned long long)COMM);
 	if (!strstr(buf, want)) {
 		printf("FAIL %s: export lacks %s\n", what, want);
 		failures++;
 	}
-	printf("%s: export --observe has its collective and kernel series\n", what);
+	printf("%s: export --observe%s has its collective and kernel series\n", what,
+	       given ? " PID" : "");
+}
+
+/*
+ * pid >= 0: a fresh cgroup v2 directory with pid in it, its path in cg;
+ * false when there is no cgroup2 mount.  pid < 0: moves cg's processes back
+ * to the root and removes cg.
+ */
+static bool job_cgroup(pid_t pid, char *cg, size_t n)
+{
+	char line[1024], mnt[256] = "", procs[700];
+	FILE *m, *f;
+
+	if (pid < 0) {
+		char root[700];
+
+		snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg);
+		snprintf(root, sizeof(root), "%s/../cgroup.procs", cg);
+		f = fopen(procs, "r");
+		while (f && fgets(line, sizeof(line), f)) {
+			FILE *r = fopen(root, "w");
+
+			if (r) {
+				fputs(line, r);
+				fclose(r);
+			}
+		}
+		if (f)
+			fclose(f);
+		rmdir(cg);
+		return true;
+	}
+	m = fopen("/proc/mounts", "r");
+	while (m && fgets(line, sizeof(line), m)) {
+		char dev[256], dir[256], type[64];
+
+		if (sscanf(line, "%255s %255s %63s", dev, dir, type) == 3 && !strcmp(type, "cgroup2")) {
+			snprintf(mnt, sizeof(mnt), "%s", dir);
+			break;
+		}
+	}
+	if (m)
+		fclose(m);
+	if (!mnt[0])
+		return false;
+	snprintf(cg, n, "%s/ncclbpf-obs-plugin-%d", mnt, (int)getpid());
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg);
+	if (mkdir(cg, 0755) || !(f = fopen(procs, "w"))) {
+		cg[0] = 0;
+		return false;
+	}
+	fprintf(f, "%d\n", (int)pid);
+	return !fclose(f);
 }
 
 int main(void)
@@ -226,8 +291,25 @@ int main(void)
 		printf("FAIL: job did not start\n");
 		return 1;
 	}
-	check_observe(pid, "own job");
-	check_export(pid, "own job", dir);
+	check_observe(pid, "own job", "");
+	check_export(pid, "own job", dir, false);
+	/* The join in every targeting mode: by pid, by name, by cgroup; export given the pid. */
+	{
+		char arg[700], cg[600] = "";
+
+		snprintf(arg, sizeof(arg), "--pid %d", (int)pid);
+		check_observe(pid, "own job, --pid", arg);
+		check_observe(pid, "own job, --comm", "--comm test_observe_pl");
+		if (job_cgroup(pid, cg, sizeof(cg))) {
+			snprintf(arg, sizeof(arg), "--cgroup %s", cg);
+			check_observe(pid, "own job, --cgroup", arg);
+		}
+		check_export(pid, "own job", dir, true);
+		if (cg[0]) {
+			/* Back out of the test's cgroup, so it can go. */
+			job_cgroup(-1, cg, sizeof(cg));
+		}
+	}
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 
@@ -238,8 +320,8 @@ int main(void)
 	if (pid <= 0) {
 		printf("SKIP other user's job: it could not start as uid 65534 (plugin unreadable?)\n");
 	} else {
-		check_observe(pid, "other user's job");
-		check_export(pid, "other user's job", dir);
+		check_observe(pid, "other user's job", "");
+		check_export(pid, "other user's job", dir, false);
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
 	}
