@@ -104,6 +104,29 @@ print("ok   json run: %d samples, %d off-CPU periods" % (len(lines), total))
 	echo "FAIL json run: $out"
 	fail=1
 fi
+# An exec'd process shows its new name; one that exits is reported once, and --pid ends with it.
+sh -c 'sleep 2.5; exec sleep 1' &
+bg=$!
+out=$("$BIN" -j observe --pid $bg --probes sched --duration 9 --interval 300 2>/dev/null)
+rc=$?
+wait $bg
+if [ $rc != 0 ]; then
+	echo "FAIL exec/exit run: exit $rc"
+	fail=1
+elif ! printf '%s\n' "$out" | python3 -c '
+import json, sys
+pid = int(sys.argv[1])
+lines = [json.loads(l) for l in sys.stdin if l.strip()]
+names = [p["comm"] for l in lines for p in l["processes"] if p["pid"] == pid]
+exited = [l["sample"] for l in lines if pid in l["exited"]]
+assert names and names[0] == "sh" and names[-1] == "sleep", "names %s" % names
+assert len(exited) == 1 and exited[0] == lines[-1]["sample"], "exit reported in samples %s" % exited
+assert len(lines) < 24, "observe ran on after its process exited: %d samples" % len(lines)
+print("ok   exec and exit: %s, exit reported in sample %d of %d" % (" -> ".join(sorted(set(names), key=names.index)), exited[0], len(lines)))
+' $bg; then
+	echo "FAIL exec/exit run: $out"
+	fail=1
+fi
 # The exporter serves the kernel-side series in the same exposition, promtool-clean.
 sh -c 'i=0; while [ $i -lt 100 ]; do i=$((i+1)); sleep 0.01; done' &
 bg=$!
