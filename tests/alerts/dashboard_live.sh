@@ -14,8 +14,12 @@
 # wrong series).
 # Panels that need kernel data are skipped by name without root and BTF,
 # and never counted as passed.
-# Usage: dashboard_live.sh NCCLBPF POLICY_DIR NET_TRAFFIC BAD_POLICY DASHBOARD RULES
-BIN=$1 POLICIES=$2 NETGEN=$3 BAD=$4 DASH=$5
+# With KERNEL_LOAD and LIBCUDA (tests/alerts/kernel_load.c and the stand-in
+# libcuda) the kernel exporter watches that process instead, with every
+# probe set: io_uring, page cache, TCP with loss in its own network
+# namespace, GPU launches and synchronizes, NUMA placement.
+# Usage: dashboard_live.sh NCCLBPF POLICY_DIR NET_TRAFFIC BAD_POLICY DASHBOARD RULES [KERNEL_LOAD LIBCUDA]
+BIN=$1 POLICIES=$2 NETGEN=$3 BAD=$4 DASH=$5 LOADGEN=$7 LIBCUDA=$8
 RULES=$(realpath "$6") # prometheus reads it relative to its config
 PROM=${PROMETHEUS:-/usr/bin/prometheus}
 [ -x "$PROM" ] || { echo "SKIP: $PROM not installed (apt-get install prometheus)"; exit 77; }
@@ -74,7 +78,19 @@ PA=$(freeport)
 "$BIN" export --listen "127.0.0.1:$PA" "$SIM" "$NET" >"$T/export.log" 2>&1 &
 started="$started $!"
 targets="'127.0.0.1:$PA'"
-if [ $kernel = 1 ]; then
+if [ $kernel = 1 ] && [ -n "$LOADGEN" ]; then
+	dd if=/dev/zero of="$T/load.dat" bs=1M count=64 status=none
+	"$LOADGEN" "$T/load.dat" "$LIBCUDA" >"$T/load.log" 2>&1 &
+	IO=$!
+	started="$started $IO"
+	until_ok 10 grep -q ready "$T/load.log" || fail "the kernel workload did not start"
+	PB=$(freeport)
+	# CPUs 0 and 1 on two nodes, so migrations between them cross (one node here).
+	NCCLBPF_OBSERVE_LIBCUDA="$LIBCUDA" NCCLBPF_OBSERVE_GPU_MAJORS=0 NCCLBPF_OBSERVE_NUMA=0,1 \
+		"$BIN" export --listen "127.0.0.1:$PB" --observe io,net,sched,gpu "$IO" >"$T/observe.log" 2>&1 &
+	started="$started $!"
+	targets="$targets, '127.0.0.1:$PB'"
+elif [ $kernel = 1 ]; then
 	# A data-loader stand-in: 4 KiB O_DIRECT writes with fsync, 50 a second.
 	python3 - "$T/io.dat" >"$T/io.log" 2>&1 <<'PY' &
 import mmap, os, sys, time
@@ -140,7 +156,7 @@ while [ $i -lt "$n" ]; do
 		expr=$(jq -r ".panels[$i].targets[$j].expr" "$DASH" |
 			sed -e 's/\$__rate_interval/5s/g' -e 's/\$size/.*/g')
 		j=$((j + 1))
-		if [ $kernel = 0 ] && printf '%s' "$expr" | grep -qE 'ncclbpf_(block|io_uring|page_cache|runqueue|offcpu|migrations|numa|tcp|gpu)_'; then
+		if [ $kernel = 0 ] && printf '%s' "$expr" | grep -qE 'ncclbpf_(block|io_uring|page_cache|runqueue|offcpu|migrations|numa|tcp|gpu)_|ncclbpf:(gpu|block|io_uring|tcp)'; then
 			echo "SKIP panel \"$title\": needs ncclbpf observe (root and kernel BTF)"
 			skipped="$skipped \"$title\""
 			continue
