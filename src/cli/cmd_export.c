@@ -86,6 +86,30 @@ static const char *obs_labels(void *ctx, uint32_t tgid)
 	return buf;
 }
 
+/* The deep tier, switched by Alertmanager through POST /deep; its records to --deep-log. */
+static struct obs_deep_hook g_hook = { .window_s = 10, .budget = 1000 };
+static FILE *g_deep_log;
+
+static void deep_record(void *ctx, const struct obs_event *e)
+{
+	(void)ctx;
+	if (g_deep_log && e->kind != OBS_EV_NUMA)
+		fprintf(g_deep_log, "{\"ts_ns\":%llu,\"kind\":\"%s\",\"pid\":%u,\"tid\":%u,"
+			"\"value_ns\":%llu}\n", (unsigned long long)e->ts_ns, obs_event_kind_name(e->kind),
+			e->tgid, e->tid, (unsigned long long)e->value_ns);
+}
+
+/* Each tick of the listen loop: a webhook's request applied, the records drained. */
+static void deep_tick(void)
+{
+	if (!g_obs)
+		return;
+	obs_deep_hook_apply(&g_hook, g_obs);
+	nbpf_obs_poll(g_obs, 0, deep_record, NULL);
+	if (g_deep_log)
+		fflush(g_deep_log);
+}
+
 /* Collective telemetry of the discovered processes, each asked under its owner's uid. */
 static void tele_from_procs(struct nbpf_tele_set *s)
 {
@@ -138,11 +162,18 @@ static char *render(const int *pids, int n_pids, size_t *len)
 #ifdef NCCLBPF_HAVE_OBSERVE
 	if (!err && g_obs) {
 		struct nbpf_obs_snap os;
+		uint64_t sent = 0, dropped = 0;
 
 		if (!nbpf_obs_snapshot(g_obs, &os)) {
 			err = nbpf_obs_prom_write(f, &os, obs_labels, NULL);
 			nbpf_obs_snap_free(&os);
 		}
+		if (!err && !nbpf_obs_deep_stats(g_obs, &sent, &dropped))
+			fprintf(f, "# HELP ncclbpf_observe_deep_records_total Deep-tier records sent to the "
+				   "ring, and dropped over the budget.\n# TYPE ncclbpf_observe_deep_records_total "
+				   "counter\nncclbpf_observe_deep_records_total{outcome=\"sent\"} %llu\n"
+				   "ncclbpf_observe_deep_records_total{outcome=\"dropped\"} %llu\n",
+				(unsigned long long)sent, (unsigned long long)dropped);
 	}
 #endif
 	nbpf_tele_free(&s);
@@ -211,6 +242,10 @@ static enum MHD_Result serve(void *cls, struct MHD_Connection *conn, const char 
 	size_t len = 0;
 	char *body;
 
+#ifdef NCCLBPF_HAVE_OBSERVE
+	if (g_obs && !strcmp(method, "POST") && !strcmp(url, "/deep"))
+		return obs_deep_hook_serve(&g_hook, conn, upload, upload_size, con_cls);
+#endif
 	if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
 		static const char na[] = "method not allowed: GET or HEAD\n";
 
@@ -278,7 +313,8 @@ static int export_run(const char *listen, const char *textfile, double interval,
 
 int cmd_export(struct cli *c, int argc, char **argv)
 {
-	const char *listen = NULL, *textfile = NULL, *observe = NULL;
+	const char *listen = NULL, *textfile = NULL, *observe = NULL, *deep_log = NULL;
+	double deep_window = 10, deep_budget = 1000, outlier_ms = 0;
 	static struct export_alerts alerts;
 	double interval = 15;
 	int count = -1, pids[64], n_pids = 0;
@@ -298,6 +334,20 @@ int cmd_export(struct cli *c, int argc, char **argv)
 			alerts.refused = true;
 		} else if (!strcmp(argv[i], "--observe") && i + 1 < argc) {
 			observe = argv[++i];
+		} else if (!strcmp(argv[i], "--outlier") && i + 1 < argc) {
+			outlier_ms = strtod(argv[++i], &end);
+			if (*end || !(outlier_ms > 0))
+				return cli_usage_error("--outlier needs milliseconds > 0");
+		} else if (!strcmp(argv[i], "--deep-log") && i + 1 < argc) {
+			deep_log = argv[++i];
+		} else if (!strcmp(argv[i], "--deep-window") && i + 1 < argc) {
+			deep_window = strtod(argv[++i], &end);
+			if (*end || !(deep_window > 0))
+				return cli_usage_error("--deep-window needs seconds > 0");
+		} else if (!strcmp(argv[i], "--deep-budget") && i + 1 < argc) {
+			deep_budget = strtod(argv[++i], &end);
+			if (*end || !(deep_budget >= 1))
+				return cli_usage_error("--deep-budget needs records per second >= 1");
 		} else if (!strcmp(argv[i], "--textfile") && i + 1 < argc) {
 			textfile = argv[++i];
 		} else if (!strcmp(argv[i], "--interval") && i + 1 < argc) {
@@ -321,7 +371,8 @@ int cmd_export(struct cli *c, int argc, char **argv)
 		return cli_usage_error("--alert-webhook wants an http:// URL");
 	if (observe) {
 #ifdef NCCLBPF_HAVE_OBSERVE
-		struct nbpf_obs_opts o = { .mode = OBS_MODE_PIDS, .strict = true };
+		struct nbpf_obs_opts o = { .mode = OBS_MODE_PIDS, .strict = true,
+					   .outlier_ns = (uint64_t)(outlier_ms * 1e6) };
 		int *targets = NULL, n = n_pids, rc;
 
 		if (nbpf_obs_parse_sets(observe, &o.probes))
@@ -344,12 +395,21 @@ int cmd_export(struct cli *c, int argc, char **argv)
 		nbpf_obs_opts_env(&o);
 		rc = nbpf_obs_open(&o, &g_obs);
 		free(targets);
-		if (rc)
+		g_hook.window_s = deep_window;
+		g_hook.budget = (uint64_t)deep_budget;
+		if (!rc && deep_log && !(g_deep_log = fopen(deep_log, "a")))
+			rc = cli_err(CLI_NO, "export: --deep-log %s: %s", deep_log, strerror(errno));
+		else if (rc)
+			rc = -1;
+		if (rc == -1)
 			rc = cli_err(CLI_NO, "export --observe: %s", ncclbpf_errmsg());
-		else
+		else if (!rc)
 			rc = export_run(listen, textfile, interval, count, pids, n_pids);
 		nbpf_obs_close(g_obs);
 		g_obs = NULL;
+		if (g_deep_log)
+			fclose(g_deep_log);
+		g_deep_log = NULL;
 		for (size_t i = 0; i < g_procs.n_procs; i++)
 			nbpf_tele_free(&g_procs.procs[i].tele_prev);
 		free(g_procs.procs);
@@ -389,6 +449,9 @@ static int export_run(const char *listen, const char *textfile, double interval,
 		for (unsigned long t = 0; !stop_flag && (count < 0 || atomic_load(&ctx.scrapes) < count); t++) {
 			if (g_alerts && !(t % (unsigned long)(interval * 20 > 1 ? interval * 20 : 1)))
 				alert_poll(pids, n_pids);
+#ifdef NCCLBPF_HAVE_OBSERVE
+			deep_tick();
+#endif
 			usleep(50 * 1000);
 		}
 		MHD_stop_daemon(d);

@@ -225,6 +225,8 @@ int cmd_observe(struct cli *c, int argc, char **argv)
 	int pid = 0, n_modes = 0, rc = CLI_OK, err, *pids = NULL, home = -1;
 	bool pin_numa = false, no_repin = false;
 	struct deep_rule deep = { .window_s = 10, .budget = 1000 };
+	struct obs_deep_hook hook = { 0 };
+	const char *deep_listen = NULL;
 	char *end;
 
 	for (int i = 0; i < argc; i++) {
@@ -296,6 +298,9 @@ int cmd_observe(struct cli *c, int argc, char **argv)
 				return cli_usage_error("observe: --deep-budget needs records per second > 0");
 			deep.budget = (uint64_t)n;
 			i++;
+		} else if (!strcmp(a, "--deep-listen") && v) {
+			deep_listen = v;
+			i++;
 		} else if (!strcmp(a, "--no-repin")) {
 			no_repin = true;
 		} else if (!strcmp(a, "--btf") && v) {
@@ -341,6 +346,17 @@ int cmd_observe(struct cli *c, int argc, char **argv)
 		goto out;
 	}
 	obs_print_status(obs, stderr);
+	if (deep_listen) {
+		hook.window_s = deep.window_s;
+		hook.budget = deep.budget;
+		if (obs_deep_hook_listen(&hook, deep_listen)) {
+			rc = cli_err(CLI_NO, "observe: --deep-listen %s: want IPv4:PORT, free to bind",
+				     deep_listen);
+			goto out;
+		}
+		fprintf(stderr, "ncclbpf: observe: deep tier on an alert: POST Alertmanager webhooks to "
+				"http://%s/deep\n", deep_listen);
+	}
 	if (pin_numa && (err = repin_open(&s, obs, home, repin_rate))) {
 		rc = cli_err(CLI_NO, "observe: %s", ncclbpf_errmsg());
 		goto out;
@@ -370,6 +386,8 @@ int cmd_observe(struct cli *c, int argc, char **argv)
 
 			if (nbpf_obs_poll(obs, ms > 100 ? 100 : ms, on_event, &s) < 0)
 				break;
+			if (hook.daemon)
+				obs_deep_hook_apply(&hook, obs);
 		}
 		now = mono_s();
 		secs = now - t_prev;
@@ -387,9 +405,10 @@ int cmd_observe(struct cli *c, int argc, char **argv)
 		prev = snap;
 		procs_update(&s, obs, o.mode, &d);
 		obs_repin_scan(&s, mono_s());
-		if ((s.deep = deep.set)) {
-			deep_step(&deep, obs, &d, now);
-			s.deep_on = deep.until > 0;
+		if ((s.deep = deep.set || hook.daemon)) {
+			if (deep.set)
+				deep_step(&deep, obs, &d, now);
+			s.deep_on = deep.until > 0 || hook.until > 0;
 		}
 		for (size_t i = 0; i < s.n_procs; i++)
 			obs_proc_nccl(&s.procs[i]);
@@ -397,12 +416,12 @@ int cmd_observe(struct cli *c, int argc, char **argv)
 			obs_print_json(&s, obs, &d, secs, iter);
 		else
 			obs_print_table(&s, &d, secs, iter);
-		if (!c->json && deep.set) {
+		if (!c->json && s.deep) {
 			uint64_t sent = 0, dropped = 0;
 
 			nbpf_obs_deep_stats(obs, &sent, &dropped);
 			printf("deep tier  %s  records sent %" PRIu64 "  dropped over budget %" PRIu64 "\n",
-			       deep.until ? "on" : "off", sent, dropped);
+			       s.deep_on ? "on" : "off", sent, dropped);
 		}
 		nbpf_obs_snap_free(&d);
 		procs_drop_exited(&s, obs);
@@ -414,6 +433,7 @@ int cmd_observe(struct cli *c, int argc, char **argv)
 		}
 	}
 out:
+	obs_deep_hook_close(&hook);
 	nbpf_repin_free(s.repin);
 	nbpf_obs_snap_free(&prev);
 	nbpf_obs_close(obs);

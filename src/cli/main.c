@@ -57,11 +57,12 @@ const struct cli_cmd cli_cmds[] = {
 	  "observe [--pid PID | --cgroup PATH | --comm NAME] [--probes io,net,sched,gpu] "
 	  "[--duration S] [--interval MS] [--outlier MS] [--btf FILE] "
 	  "[--pin-numa auto|NODE [--repin-rate N] | --no-repin] "
-	  "[--deep-when runq-p99=MS|block-p99=MS [--deep-window S] [--deep-budget N]]",
-	  "the kernel's view of the job (block and io_uring I/O, TCP per peer, scheduling, GPU "
-	  "submission) beside its collective P99; --pin-numa moves threads that left their NUMA "
-	  "node back; --deep-when sends every latency record for a while when a P99 is too high; "
-	  "needs root or CAP_BPF+CAP_PERFMON" },
+	  "[--deep-when runq-p99=MS|block-p99=MS] [--deep-listen ADDR:PORT] [--deep-window S] [--deep-budget N]",
+	  "the kernel's view of the job (block and io_uring I/O, page cache, TCP per peer, scheduling, "
+	  "NUMA placement, GPU submission and its gaps) beside its collective P99; --pin-numa moves "
+	  "threads that left their NUMA node back; --deep-when sends every latency record for a while "
+	  "when a P99 is too high, --deep-listen when an Alertmanager webhook (POST /deep) says an "
+	  "alert fires; needs root or CAP_BPF+CAP_PERFMON" },
 	{ "loop", NULL, cmd_loop,
 	  "loop [--channels LIST] [--window N] [--margin N] [--ranks N] [--pids P,...] [--share-dir DIR --node NAME --nodes K] | "
 	  "loop --kernel (--lossy-channels N | --lossy-proto ll|ll128|simple | --no-tuner) [--retrans-per-mib N] [--retrans-rate N] [--srtt-ms MS] "
@@ -71,8 +72,11 @@ const struct cli_cmd cli_cmds[] = {
 	  "and a lossy-peer tuner plan, from an agreed call; --kernel needs root or CAP_BPF+CAP_PERFMON" },
 	{ "export", NULL, cmd_export,
 	  "export [--listen ADDR:PORT | --textfile PATH] [--interval S] [--count N] "
-	  "[--observe io,net,sched,gpu] [--alert-webhook URL [--alert-p99 SIZE=S,...] [--alert-refused]] [PID...]",
-	  "Prometheus text exposition of every process's telemetry (and, with --observe, the kernel's)" },
+	  "[--observe io,net,sched,gpu [--outlier MS] [--deep-log FILE] [--deep-window S] [--deep-budget N]] "
+	  "[--alert-webhook URL [--alert-p99 SIZE=S,...] [--alert-refused]] [PID...]",
+	  "Prometheus text exposition of every process's telemetry (and, with --observe, the kernel's; "
+	  "with --listen, POST /deep takes Alertmanager webhooks that switch the deep tier on, its "
+	  "records to --deep-log)" },
 	{ "report", NULL, cmd_report, "report [-o FILE.html] [PID... | --from FILE.prom]",
 	  "one self-contained HTML page of inline SVG plots: latency per size class, bandwidth, "
 	  "algorithm/protocol mix, from live processes or a saved export" },

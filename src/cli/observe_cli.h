@@ -8,7 +8,9 @@
 #ifndef NCCLBPF_OBSERVE_CLI_H
 #define NCCLBPF_OBSERVE_CLI_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -83,7 +85,28 @@ void obs_repin_scan(struct obs_state *s, double now_s);
 /* One migration event: a thread crossed to another node. */
 void obs_repin_event(struct obs_state *s, const struct obs_event *e, double now_s);
 
+/* observe_deep.c: the deep tier switched by Alertmanager (POST /deep). */
+struct MHD_Daemon;
+struct MHD_Connection;
+struct obs_deep_hook {
+	_Atomic int request;      /* from the HTTP thread: 1 firing, 2 resolved, 0 none */
+	double window_s;          /* how long a firing notification holds it on */
+	uint64_t budget;          /* records per second */
+	double until;             /* mono time the window ends; 0: off */
+	struct MHD_Daemon *daemon; /* observe --deep-listen's own server */
+};
+/* Serves one POST /deep (libmicrohttpd's access handler arguments). */
+int obs_deep_hook_serve(struct obs_deep_hook *h, struct MHD_Connection *conn, const char *upload,
+			size_t *upload_size, void **con_cls);
+/* Applies what the webhook asked for since the last call; whether the deep tier is on. */
+int obs_deep_hook_apply(struct obs_deep_hook *h, struct nbpf_obs *obs);
+/* observe --deep-listen ADDR:PORT: a receiver of its own; 0, or < 0 on a bad address or bind. */
+int obs_deep_hook_listen(struct obs_deep_hook *h, const char *addr);
+void obs_deep_hook_close(struct obs_deep_hook *h);
+
 /* observe_view.c */
+/* "block", "runq", ...: an outlier's kind as the output names it. */
+const char *obs_event_kind_name(uint32_t kind);
 /* One line per set that is not attached, misses signals, or took a fallback. */
 void obs_print_status(struct nbpf_obs *obs, FILE *f);
 void obs_print_json(struct obs_state *s, struct nbpf_obs *obs, const struct nbpf_obs_snap *d,

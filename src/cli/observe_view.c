@@ -29,7 +29,7 @@ static const char *op_name(uint32_t op)
 
 static const char *uring_op(uint32_t op);
 
-static const char *ev_name(uint32_t k)
+const char *obs_event_kind_name(uint32_t k)
 {
 	static const char *const n[] = { "?", "block", "io_uring", "runq", "offcpu", "retransmit",
 					 "cuda-sync", "nvidia-ioctl", "numa-migrate" };
@@ -257,7 +257,7 @@ void obs_print_json(struct obs_state *s, struct nbpf_obs *obs, const struct nbpf
 
 		outlier_detail(e, what, sizeof(what), true);
 		fprintf(f, "%s{\"kind\":\"%s\",\"pid\":%u,\"tid\":%u,\"value_ns\":%" PRIu64 "%s}",
-			i ? "," : "", ev_name(e->kind), e->tgid, e->tid, e->value_ns, what);
+			i ? "," : "", obs_event_kind_name(e->kind), e->tgid, e->tid, e->value_ns, what);
 	}
 	fprintf(f, "]");
 	if (s->repin) {
@@ -413,7 +413,7 @@ void obs_print_table(struct obs_state *s, const struct nbpf_obs_snap *d, double 
 
 		cli_fmt_ns(v, sizeof(v), (double)s->ev[i].value_ns);
 		outlier_detail(&s->ev[i], what, sizeof(what), false);
-		printf("outlier %-12s pid %u tid %u %s %s\n", ev_name(s->ev[i].kind), s->ev[i].tgid,
+		printf("outlier %-12s pid %u tid %u %s %s\n", obs_event_kind_name(s->ev[i].kind), s->ev[i].tgid,
 		       s->ev[i].tid, s->ev[i].kind == OBS_EV_RETRANS ? "" : v, what);
 	}
 	if (s->ev_dropped)
