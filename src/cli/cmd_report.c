@@ -2,7 +2,8 @@
 /*
  * cmd_report.c - `ncclbpf report [-o FILE.html] [PID... | --from FILE.prom]`:
  * one self-contained HTML page (inline SVG, no scripts, fonts or images)
- * of the plugin's collective telemetry.
+ * of the plugin's collective telemetry, and of the kernel's signals where
+ * the exposition carries them (a saved `export --observe`: report_kernel.c).
  *
  * A live collection is rendered to the Prometheus text first
  * (nbpf_prom_write, what `export` writes) and read back by the same parser
@@ -20,6 +21,7 @@
 #include "cli.h"
 #include "control/ctl_client.h"
 #include "control/ctl_tele.h"
+#include "report_kernel.h"
 
 #define RPT_MAX_BUCKETS 64
 
@@ -42,6 +44,7 @@ struct rpt {
 	size_t n_rows;
 	struct rpt_mix *mix;
 	size_t n_mix;
+	struct rpt_kernel kern; /* the kernel's signals, when the exposition has them */
 };
 
 /* The value of label key in "{a="x",b="y"}" into out; -ENOENT when absent. */
@@ -169,7 +172,7 @@ static int parse(struct rpt *r, FILE *f)
 	while (!err && getline(&ln, &cap, f) > 0) {
 		ln[strcspn(ln, "\n")] = 0;
 		if (*ln && *ln != '#')
-			err = parse_line(r, ln);
+			err = parse_line(r, ln) ?: rpt_kernel_line(&r->kern, ln);
 	}
 	free(ln);
 	return err;
@@ -357,6 +360,7 @@ static int write_html(FILE *f, const struct rpt *r, const char *source)
 	c.series[0] = "collectives";
 	c.n = r->n_mix;
 	svg_bars(f, &c);
+	rpt_kernel_html(f, &r->kern);
 	fputs("</body></html>\n", f);
 	free(labels);
 	free(val);
@@ -468,6 +472,7 @@ int cmd_report(struct cli *c, int argc, char **argv)
 out:
 	free(pids);
 	free(r.rows);
+	rpt_kernel_free(&r.kern);
 	free(r.mix);
 	return err;
 }
