@@ -21,7 +21,9 @@
  */
 struct task_ts {
 	__u64 wake, off;
-	__u64 run_in; /* its sum_exec_runtime when it last went on a CPU; 0: not seen */
+	__u64 run_in;  /* its sum_exec_runtime when it last went on a CPU; 0: not seen */
+	__u64 ran_ns;  /* its last slice, not yet added to its process's node time */
+	__u32 ran_node, pad;
 };
 
 struct {
@@ -133,22 +135,19 @@ static __always_inline unsigned int task_state(struct task_struct *t)
  * runtime when it went on the CPU, which the switch-in stamped (a running
  * task cannot change CPUs without a switch).  The scheduler's own
  * prev_sum_exec_runtime would do without the stamp, but it is reset when
- * the scheduler picks the same task again, with no switch to see.
+ * the scheduler picks the same task again, with no switch to see.  Kept in
+ * the task until its next switch-in, which looks its process up anyway.
  */
-static __always_inline void node_time(struct task_struct *prev, struct task_ts *t)
+static __always_inline void slice_end(struct task_struct *prev, struct task_ts *t)
 {
-	__u32 cpu = bpf_get_smp_processor_id(), tgid = prev->tgid, *node;
-	__u64 sum = prev->se.sum_exec_runtime, ran = sum - t->run_in;
-	struct obs_sched_val *v;
+	__u64 sum = prev->se.sum_exec_runtime;
+	__u32 cpu = bpf_get_smp_processor_id(), *node;
 
-	if (!t->run_in || sum <= t->run_in)
-		return;
+	if (t->run_in && sum > t->run_in && (node = bpf_map_lookup_elem(&cpu_node, &cpu))) {
+		t->ran_ns = sum - t->run_in;
+		t->ran_node = *node < OBS_NUMA_NODES ? *node : OBS_NUMA_NODES - 1;
+	}
 	t->run_in = 0;
-	node = bpf_map_lookup_elem(&cpu_node, &cpu);
-	v = obs_lookup_init(&sched, &tgid, &sched_zero);
-	if (!node || !v)
-		return;
-	v->node_ns[*node < OBS_NUMA_NODES ? *node : OBS_NUMA_NODES - 1] += ran;
 }
 
 SEC("tp_btf/sched_switch")
@@ -177,7 +176,7 @@ int BPF_PROG(sched_sw, bool preempt, struct task_struct *prev, struct task_struc
 				t->wake = bpf_ktime_get_ns();
 		}
 		if (t)
-			node_time(prev, t);
+			slice_end(prev, t);
 	}
 	if (!obs_is_target(next))
 		return 0;
@@ -187,7 +186,7 @@ int BPF_PROG(sched_sw, bool preempt, struct task_struct *prev, struct task_struc
 	now = si ? rq_clock_of(next) : 0;
 	if (si)
 		queued = queued_wait(next, now, &wait);
-	if (!queued && !(t && (t->wake | t->off)))
+	if (!queued && !(t && (t->wake | t->off | t->ran_ns)))
 		return 0;
 	if (!si)
 		now = bpf_ktime_get_ns();
@@ -208,6 +207,10 @@ int BPF_PROG(sched_sw, bool preempt, struct task_struct *prev, struct task_struc
 		d = now > t->off ? now - t->off : 0;
 		obs_hist_add(&v->offcpu, d);
 		t->off = 0;
+	}
+	if (t && t->ran_ns) {
+		v->node_ns[t->ran_node & (OBS_NUMA_NODES - 1)] += t->ran_ns;
+		t->ran_ns = 0;
 	}
 	return 0;
 }
