@@ -41,8 +41,7 @@ struct {
 	__type(value, struct obs_conn);
 } conns SEC(".maps");
 
-/* Connections not recorded because the table was full; the last record id handed out. */
-__u64 conns_full = 0;
+/* The last record id handed out. */
 __u64 conn_ids = 0;
 
 /* Addresses and ports; the local port is bound only after connect's SYN_SENT. */
@@ -74,8 +73,11 @@ static __always_inline void conn_counters(struct obs_conn *c, const struct sock 
 	c->min_rtt_us = BPF_CORE_READ(tp, rtt_min.s[0].v);
 }
 
-/* A record for sk, created with the counters as they are now; NULL when the table is full. */
-static __always_inline struct obs_conn *conn_new(__u64 key, const struct sock *sk, __u32 tgid)
+/*
+ * A record for sk, created with the counters as they are now.  A full
+ * table (16,384 open connections of the job) leaves new ones out.
+ */
+static __always_inline void conn_new(__u64 key, const struct sock *sk, __u32 tgid)
 {
 	struct obs_conn fresh = {};
 
@@ -83,12 +85,7 @@ static __always_inline struct obs_conn *conn_new(__u64 key, const struct sock *s
 	fresh.id = __sync_fetch_and_add(&conn_ids, 1) + 1;
 	conn_addr(&fresh, sk);
 	conn_counters(&fresh, sk);
-	if (bpf_map_update_elem(&conns, &key, &fresh, BPF_NOEXIST) &&
-	    !bpf_map_lookup_elem(&conns, &key)) {
-		__sync_fetch_and_add(&conns_full, 1);
-		return NULL;
-	}
-	return bpf_map_lookup_elem(&conns, &key);
+	bpf_map_update_elem(&conns, &key, &fresh, BPF_NOEXIST);
 }
 
 /*
