@@ -6,8 +6,8 @@ PKGS="build-essential cmake ninja-build pkg-config clang llvm libbpf-dev libelf-
 # prometheus-alertmanager: the webhook test delivers into a real one (not started as a service).
 # chromium: the report test renders the HTML page headless and checks what it drew.
 # bpftool generates vmlinux.h and the skeletons of src/observe; liburing is for its tests and bench.
-# The bcc tools are only for bench/observe's comparison: NCCLBPF_BENCH_DEPS=1 adds them.
-[ "${NCCLBPF_BENCH_DEPS:-0}" = 1 ] && PKGS="$PKGS bpfcc-tools"
+# The bcc tools and bpftrace are only for bench/observe's comparison: NCCLBPF_BENCH_DEPS=1 adds them.
+[ "${NCCLBPF_BENCH_DEPS:-0}" = 1 ] && PKGS="$PKGS bpfcc-tools bpftrace"
 missing=""
 for p in $PKGS; do
 	dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
