@@ -445,7 +445,12 @@ static int test_io(void)
 		for (size_t i = 0; i < s.n_uring; i++)
 			if (s.uring[i].k.tgid == (uint32_t)getpid() && s.uring[i].k.opcode == IORING_OP_READ)
 				got = s.uring[i].v.count;
-		printf("io: io_uring reads %llu\n", (unsigned long long)got);
+		printf("io: io_uring reads %llu, opcode %d named %s\n", (unsigned long long)got,
+		       IORING_OP_READ, nbpf_obs_uring_op_name(IORING_OP_READ) ?: "(none)");
+		/* Named as the running kernel's BTF names them. */
+		CHECK(nbpf_obs_uring_op_name(IORING_OP_READ) &&
+		      !strcmp(nbpf_obs_uring_op_name(IORING_OP_READ), "READ") &&
+		      !strcmp(nbpf_obs_uring_op_name(IORING_OP_WRITE), "WRITE"), "io_uring opcode names");
 		CHECK(got == (uint64_t)n, "io_uring reads %llu, want %d", (unsigned long long)got, n);
 		nbpf_obs_snap_free(&s);
 	}
