@@ -440,7 +440,11 @@ static int export_run(const char *listen, const char *textfile, double interval,
 				     ntohs(sa.sin_port), NULL, NULL, serve, &ctx,
 				     MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
 				     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)10,
-				     MHD_OPTION_CONNECTION_LIMIT, (unsigned int)32, MHD_OPTION_END);
+				     MHD_OPTION_CONNECTION_LIMIT, (unsigned int)32,
+#ifdef NCCLBPF_HAVE_OBSERVE
+				     MHD_OPTION_NOTIFY_COMPLETED, obs_deep_hook_done, NULL,
+#endif
+				     MHD_OPTION_END);
 		if (!d) {
 			fprintf(stderr, "ncclbpf: cannot listen on %s: %s\n", listen, strerror(errno));
 			return CLI_NO;

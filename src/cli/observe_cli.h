@@ -8,6 +8,7 @@
 #ifndef NCCLBPF_OBSERVE_CLI_H
 #define NCCLBPF_OBSERVE_CLI_H
 
+#include <microhttpd.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -86,8 +87,6 @@ void obs_repin_scan(struct obs_state *s, double now_s);
 void obs_repin_event(struct obs_state *s, const struct obs_event *e, double now_s);
 
 /* observe_deep.c: the deep tier switched by Alertmanager (POST /deep). */
-struct MHD_Daemon;
-struct MHD_Connection;
 struct obs_deep_hook {
 	_Atomic int request;      /* from the HTTP thread: 1 firing, 2 resolved, 0 none */
 	double window_s;          /* how long a firing notification holds it on */
@@ -96,8 +95,11 @@ struct obs_deep_hook {
 	struct MHD_Daemon *daemon; /* observe --deep-listen's own server */
 };
 /* Serves one POST /deep (libmicrohttpd's access handler arguments). */
-int obs_deep_hook_serve(struct obs_deep_hook *h, struct MHD_Connection *conn, const char *upload,
-			size_t *upload_size, void **con_cls);
+enum MHD_Result obs_deep_hook_serve(struct obs_deep_hook *h, struct MHD_Connection *conn,
+				    const char *upload, size_t *upload_size, void **con_cls);
+/* MHD_OPTION_NOTIFY_COMPLETED: frees a notification body a client abandoned. */
+void obs_deep_hook_done(void *cls, struct MHD_Connection *conn, void **con_cls,
+			enum MHD_RequestTerminationCode toe);
 /* Applies what the webhook asked for since the last call; whether the deep tier is on. */
 int obs_deep_hook_apply(struct obs_deep_hook *h, struct nbpf_obs *obs);
 /* observe --deep-listen ADDR:PORT: a receiver of its own; 0, or < 0 on a bad address or bind. */

@@ -56,7 +56,7 @@ static int hook_verdict(const char *body)
 	return 0;
 }
 
-int obs_deep_hook_serve(struct obs_deep_hook *h, struct MHD_Connection *conn,
+enum MHD_Result obs_deep_hook_serve(struct obs_deep_hook *h, struct MHD_Connection *conn,
 				    const char *upload, size_t *upload_size, void **con_cls)
 {
 	static const char ok[] = "ok\n", bad[] = "want an Alertmanager webhook notification\n";
@@ -100,6 +100,21 @@ int obs_deep_hook_serve(struct obs_deep_hook *h, struct MHD_Connection *conn,
 	ret = MHD_queue_response(conn, v ? MHD_HTTP_OK : MHD_HTTP_BAD_REQUEST, resp);
 	MHD_destroy_response(resp);
 	return ret;
+}
+
+void obs_deep_hook_done(void *cls, struct MHD_Connection *conn, void **con_cls,
+			enum MHD_RequestTerminationCode toe)
+{
+	struct body *b = *con_cls;
+
+	(void)cls;
+	(void)conn;
+	(void)toe;
+	if (b) {
+		free(b->buf);
+		free(b);
+		*con_cls = NULL;
+	}
 }
 
 int obs_deep_hook_apply(struct obs_deep_hook *h, struct nbpf_obs *obs)
@@ -164,7 +179,8 @@ int obs_deep_hook_listen(struct obs_deep_hook *h, const char *addr)
 	h->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, (uint16_t)port,
 				     NULL, NULL, serve, h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
 				     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)10,
-				     MHD_OPTION_CONNECTION_LIMIT, (unsigned int)16, MHD_OPTION_END);
+				     MHD_OPTION_CONNECTION_LIMIT, (unsigned int)16,
+				     MHD_OPTION_NOTIFY_COMPLETED, obs_deep_hook_done, NULL, MHD_OPTION_END);
 	return h->daemon ? 0 : -2;
 }
 
