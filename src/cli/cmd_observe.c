@@ -174,10 +174,16 @@ static void procs_update(struct obs_state *s, struct nbpf_obs *obs, enum obs_mod
 			s->exited[s->n_exited++] = s->procs[i].pid;
 	}
 	n = mode == OBS_MODE_CGROUP ? 0 : nbpf_obs_targets(obs, pids, 4096);
-	for (int i = 0; i < n && i < 4096; i++)
+	for (int i = 0; i < n && i < 4096; i++) {
+		if (obs_proc_find(s, pids[i]))
+			continue;
+		/* A child that came and went between two samples: its pid may be reused. */
+		if (obs_proc_gone(pids[i]))
+			nbpf_obs_del_pid(obs, pids[i]);
 		/* add_pid again: a process watched by pid gets its own CUDA uprobes. */
-		if (!obs_proc_find(s, pids[i]) && !obs_proc_gone(pids[i]) && obs_proc_add(s, pids[i]))
+		else if (obs_proc_add(s, pids[i]))
 			nbpf_obs_add_pid(obs, pids[i]);
+	}
 	if (s->auto_mode) {
 		before = s->n_procs;
 		obs_discover(s);
