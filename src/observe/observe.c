@@ -401,20 +401,24 @@ static void sched_route(struct nbpf_obs *obs, struct obs_set *s)
 }
 
 /*
- * The program that makes a target's forked children targets (obs_fork):
- * one instance, in the first set loaded, for pid and comm targets.
+ * The programs that make a target's forked children targets (obs_fork) and
+ * take exited processes out (obs_exit): one instance each, in the first set
+ * loaded, for pid and comm targets.
  */
 static void fork_select(struct nbpf_obs *obs, struct obs_set *s)
 {
-	static const struct prog_spec fork = { "obs_fork", TP_BTF, "sched", "sched_process_fork",
-					       "", "", false };
-	struct bpf_program *p = bpf_object__find_program_by_name(s->obj, fork.prog);
-	bool on = !obs->fork_loaded && obs->cfg.mode != OBS_MODE_CGROUP &&
-		  obs_tp_present(obs, &fork, fork.tp);
+	static const struct prog_spec specs[] = {
+		{ "obs_fork", TP_BTF, "sched", "sched_process_fork", "", "", false },
+		{ "obs_exit", TP_BTF, "sched", "sched_process_exit", "", "", false },
+	};
+	bool on = !obs->fork_loaded && obs->cfg.mode != OBS_MODE_CGROUP;
 
-	if (!p)
-		return;
-	bpf_program__set_autoload(p, on);
+	for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
+		struct bpf_program *p = bpf_object__find_program_by_name(s->obj, specs[i].prog);
+
+		if (p)
+			bpf_program__set_autoload(p, on && obs_tp_present(obs, &specs[i], specs[i].tp));
+	}
 	obs->fork_loaded |= on;
 }
 
@@ -498,12 +502,12 @@ static int set_attach(struct nbpf_obs *obs, int set)
 					sp->cat ? sp->cat : "fentry", obs_tp_name(obs, sp, nb, sizeof(nb)),
 					strerror(-err));
 	}
-	{
-		struct bpf_program *p = bpf_object__find_program_by_name(s->obj, "obs_fork");
+	for (int i = 0; i < 2; i++) {
+		const char *name = i ? "obs_exit" : "obs_fork";
+		struct bpf_program *p = bpf_object__find_program_by_name(s->obj, name);
 
 		if (p && bpf_program__autoload(p) && (err = add_link(s, bpf_program__attach(p))))
-			return nbpf_err(err, "%s: attaching obs_fork to sched/sched_process_fork: %s",
-					set_names[set], strerror(-err));
+			return nbpf_err(err, "%s: attaching %s: %s", set_names[set], name, strerror(-err));
 	}
 	if (set == NBPF_OBS_GPU && obs->libcuda[0]) {
 		int n = 0;

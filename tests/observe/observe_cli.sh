@@ -14,7 +14,7 @@ fi
 ours() {
 	# Programs of ours in the kernel (bpftool when present, else none to compare).
 	if command -v bpftool >/dev/null 2>&1; then
-		bpftool prog list 2>/dev/null | grep -cE ' name (io_block_|io_uring_submit|io_uring_done|io_pcache_|net_iter|net_state|net_retrans|obs_fork|sched_sw|sched_wake|sched_migrate|gpu_launch|gpu_sync_|gpu_copy_|gpu_ioctl_)'
+		bpftool prog list 2>/dev/null | grep -cE ' name (io_block_|io_uring_submit|io_uring_done|io_pcache_|net_iter|net_state|net_retrans|obs_fork|obs_exit|sched_sw|sched_wake|sched_migrate|gpu_launch|gpu_sync_|gpu_copy_|gpu_ioctl_)'
 	else
 		echo 0
 	fi

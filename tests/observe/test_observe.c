@@ -1297,6 +1297,10 @@ static void follow_case(struct nbpf_obs_opts *o, const char *what, const char *d
 	       what, (int)child, n, (unsigned long long)got, nt);
 	CHECK(got == (uint64_t)n, "%s: the forked worker's reads counted %llu of %d", what,
 	      (unsigned long long)got, n);
+	/* It exited: out of the table, so a process given its pid later is not counted. */
+	for (int i = 0; i < nt && i < 8; i++)
+		CHECK(targets[i] != (int)child, "%s: the exited worker %d is still a target", what,
+		      (int)child);
 	nbpf_obs_snap_free(&s);
 	nbpf_obs_close(obs);
 }
@@ -1345,7 +1349,7 @@ static __u32 first_id;
 static int our_progs(void)
 {
 	static const char *const names[] = { "io_block_", "io_uring_submit", "io_uring_done",
-					     "io_pcache_", "net_iter", "net_state", "net_retrans", "obs_fork",
+					     "io_pcache_", "net_iter", "net_state", "net_retrans", "obs_fork", "obs_exit",
 					     "sched_sw", "sched_wake", "sched_migrate", "gpu_launch",
 					     "gpu_sync_", "gpu_copy_", "gpu_ioctl_" };
 	__u32 id = first_id;

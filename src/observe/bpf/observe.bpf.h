@@ -137,6 +137,25 @@ int BPF_PROG(obs_fork, struct task_struct *parent, struct task_struct *child)
 }
 
 /*
+ * A target process that exits leaves the table (its last thread's exit:
+ * the group's live count is 0 by then), so a later process given the same
+ * pid is not counted.  Loaded with obs_fork.
+ */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(obs_exit, struct task_struct *p)
+{
+	__u32 tgid = p->tgid, w = tgid / 64;
+	__u64 *bits, m = 1ull << (tgid % 64);
+
+	if (obs_cfg.mode == OBS_MODE_CGROUP || BPF_CORE_READ(p, signal, live.counter))
+		return 0;
+	bits = bpf_map_lookup_elem(&targets, &w);
+	if (bits && (*bits & m))
+		__sync_fetch_and_and(bits, ~m);
+	return 0;
+}
+
+/*
  * The histogram slot of v: floor(log2(v)), capped.  A global (not inlined)
  * function on purpose: the verifier checks it once and the caller sees an
  * unknown slot in [0, OBS_HIST_SLOTS), so states stay prunable.  Inlined,
