@@ -21,9 +21,9 @@
  */
 struct task_ts {
 	__u64 wake, off;
-	__u64 run_in;  /* its sum_exec_runtime when it last went on a CPU; 0: not seen */
+	__u64 run_in;  /* its sum_exec_runtime when it last went on a CPU (| 1); 0: not seen */
 	__u64 ran_ns;  /* its last slice, not yet added to its process's node time */
-	__u32 ran_node, pad;
+	__u32 ran_node, in_node; /* that slice's node; the node of its last switch-in */
 };
 
 struct {
@@ -131,23 +131,24 @@ static __always_inline unsigned int task_state(struct task_struct *t)
 }
 
 /*
- * The slice prev just ran, on this CPU's node: its runtime now less its
- * runtime when it went on the CPU, which the switch-in stamped (a running
- * task cannot change CPUs without a switch).  The scheduler's own
- * prev_sum_exec_runtime would do without the stamp, but it is reset when
- * the scheduler picks the same task again, with no switch to see.  Kept in
- * the task until its next switch-in, which looks its process up anyway.
+ * Node time, all at the switch-in: the task's runtime now less its runtime
+ * at its previous switch-in is the slice it ran since, all of it on that
+ * switch-in's node (a running task cannot change CPUs without a switch),
+ * and added to its process below, where the process is looked up anyway.
+ * The scheduler's own prev_sum_exec_runtime would need no stamp, but it is
+ * reset when the scheduler picks the same task again, with no switch seen.
  */
-static __always_inline void slice_end(struct task_struct *prev, struct task_ts *t)
+static __always_inline void slice_in(struct task_struct *next, struct task_ts *t)
 {
-	__u64 sum = prev->se.sum_exec_runtime;
-	__u32 cpu = bpf_get_smp_processor_id(), *node;
+	__u64 sum = next->se.sum_exec_runtime;
+	__u32 cpu = bpf_get_smp_processor_id(), *node = bpf_map_lookup_elem(&cpu_node, &cpu);
 
-	if (t->run_in && sum > t->run_in && (node = bpf_map_lookup_elem(&cpu_node, &cpu))) {
+	if (t->run_in && sum > t->run_in) {
 		t->ran_ns = sum - t->run_in;
-		t->ran_node = *node < OBS_NUMA_NODES ? *node : OBS_NUMA_NODES - 1;
+		t->ran_node = t->in_node;
 	}
-	t->run_in = 0;
+	t->run_in = sum | 1;
+	t->in_node = node && *node < OBS_NUMA_NODES ? *node : OBS_NUMA_NODES - 1;
 }
 
 SEC("tp_btf/sched_switch")
@@ -168,21 +169,14 @@ int BPF_PROG(sched_sw, bool preempt, struct task_struct *prev, struct task_struc
 	if (obs_is_target(prev)) {
 		bool blocked = !preempt && task_state(prev) != TASK_RUNNING_;
 
-		t = bpf_task_storage_get(&task_ts, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-		if (t && (blocked || !si)) {
-			if (blocked)
-				t->off = si ? rq_clock_of(prev) : bpf_ktime_get_ns();
-			else
-				t->wake = bpf_ktime_get_ns();
-		}
-		if (t)
-			slice_end(prev, t);
+		if (blocked || !si)
+			mark(prev, blocked, si ? rq_clock_of(prev) : bpf_ktime_get_ns());
 	}
 	if (!obs_is_target(next))
 		return 0;
 	t = bpf_task_storage_get(&task_ts, next, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (t)
-		t->run_in = next->se.sum_exec_runtime | 1;
+		slice_in(next, t);
 	now = si ? rq_clock_of(next) : 0;
 	if (si)
 		queued = queued_wait(next, now, &wait);
