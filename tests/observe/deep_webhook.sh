@@ -90,7 +90,7 @@ notify() { # RECEIVER_URL firing|resolved
 # 1. observe --deep-listen: the JSON samples say when the tier was on, and what it sent.
 P=$(freeport)
 [ -n "$am_port" ] && { start_am "http://127.0.0.1:$P/deep" || { echo "FAIL alertmanager did not start"; exit 1; }; }
-"$BIN" -j observe --pid $JOB --probes sched --outlier 100000 --interval 500 --duration 9 \
+"$BIN" -j observe --pid $JOB --probes sched --outlier 100000 --interval 500 --duration 12 \
 	--deep-listen "127.0.0.1:$P" --deep-budget 200 --deep-window 30 >"$T/obs.json" 2>"$T/obs.err" &
 OBS=$!
 started="$started $OBS"
