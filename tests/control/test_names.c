@@ -446,7 +446,7 @@ static ssize_t read_all(int fd, char *buf, size_t max)
 
 static void test_export_enospc(const char *base)
 {
-	char mnt[512], errf[512], prom[600];
+	char mnt[512], errf[512], prom[600], ctl[512];
 	pid_t pid;
 	int rc;
 
@@ -457,7 +457,15 @@ static void test_export_enospc(const char *base)
 	snprintf(mnt, sizeof(mnt), "%s/tiny", base);
 	snprintf(errf, sizeof(errf), "%s/export.err", base);
 	snprintf(prom, sizeof(prom), "%s/ncclbpf.prom", mnt);
-	CHECK(mkdir(mnt, 0700) == 0);
+	snprintf(ctl, sizeof(ctl), "%s/export-ctl", base);
+	CHECK(mkdir(mnt, 0700) == 0 && mkdir(ctl, 0700) == 0);
+	/*
+	 * The exporter's own control directory: the default one is shared with
+	 * every job of this uid on the machine, and one of them stopped
+	 * (SIGSTOP) held each collection for the client's whole timeout, so
+	 * the first write came after the disk had room again.
+	 */
+	setenv("NCCLBPF_CTL_DIR", ctl, 1);
 	pid = fork();
 	if (pid == 0) {
 		static char text[1 << 20];
@@ -468,10 +476,8 @@ static void test_export_enospc(const char *base)
 
 		child_begin();
 		/*
-		 * A private mount namespace, so the tmpfs is ours alone.  1 MiB, not
-		 * less: once the filler is gone a rewrite holds the old file and its
-		 * replacement at once, and with other jobs' processes on the machine
-		 * (a parallel test run) the text is tens of KiB.
+		 * A private mount namespace, so the tmpfs is ours alone.  Room for
+		 * the old file and its replacement at once, as a rewrite needs.
 		 */
 		if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
 		    mount("tmpfs", mnt, "tmpfs", 0, "size=1m,mode=0700"))
@@ -523,6 +529,8 @@ static void test_export_enospc(const char *base)
 		CHECK(rc == 0);
 	unlink(errf);
 	rmdir(mnt);
+	rmdir(ctl);
+	unsetenv("NCCLBPF_CTL_DIR");
 }
 
 int main(void)
