@@ -27,6 +27,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -247,6 +248,30 @@ static enum MHD_Result serve(void *cls, struct MHD_Connection *conn, const char 
 	return ret;
 }
 
+/*
+ * Connections the listener holds at once.  Each slow client (a slowloris,
+ * a stuck scraper) keeps one until it goes quiet for the timeout, so a
+ * small table is easy to fill and then no scrape gets in: allow what the
+ * descriptor limit allows (raised to its hard maximum), up to 4096, and
+ * poll them with epoll, which has no FD_SETSIZE ceiling.
+ */
+static unsigned int conn_limit(void)
+{
+	struct rlimit rl;
+	rlim_t n;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return 256;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl))
+			getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	/* Room for the control sockets and map files a render opens. */
+	n = rl.rlim_cur > 320 ? rl.rlim_cur - 64 : 256;
+	return n > 4096 ? 4096 : (unsigned int)n;
+}
+
 static int parse_listen(const char *s, struct sockaddr_in *sa)
 {
 	const char *colon = strrchr(s, ':');
@@ -372,16 +397,24 @@ static int export_run(const char *listen, const char *textfile, double interval,
 
 		if (parse_listen(listen, &sa))
 			return cli_usage_error("--listen wants ADDR:PORT, e.g. 127.0.0.1:9464");
-		d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG,
+		d = MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG,
 				     ntohs(sa.sin_port), NULL, NULL, serve, &ctx,
 				     MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
 				     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)10,
-				     MHD_OPTION_CONNECTION_LIMIT, (unsigned int)32, MHD_OPTION_END);
+				     MHD_OPTION_CONNECTION_LIMIT, conn_limit(), MHD_OPTION_END);
 		if (!d) {
 			fprintf(stderr, "ncclbpf: cannot listen on %s: %s\n", listen, strerror(errno));
 			return CLI_NO;
 		}
-		fprintf(stderr, "ncclbpf: serving Prometheus metrics on http://%s/metrics\n", listen);
+		{
+			const union MHD_DaemonInfo *bi = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+			char host[INET_ADDRSTRLEN] = "?";
+
+			/* The port as bound: ADDR:0 lets the kernel choose one. */
+			inet_ntop(AF_INET, &sa.sin_addr, host, sizeof(host));
+			fprintf(stderr, "ncclbpf: serving Prometheus metrics on http://%s:%u/metrics\n", host,
+				bi ? (unsigned)bi->port : (unsigned)ntohs(sa.sin_port));
+		}
 		for (unsigned long t = 0; !stop_flag && (count < 0 || atomic_load(&ctx.scrapes) < count); t++) {
 			if (g_alerts && !(t % (unsigned long)(interval * 20 > 1 ? interval * 20 : 1)))
 				alert_poll(pids, n_pids);
