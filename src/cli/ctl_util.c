@@ -106,6 +106,22 @@ int cli_pid_err(int rc, int pid, int err, const char *em)
 	return cli_err(rc, "pid %d: %s", pid, em);
 }
 
+int cli_check_pids(const int *pids, int n)
+{
+	int rc = CLI_OK;
+
+	for (int i = 0; i < n; i++) {
+		struct nbpf_ctl_msg m;
+		const char *em;
+		int err = nbpf_ctl_call_pid(pids[i], NBPF_CTL_PS, NULL, &m, &em);
+
+		if (err)
+			rc = cli_pid_err(CLI_NO, pids[i], err, em);
+		nbpf_ctl_msg_free(&m);
+	}
+	return rc;
+}
+
 int cli_parse_pid(const char *s)
 {
 	char *end;
