@@ -96,7 +96,7 @@ const struct cli_cmd cli_cmds[] = {
 	  "[--sweep-bin PATH] [--plugin PATH] [--ngpus N] [--iters N] [--warmup N] [--run-timeout S]",
 	  "measure every (algorithm, protocol, channels) cell through the plugin and write a policy that beats NCCL's pick only outside the noise, into --out DIR (default: a new tune-DATE-TIME directory here) (docs/tune.md)" },
 	{ "version", NULL, cmd_version, "version",
-	  "the command's version, libbpf's, and the features built in" },
+	  "the command's version, libbpf's, and every feature with whether this build and machine have it" },
 	{ "help", NULL, cmd_help, "help [OBJECT [VERB]]", "this text, or one object's or verb's" },
 };
 const size_t cli_n_cmds = sizeof(cli_cmds) / sizeof(cli_cmds[0]);
