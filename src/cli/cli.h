@@ -147,6 +147,8 @@ int cli_pid_err(int rc, int pid, int err, const char *em);
 int cli_check_pids(const int *pids, int n);
 /* Parses a pid argument: >0, or -1 when s is not a pid. */
 int cli_parse_pid(const char *s);
+/* Sleeps s seconds (any length; usleep takes at most one), or until a signal. */
+void cli_nap(double s);
 /* A duration for a table cell: "-", then ns, us, ms or s with 0-2 decimals. */
 void cli_fmt_ns(char *out, size_t n, double ns);
 /*

@@ -29,7 +29,6 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -401,6 +400,26 @@ int cmd_export(struct cli *c, int argc, char **argv)
 	return export_run(c, listen, textfile, interval, count, pids, n_pids);
 }
 
+/* Replaces the exposition in *buf with its JSON document (export -j); 0 or -1. */
+static int to_json(char **buf, size_t *len)
+{
+	char *json = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&json, &n);
+	int err = !f || cli_prom_json(f, *buf);
+
+	if (f && fclose(f))
+		err = 1;
+	if (err) {
+		free(json);
+		return -1;
+	}
+	free(*buf);
+	*buf = json;
+	*len = n;
+	return 0;
+}
+
 static int export_run(const struct cli *c, const char *listen, const char *textfile,
 		      double interval, int count, const int *pids, int n_pids)
 {
@@ -451,9 +470,7 @@ static int export_run(const struct cli *c, const char *listen, const char *textf
 
 	for (int i = 0; !stop_flag && (!count || i < count); i++) {
 		if (i)
-			nanosleep(&(struct timespec){ .tv_sec = (time_t)interval,
-						      .tv_nsec = (long)((interval - (double)(time_t)interval) * 1e9) },
-				  NULL);
+			cli_nap(interval);
 		if (textfile) {
 			int err = write_textfile(textfile, pids, n_pids);
 
@@ -478,10 +495,10 @@ static int export_run(const struct cli *c, const char *listen, const char *textf
 
 			if (!buf)
 				return cli_err(CLI_NO, "export: cannot render the exposition");
-			if (!c->json)
-				fwrite(buf, 1, len, stdout);
-			else if (cli_prom_json(stdout, buf))
+			if (c->json && to_json(&buf, &len))
 				cli_err(0, "export: cannot read the exposition back as JSON");
+			else
+				fwrite(buf, 1, len, stdout);
 			fflush(stdout);
 			free(buf);
 		}

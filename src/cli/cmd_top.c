@@ -226,9 +226,7 @@ int cmd_top(struct cli *c, int argc, char **argv)
 		int got;
 
 		if (iter > 1)
-			nanosleep(&(struct timespec){ .tv_sec = (time_t)interval,
-						      .tv_nsec = (long)((interval - (double)(time_t)interval) * 1e9) },
-				  NULL);
+			cli_nap(interval);
 		got = cli_tele_collect(pids, n_pids, &now, stderr);
 		t_now = mono_s();
 		secs = iter == 1 ? interval : t_now - t_prev;
