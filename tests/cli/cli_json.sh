@@ -147,6 +147,11 @@ doc "export bad listen" 2 error export --listen nowhere --count 1
 doc "report PID" 0 report -o "$T/r.html" "$P"
 jq -e '.output | endswith("/r.html")' < "$T/out" > /dev/null || bad "report -j: no output path"
 doc "report --from" 0 report --from "$T/f.prom" -o "$T/r2.html"
+# Without -o: a new file in the current directory, named by the time, its absolute path said.
+mkdir -p "$T/here" && (cd "$T/here" && "$BIN" report "$P" > "$T/here.out" 2>&1) || bad "report without -o"
+f=$(ls "$T/here"/ncclbpf-report-*.html 2> /dev/null)
+[ -s "$f" ] && grep -q "^wrote $f: " "$T/here.out" && echo "ok: report without -o" ||
+	bad "report without -o: '$f', said: $(cat "$T/here.out")"
 doc "report missing --from" 2 error report --from "$T/missing.prom"
 doc "report both" 2 error report --from "$T/f.prom" "$P"
 # ---- verify, sim, bench, tune
@@ -164,6 +169,13 @@ doc "bench bad calls" 2 error bench "$OBJ" --calls 5
 doc "tune" 0 tune --coll allreduce --sizes 1K:2K --channels 0,8 --reps 2 --no-compile --out "$T/tune"
 [ -s "$T/tune/tuned.bpf.c" ] || bad "tune --out: no $T/tune/tuned.bpf.c"
 doc "tune bad backend" 2 error tune --backend frob
+# CUDA and NCCL present (nccl_sweep built) but no GPU: said in so many words.
+if [ -x "$(dirname "$BIN")/bench/gpu/nccl_sweep" ] && ! ls /dev/nvidia[0-9]* > /dev/null 2>&1; then
+	doc "tune, no GPU" 1 error tune --backend nccl --coll allreduce --sizes 1K:2K --out "$T/tune-gpu"
+	grep -q "no GPU found on this machine" "$T/out" || bad "tune --backend nccl without a GPU: $(cat "$T/out")"
+else
+	echo "SKIP: tune without a GPU (no nccl_sweep in this build, or a GPU here)"
+fi
 doc "tune bad option" 2 error tune --frob
 # ---- observe, loop (kernel probes need root and BTF; their errors need neither)
 doc "observe bad probes" 2 error observe --probes frob
