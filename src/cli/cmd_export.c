@@ -358,8 +358,11 @@ int cmd_export(struct cli *c, int argc, char **argv)
 		return cli_usage_error("--listen and --textfile exclude each other");
 	if (g_alerts && strncmp(alerts.url, "http://", 7))
 		return cli_usage_error("--alert-webhook wants an http:// URL");
-	/* A named process that runs no plugin is an error, never an export of nothing. */
-	if (cli_check_pids(pids, n_pids))
+	/*
+	 * A named process that runs no plugin is an error, never an export of
+	 * nothing; with --observe any process can be named (a data loader).
+	 */
+	if (!observe && cli_check_pids(pids, n_pids))
 		return CLI_NO;
 	if (observe) {
 #ifdef NCCLBPF_HAVE_OBSERVE

@@ -59,7 +59,7 @@ lines() {
 }
 
 # ---- a live job to point the process verbs at
-"$BIN" sim --serve "$POL/latency_hist.bpf.o:$OBJ" --ranks 4 --rate 500 --duration 60 > "$T/serve.out" 2>&1 &
+"$BIN" sim --serve "$POL/latency_hist.bpf.o:$OBJ" --ranks 4 --rate 500 --duration 900 > "$T/serve.out" 2>&1 &
 P=$!
 trap 'kill $P 2> /dev/null' EXIT
 i=0
