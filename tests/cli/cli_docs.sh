@@ -98,6 +98,9 @@ if command -v curl > /dev/null && command -v bash > /dev/null; then
 	(cd "$T/readme" && env -u NCCLBPF_LOG NCCLBPF_CTL_DIR="$T/readme/ctl" timeout 120 bash using.sh) \
 		> "$T/readme/out" 2>&1
 	rc=$?
+	# The job prints what it did once the kill reaches it, after the shell is done.
+	i=0
+	while [ $i -lt 600 ] && ! grep -q "collectives per rank" "$T/readme/out"; do sleep 0.1; i=$((i + 1)); done
 	grep -q "INFO" "$T/readme/out" && bad "README's Using it: INFO lines in the terminal"
 	grep -q "loaded .*slo_enforcer.bpf.o.*active from call" "$T/readme/out" || bad "README's Using it: no reload"
 	grep -q "^ncclbpf_tuner_calls_total" "$T/readme/out" || bad "README's Using it: no scrape"

@@ -444,6 +444,25 @@ static ssize_t read_all(int fd, char *buf, size_t max)
 	return (ssize_t)n;
 }
 
+/* Waits up to secs seconds for needle in the file; true once it is there. */
+static bool file_says(const char *path, const char *needle, int secs)
+{
+	static char text[1 << 16];
+
+	for (int i = 0; i < secs * 20; i++) {
+		int fd = open(path, O_RDONLY);
+		ssize_t k = fd >= 0 ? read_all(fd, text, sizeof(text) - 1) : -1;
+
+		if (fd >= 0)
+			close(fd);
+		text[k > 0 ? k : 0] = 0;
+		if (strstr(text, needle))
+			return true;
+		usleep(50 * 1000);
+	}
+	return false;
+}
+
 static void test_export_enospc(const char *base)
 {
 	char mnt[512], errf[512], prom[600], ctl[512];
@@ -494,12 +513,18 @@ static void test_export_enospc(const char *base)
 
 			dup2(e, 2);
 			execl(CTL_CLI, CTL_CLI, "export", "--textfile", prom, "--interval", "0.2",
-			      "--count", "10", (char *)NULL);
+			      (char *)NULL);
 			_exit(127);
 		}
-		usleep(700 * 1000); /* the first writes fail */
+		/*
+		 * Events, not sleeps: a slow start (a loaded machine, ASan) must not
+		 * let the first write come after the disk has room again.
+		 */
+		CHECK_MSG(file_says(errf, "No space left", 60), "no write failed on the full disk");
 		CHECK(access(prom, F_OK) != 0);
 		unlink(filler);
+		CHECK_MSG(file_says(errf, "written again", 60), "no write after the disk had room");
+		kill(ex, SIGTERM);
 		CHECK_MSG(wait_child(ex) == 0, "the exporter gave up");
 		fd = open(prom, O_RDONLY);
 		k = fd >= 0 ? read_all(fd, text, sizeof(text) - 1) : -1;
