@@ -20,7 +20,6 @@
 #include "emulator/emu_cli.h"
 #include "tune/tune.h"
 
-
 static int parse_long(const char *s, long min, long max, long *out)
 {
 	char *end;

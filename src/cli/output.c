@@ -118,6 +118,7 @@ void cli_doc_begin(bool json)
 		close(doc.saved_fd);
 		doc.saved_fd = -1;
 	}
+	/* glibc's stdout is a variable its manual lets programs assign. */
 	doc.real = stdout;
 	stdout = mem;
 	doc.held = true;
