@@ -5,8 +5,16 @@
 set -e
 cd "$(dirname "$0")/.."
 sh scripts/deps.sh
-cmake -S . -B build -G Ninja >/dev/null
+# CMake leaves out what this machine cannot build (observe without bpftool or
+# kernel BTF, the GPU sweep without CUDA): say so instead of hiding it.
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+cmake -S . -B build -G Ninja >"$log" 2>&1 || { cat "$log"; exit 1; }
+grep -E 'skipped|not built|not found' "$log" | sed 's/^-- /== left out: /' ||
+	echo "== nothing left out"
 cmake --build build
+echo "== ncclbpf version (what this build and machine have)"
+build/ncclbpf version
 POLICY=${1:-size_aware}
 OBJ=build/policies/$POLICY.bpf.o
 echo "== ncclbpf verify $OBJ"

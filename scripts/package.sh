@@ -2,7 +2,7 @@
 # Builds the Debian package (cpack -G DEB) in BUILD_DIR (default build/),
 # configured for /usr.  With --smoke (as root, on a machine that may change
 # its packages): installs it with apt-get, checks that the installed command
-# verifies and simulates a shipped policy with the installed plugin, that
+# verifies, simulates and tunes with the installed plugin and policies, that
 # NCCL's short names and the pkg-config file are in place, then removes it.
 set -e
 cd "$(dirname "$0")/.."
@@ -30,6 +30,14 @@ cd /
 ncclbpf verify /usr/share/ncclbpf/policies/size_aware.bpf.o
 env -u NCCLBPF_PLUGIN NCCLBPF_LOG=none ncclbpf sim /usr/share/ncclbpf/policies/size_aware.bpf.o \
 	--coll allreduce --ranks 8 --sizes 4K:16M | grep -q '^AllReduce'
+# tune finds its sweep policy and (with clang, only suggested) policy.h where the package put them.
+out=$(mktemp -d)
+nc=--no-compile
+command -v clang >/dev/null && nc=
+env -u NCCLBPF_PLUGIN NCCLBPF_LOG=none ncclbpf tune --coll allreduce --sizes 1K:2K --channels 0,8 \
+	--reps 2 --out "$out/t" $nc >/dev/null
+[ -s "$out/t/tuned.bpf.c" ] && { [ -n "$nc" ] || [ -s "$out/t/tuned.bpf.o" ]; }
+rm -rf "$out"
 for kind in tuner profiler env net; do
 	# NCCL_<KIND>_PLUGIN=ncclbpf: a link on the loader's default path, resolving.
 	lib=$(printf '%s\n' "$files" | grep "/libnccl-$kind-ncclbpf.so\$")

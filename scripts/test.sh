@@ -26,4 +26,10 @@ fi
 cmake -S . -B "$BUILD_DIR" -G Ninja $EXTRA
 cmake --build "$BUILD_DIR"
 cd "$BUILD_DIR"
-ctest --output-on-failure -j "$(nproc)" --timeout 900 ${CTEST_ARGS:-}
+# A default runtime directory (control sockets, map files) of this run's
+# own: the machine-wide one (/tmp/ncclbpf-<uid>) holds every other job and
+# test suite of the user, and tests that ask "every process" would reach
+# theirs (a stopped one held an exporter for the client's whole timeout).
+run=$(mktemp -d /dev/shm/ncclbpf-suite.XXXXXX 2>/dev/null || mktemp -d)
+trap 'rm -rf "$run"' EXIT
+XDG_RUNTIME_DIR=$run ctest --output-on-failure -j "$(nproc)" --timeout 900 ${CTEST_ARGS:-}

@@ -3,9 +3,12 @@
  * cli.h - the ncclbpf command's subcommands and shared output helpers.
  *
  * bpftool style: `ncclbpf OBJECT VERB [ARGS]`, `-j` for JSON anywhere (one
- * document per run), `-p` for the same JSON indented.
- * Exit status: 0 success, 1 a negative verdict (e.g. verify rejected),
- * 2 usage errors and unreadable or malformed input.
+ * document per run, errors included: output.c), `-p` for the same JSON
+ * indented.
+ * Exit status (docs/man/ncclbpf.txt, EXIT STATUS): 0 success; 1 the
+ * operation failed or its verdict is negative (verify rejected, a reload
+ * refused, a named process not running the plugin); 2 usage errors and
+ * unreadable or malformed input.
  */
 #ifndef NCCLBPF_CLI_H
 #define NCCLBPF_CLI_H
@@ -16,7 +19,7 @@
 struct cli {
 	bool json;
 	bool pretty;      /* -p: json, indented by a filter on stdout */
-	bool doc_open;    /* a JSON document is being written: errors go to stderr */
+	bool doc_open;    /* unused: the document writer (output.c) needs no help */
 	const char *prog; /* argv[0] */
 };
 
@@ -60,9 +63,9 @@ int cmd_loop_kernel(struct cli *c, int argc, char **argv); /* loop_kernel.c: loo
 int cli_help(const char *object, const char *verb);
 
 /*
- * The one error path: "ncclbpf: MSG" on stderr, or under -j the document
- * {"error":"MSG"} on stdout.  Returns rc.  Say what is wrong once and what
- * to do about it.
+ * The one error path (output.c): "ncclbpf: MSG" on stderr, or under -j a
+ * part of the one document on stdout ({"error":"MSG"}).  Returns rc.  Say
+ * what is wrong once and what to do about it.
  */
 __attribute__((format(printf, 2, 3)))
 int cli_err(int rc, const char *fmt, ...);
@@ -72,6 +75,19 @@ __attribute__((format(printf, 1, 2)))
 int cli_usage_error(const char *fmt, ...);
 /* JSON string literal (quoted, escaped) to f. */
 void cli_json_str(FILE *f, const char *s);
+
+/*
+ * Under -j (json), holds what the verb writes to stdout until cli_doc_end
+ * writes the one document, with the errors cli_err recorded (output.c).
+ */
+void cli_doc_begin(bool json);
+void cli_doc_end(void);
+/*
+ * For verbs that report as they go (top, observe, export to stdout): from
+ * now on stdout is a stream of JSON documents, one per line; an error is
+ * a {"error":"MSG"} line.  Nothing without -j.
+ */
+void cli_json_stream(const struct cli *c);
 
 /*
  * getopt_long over a verb's arguments, where argv[0] is the verb or
@@ -87,6 +103,13 @@ extern int cli_optind; /* first operand once cli_getopt returned -1 */
 /* Every entry of an OBJ[:OBJ...] list is a regular file; else usage error. */
 int cli_check_spec(const char *spec, const char *verb);
 
+/* Output files (outfiles.c).  mkdir -p; 0 or a negative errno. */
+int cli_mkdirs(const char *dir);
+/* PREFIX + local time (YYYYmmdd-HHMMSS) + SUFFIX: a default a second run does not overwrite. */
+void cli_stamp_name(char *out, size_t n, const char *prefix, const char *suffix);
+/* path made absolute (out, n: PATH_MAX) for "wrote ..." lines; path itself when it cannot be. */
+const char *cli_abspath(const char *path, char *out, size_t n);
+
 /* -p: indents what the verb writes to stdout (json_pretty.c). */
 int cli_pretty_begin(void);
 void cli_pretty_end(void);
@@ -98,6 +121,9 @@ int cli_btf_json(FILE *f, const struct btf *btf, unsigned int id, const void *da
 /* The key and value type ids of map in the object's ".maps" BTF (0: undeclared); -ENOENT. */
 int cli_btf_map_types(const struct btf *btf, const char *map, unsigned int *key_id,
 		      unsigned int *val_id);
+
+/* Prometheus text as {"metrics":[{name,labels,value}]} (export_json.c); -1 if malformed. */
+int cli_prom_json(FILE *f, const char *text);
 
 /* Adds the maps every process's policy declares for export (export_maps.c). */
 struct nbpf_export_set;
@@ -113,8 +139,16 @@ void cli_rec_json_fields(FILE *f, const struct nbpf_ctl_rec *rec);
 void cli_rec_json(FILE *f, const struct nbpf_ctl_rec *rec);
 /* Reports a failed call to pid (not running the plugin, or em); returns rc. */
 int cli_pid_err(int rc, int pid, int err, const char *em);
+/*
+ * Each named process answers on its control socket: CLI_OK, else CLI_NO
+ * after cli_pid_err for each that does not (the same words and exit status
+ * in every verb that takes pids).
+ */
+int cli_check_pids(const int *pids, int n);
 /* Parses a pid argument: >0, or -1 when s is not a pid. */
 int cli_parse_pid(const char *s);
+/* Sleeps s seconds (any length; usleep takes at most one), or until a signal. */
+void cli_nap(double s);
 /* A duration for a table cell: "-", then ns, us, ms or s with 0-2 decimals. */
 void cli_fmt_ns(char *out, size_t n, double ns);
 /*

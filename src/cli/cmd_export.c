@@ -27,6 +27,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -282,6 +283,30 @@ static enum MHD_Result serve(void *cls, struct MHD_Connection *conn, const char 
 	return ret;
 }
 
+/*
+ * Connections the listener holds at once.  Each slow client (a slowloris,
+ * a stuck scraper) keeps one until it goes quiet for the timeout, so a
+ * small table is easy to fill and then no scrape gets in: allow what the
+ * descriptor limit allows (raised to its hard maximum), up to 4096, and
+ * poll them with epoll, which has no FD_SETSIZE ceiling.
+ */
+static unsigned int conn_limit(void)
+{
+	struct rlimit rl;
+	rlim_t n;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return 256;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl))
+			getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	/* Room for the control sockets and map files a render opens. */
+	n = rl.rlim_cur > 320 ? rl.rlim_cur - 64 : 256;
+	return n > 4096 ? 4096 : (unsigned int)n;
+}
+
 static int parse_listen(const char *s, struct sockaddr_in *sa)
 {
 	const char *colon = strrchr(s, ':');
@@ -308,8 +333,22 @@ static int parse_listen(const char *s, struct sockaddr_in *sa)
 	return 0;
 }
 
-static int export_run(const char *listen, const char *textfile, double interval, int count,
-		      const int *pids, int n_pids);
+static int export_run(const struct cli *c, const char *listen, const char *textfile,
+		      double interval, int count, const int *pids, int n_pids);
+
+/* What is wrong with an argument export did not take. */
+static int arg_error(const char *a)
+{
+	static const char *const with_value[] = { "--listen", "--textfile", "--interval", "--count",
+						  "--observe", "--alert-webhook", "--alert-p99" };
+
+	for (size_t i = 0; i < sizeof(with_value) / sizeof(with_value[0]); i++)
+		if (!strcmp(a, with_value[i]))
+			return cli_usage_error("export: option '%s' needs a value", a);
+	if (a[0] == '-')
+		return cli_usage_error("export: unknown option '%s' (ncclbpf help export)", a);
+	return cli_usage_error("export: '%s' is not a process id (at most 64)", a);
+}
 
 int cmd_export(struct cli *c, int argc, char **argv)
 {
@@ -320,7 +359,6 @@ int cmd_export(struct cli *c, int argc, char **argv)
 	int count = -1, pids[64], n_pids = 0;
 	char *end;
 
-	(void)c;
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--listen") && i + 1 < argc) {
 			listen = argv[++i];
@@ -352,23 +390,30 @@ int cmd_export(struct cli *c, int argc, char **argv)
 			textfile = argv[++i];
 		} else if (!strcmp(argv[i], "--interval") && i + 1 < argc) {
 			interval = strtod(argv[++i], &end);
-			if (*end || !(interval > 0))
-				return cli_usage_error("--interval needs seconds > 0");
+			if (*end || !(interval > 0) || interval > 86400)
+				return cli_usage_error("export: --interval: expected seconds > 0 (at most 86400), got '%s'",
+						       argv[i]);
 		} else if (!strcmp(argv[i], "--count") && i + 1 < argc) {
-			count = atoi(argv[++i]);
-			if (count <= 0)
-				return cli_usage_error("--count needs a positive number");
+			count = (int)strtol(argv[++i], &end, 10);
+			if (*end || count <= 0)
+				return cli_usage_error("export: --count: expected a positive number, got '%s'",
+						       argv[i]);
 		} else if (cli_parse_pid(argv[i]) > 0 && n_pids < 64) {
 			pids[n_pids++] = cli_parse_pid(argv[i]);
 		} else {
-			return cli_usage_error("usage: export [--listen ADDR:PORT | --textfile PATH] "
-					       "[--interval S] [--count N] [--observe io,net,sched,gpu] [PID...]");
+			return arg_error(argv[i]);
 		}
 	}
 	if (listen && textfile)
 		return cli_usage_error("--listen and --textfile exclude each other");
 	if (g_alerts && strncmp(alerts.url, "http://", 7))
 		return cli_usage_error("--alert-webhook wants an http:// URL");
+	/*
+	 * A named process that runs no plugin is an error, never an export of
+	 * nothing; with --observe any process can be named (a data loader).
+	 */
+	if (!observe && cli_check_pids(pids, n_pids))
+		return CLI_NO;
 	if (observe) {
 #ifdef NCCLBPF_HAVE_OBSERVE
 		struct nbpf_obs_opts o = { .mode = OBS_MODE_PIDS, .strict = true,
@@ -404,7 +449,7 @@ int cmd_export(struct cli *c, int argc, char **argv)
 		if (rc == -1)
 			rc = cli_err(CLI_NO, "export --observe: %s", ncclbpf_errmsg());
 		else if (!rc)
-			rc = export_run(listen, textfile, interval, count, pids, n_pids);
+			rc = export_run(c, listen, textfile, interval, count, pids, n_pids);
 		nbpf_obs_close(g_obs);
 		g_obs = NULL;
 		if (g_deep_log)
@@ -419,11 +464,31 @@ int cmd_export(struct cli *c, int argc, char **argv)
 		return cli_err(CLI_NO, "export --observe: this build has no kernel probes");
 #endif
 	}
-	return export_run(listen, textfile, interval, count, pids, n_pids);
+	return export_run(c, listen, textfile, interval, count, pids, n_pids);
 }
 
-static int export_run(const char *listen, const char *textfile, double interval, int count,
-		      const int *pids, int n_pids)
+/* Replaces the exposition in *buf with its JSON document (export -j); 0 or -1. */
+static int to_json(char **buf, size_t *len)
+{
+	char *json = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&json, &n);
+	int err = !f || cli_prom_json(f, *buf);
+
+	if (f && fclose(f))
+		err = 1;
+	if (err) {
+		free(json);
+		return -1;
+	}
+	free(*buf);
+	*buf = json;
+	*len = n;
+	return 0;
+}
+
+static int export_run(const struct cli *c, const char *listen, const char *textfile,
+		      double interval, int count, const int *pids, int n_pids)
 {
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
@@ -431,25 +496,30 @@ static int export_run(const char *listen, const char *textfile, double interval,
 
 	if (listen) {
 		struct export_ctx ctx = { .pids = pids, .n_pids = n_pids };
+		const union MHD_DaemonInfo *bi;
+		char host[INET_ADDRSTRLEN] = "?";
 		struct sockaddr_in sa;
 		struct MHD_Daemon *d;
+		unsigned int port;
 
 		if (parse_listen(listen, &sa))
 			return cli_usage_error("--listen wants ADDR:PORT, e.g. 127.0.0.1:9464");
-		d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG,
+		d = MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG,
 				     ntohs(sa.sin_port), NULL, NULL, serve, &ctx,
 				     MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
 				     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)10,
-				     MHD_OPTION_CONNECTION_LIMIT, (unsigned int)32,
+				     MHD_OPTION_CONNECTION_LIMIT, conn_limit(),
 #ifdef NCCLBPF_HAVE_OBSERVE
 				     MHD_OPTION_NOTIFY_COMPLETED, obs_deep_hook_done, NULL,
 #endif
 				     MHD_OPTION_END);
-		if (!d) {
-			fprintf(stderr, "ncclbpf: cannot listen on %s: %s\n", listen, strerror(errno));
-			return CLI_NO;
-		}
-		fprintf(stderr, "ncclbpf: serving Prometheus metrics on http://%s/metrics\n", listen);
+		if (!d)
+			return cli_err(CLI_NO, "export: cannot listen on %s: %s", listen, strerror(errno));
+		bi = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+		/* The port as bound: ADDR:0 lets the kernel choose one. */
+		inet_ntop(AF_INET, &sa.sin_addr, host, sizeof(host));
+		port = bi ? bi->port : ntohs(sa.sin_port);
+		fprintf(stderr, "ncclbpf: serving Prometheus metrics on http://%s:%u/metrics\n", host, port);
 		for (unsigned long t = 0; !stop_flag && (count < 0 || atomic_load(&ctx.scrapes) < count); t++) {
 			if (g_alerts && !(t % (unsigned long)(interval * 20 > 1 ? interval * 20 : 1)))
 				alert_poll(pids, n_pids);
@@ -459,16 +529,22 @@ static int export_run(const char *listen, const char *textfile, double interval,
 			usleep(50 * 1000);
 		}
 		MHD_stop_daemon(d);
+		if (c->json)
+			printf("{\"listen\":\"%s:%u\",\"scrapes\":%d}\n", host, port,
+			       atomic_load(&ctx.scrapes));
 		return CLI_OK;
 	}
 	if (count < 0)
 		count = textfile ? 0 : 1; /* 0: forever */
+	/* To stdout under -j: one document per collection, one per line. */
+	if (!textfile)
+		cli_json_stream(c);
 	/* The error of the last textfile write, 0 once it worked. */
-	int failing = 0;
+	int failing = 0, writes = 0, failed = 0;
 
 	for (int i = 0; !stop_flag && (!count || i < count); i++) {
 		if (i)
-			usleep((useconds_t)(interval * 1e6));
+			cli_nap(interval);
 		if (textfile) {
 			int err = write_textfile(textfile, pids, n_pids);
 
@@ -477,23 +553,35 @@ static int export_run(const char *listen, const char *textfile, double interval,
 			 * complete file in place, say so once per episode, and try
 			 * again at the next interval.  A one-shot write reports it.
 			 */
-			if (err && err != failing)
-				fprintf(stderr, "ncclbpf: %s: %s%s\n", textfile, strerror(-err),
-					count == 1 ? "" : "; the previous file is kept, retrying every interval");
+			if (err && count == 1)
+				cli_err(0, "export: %s: %s", textfile, strerror(-err));
+			else if (err && err != failing)
+				fprintf(stderr, "ncclbpf: %s: %s; the previous file is kept, retrying every interval\n",
+					textfile, strerror(-err));
 			else if (!err && failing)
 				fprintf(stderr, "ncclbpf: %s: written again\n", textfile);
 			failing = err;
+			writes += !err;
+			failed += !!err;
 		} else {
 			size_t len = 0;
 			char *buf = render(pids, n_pids, &len);
 
 			if (!buf)
-				return CLI_NO;
-			fwrite(buf, 1, len, stdout);
+				return cli_err(CLI_NO, "export: cannot render the exposition");
+			if (c->json && to_json(&buf, &len))
+				cli_err(0, "export: cannot read the exposition back as JSON");
+			else
+				fwrite(buf, 1, len, stdout);
 			fflush(stdout);
 			free(buf);
 		}
 		alert_poll(pids, n_pids);
+	}
+	if (textfile && c->json) {
+		printf("{\"textfile\":");
+		cli_json_str(stdout, textfile);
+		printf(",\"writes\":%d,\"failed\":%d}\n", writes, failed);
 	}
 	return failing ? CLI_NO : CLI_OK;
 }

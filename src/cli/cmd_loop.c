@@ -87,8 +87,7 @@ int cmd_loop(struct cli *c, int argc, char **argv)
 	for (int i = 0; i < argc && strcmp(argv[i], "--"); i++)
 		if (!strcmp(argv[i], "--kernel"))
 			return cmd_loop_kernel(c, argc, argv);
-	optind = 0;
-	while ((ch = getopt_long(argc + 1, argv - 1, "q", opts, NULL)) != -1) {
+	while ((ch = cli_getopt(argc + 1, argv - 1, "q", opts, "loop")) != -1) {
 		switch (ch) {
 		case 'c':
 			if ((o.n_cand = parse_list(optarg, o.cand, NBPF_LOOP_MAX_CAND)) < 1)
@@ -110,11 +109,11 @@ int cmd_loop(struct cli *c, int argc, char **argv)
 		case 'N': o.nodes = atoi(optarg); break;
 		case 'q': o.log = NULL; break;
 		default:
-			return cli_usage_error("usage: loop [--channels LIST] [--window N] [--margin N] ...");
+			return CLI_USAGE; /* cli_getopt named the option */
 		}
 	}
-	if (optind != argc + 1)
-		return cli_usage_error("loop: unexpected argument '%s'", argv[optind - 1]);
+	if (cli_optind != argc + 1)
+		return cli_usage_error("loop: unexpected argument '%s'", argv[cli_optind - 1]);
 	if (o.share_dir && (!o.node || o.nodes < 1))
 		return cli_usage_error("--share-dir needs --node NAME and --nodes K");
 	if (o.window < 1 || o.timeout_ms < 1)

@@ -207,6 +207,10 @@ static int map_show(struct cli *c, int argc, char **argv)
 
 	if (n < 0)
 		return CLI_USAGE;
+	if (cli_check_pids(pids, n)) {
+		free(pids);
+		return CLI_NO;
+	}
 	if (c->json) {
 		putchar('[');
 		c->doc_open = true;

@@ -378,6 +378,8 @@ int cmd_observe(struct cli *c, int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	t0 = t_prev = mono_s();
+	/* Under -j: a document per sample, one per line. */
+	cli_json_stream(c);
 	for (int iter = 1; !stop_flag; iter++) {
 		double deadline = t_prev + interval_ms / 1000, now, secs;
 		struct nbpf_obs_snap snap, d;

@@ -161,10 +161,8 @@ int cmd_ps(struct cli *c, int argc, char **argv)
 
 	if (n < 0)
 		return CLI_USAGE;
-	if (c->json) {
+	if (c->json)
 		putchar('[');
-		c->doc_open = true;
-	}
 	for (int i = 0; i < n; i++) {
 		struct nbpf_ctl_msg m;
 		const char *em;
@@ -343,10 +341,8 @@ int cmd_prog_live(struct cli *c, int argc, char **argv)
 	n = cli_target_pids(argc - 1, argv + 1, &pids);
 	if (n < 0)
 		return CLI_USAGE;
-	if (c->json) {
+	if (c->json)
 		putchar('[');
-		c->doc_open = true;
-	}
 	for (int i = 0; i < n; i++) {
 		struct nbpf_ctl_msg m;
 		const char *em;

@@ -3,7 +3,9 @@
  * cmd_report.c - `ncclbpf report [-o FILE.html] [PID... | --from FILE.prom]`:
  * one self-contained HTML page (inline SVG, no scripts, fonts or images)
  * of the plugin's collective telemetry, and of the kernel's signals where
- * the exposition carries them (a saved `export --observe`: report_kernel.c).
+ * the exposition carries them (a saved `export --observe`: report_kernel.c);
+ * without -o, a new ncclbpf-report-DATE-TIME.html in the current directory.
+ * It says the absolute path it wrote.
  *
  * A live collection is rendered to the Prometheus text first
  * (nbpf_prom_write, what `export` writes) and read back by the same parser
@@ -13,6 +15,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -382,7 +385,7 @@ static int collect_live(struct rpt *r, const int *pids, int n_pids)
 		int e = nbpf_ctl_call_pid(pids[i], NBPF_CTL_TELEMETRY, NULL, &m, &em);
 
 		if (e)
-			err = cli_pid_err(CLI_USAGE, pids[i], e, em);
+			err = cli_pid_err(CLI_NO, pids[i], e, em);
 		else
 			cli_tele_merge(&s, &m);
 		nbpf_ctl_msg_free(&m);
@@ -417,13 +420,12 @@ int cmd_report(struct cli *c, int argc, char **argv)
 		{ "from", required_argument, NULL, 'F' },
 		{ 0 },
 	};
-	const char *out = "ncclbpf-report.html", *from = NULL;
+	const char *out = NULL, *from = NULL;
 	struct rpt r = { 0 };
 	int *pids = NULL, n_pids = 0, opt, err = 0;
-	char src[256];
+	char src[256], name[64], abs[PATH_MAX];
 	FILE *f;
 
-	(void)c;
 	while ((opt = cli_getopt(argc + 1, argv - 1, "o:", opts, "report")) != -1) {
 		if (opt == 'o')
 			out = optarg;
@@ -453,22 +455,34 @@ int cmd_report(struct cli *c, int argc, char **argv)
 		if (n_pids < 0)
 			return CLI_USAGE;
 		if (!n_pids)
-			return cli_err(CLI_USAGE, "report: no process runs the plugin; give a pid or --from FILE");
+			return cli_err(CLI_NO, "report: no process runs the plugin; give a pid or --from FILE");
 		err = collect_live(&r, pids, n_pids);
 		if (err)
 			goto out;
 		snprintf(src, sizeof(src), "%d live process%s", n_pids, n_pids == 1 ? "" : "es");
 	}
+	/* No -o: a new file in the current directory, never last run's. */
+	if (!out) {
+		cli_stamp_name(name, sizeof(name), "ncclbpf-report-", ".html");
+		out = name;
+	}
 	f = fopen(out, "w");
 	if (!f) {
-		err = cli_err(1, "report: cannot write %s: %s", out, strerror(errno));
+		err = cli_err(CLI_NO, "report: cannot write %s: %s", out, strerror(errno));
 		goto out;
 	}
 	err = write_html(f, &r, src);
-	if (fclose(f) || err)
-		err = cli_err(1, "report: writing %s failed", out);
-	else
-		printf("%s: %zu size classes, %zu algorithm/protocol rows\n", out, r.n_rows, r.n_mix);
+	cli_abspath(out, abs, sizeof(abs));
+	if (fclose(f) || err) {
+		err = cli_err(CLI_NO, "report: writing %s failed", abs);
+	} else if (c->json) {
+		printf("{\"output\":");
+		cli_json_str(stdout, abs);
+		printf(",\"size_classes\":%zu,\"mix_rows\":%zu}\n", r.n_rows, r.n_mix);
+	} else {
+		printf("wrote %s: %zu size classes, %zu algorithm/protocol rows\n", abs, r.n_rows,
+		       r.n_mix);
+	}
 out:
 	free(pids);
 	free(r.rows);

@@ -45,6 +45,9 @@ static int serve(struct cli *c, const char *obj, const struct emu_topo *topo, un
 	if (emu_cli_plugin_path(plugin, sizeof(plugin)))
 		return cli_usage_error("sim: cannot find libnccl-ncclbpf.so (set NCCLBPF_PLUGIN)");
 	o.plugin = plugin;
+	/* Often run in the background of a terminal: the plugin's WARNs only, unless asked. */
+	if (!getenv("NCCLBPF_LOG"))
+		setenv("NCCLBPF_LOG", "warn", 1);
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);

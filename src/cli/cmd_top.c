@@ -1,7 +1,7 @@
 /*
- * cmd_top.c - `ncclbpf top [PID...] [--interval S] [--count N]` (also the
- * positional form `top [PID] [INTERVAL] [COUNT]`): a live table, per
- * communicator and collective, of what completed during each interval.
+ * cmd_top.c - `ncclbpf top [PID] [INTERVAL] [COUNT]` (or --interval S,
+ * --count N): a live table, per communicator and collective, of what
+ * completed during each interval; under -j a JSON document per sample.
  *
  * Latency percentiles come from the log2 histograms the profiler adapter
  * keeps (interpolated inside a bucket, so within a factor of two by
@@ -10,6 +10,7 @@
  * (n-1)/n for AllGather and ReduceScatter, 1 for Broadcast and Reduce.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -160,58 +161,63 @@ static double mono_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+static int parse_interval(const char *s, double *out)
+{
+	char *end;
+
+	*out = strtod(s, &end);
+	return *s && !*end && *out > 0 && *out <= 86400 ? 0 : -EINVAL;
+}
+
+static int parse_count(const char *s, int *out)
+{
+	char *end;
+	long v = strtol(s, &end, 10);
+
+	*out = (int)v;
+	return *s && !*end && v > 0 && v <= 1 << 30 ? 0 : -EINVAL;
+}
+
 int cmd_top(struct cli *c, int argc, char **argv)
 {
-	int pids[1], n_pids = 0, count = 0, npos = 0, rc = CLI_OK, *live = NULL, n_live;
+	static const struct option opts[] = {
+		{ "interval", required_argument, NULL, 'i' },
+		{ "count", required_argument, NULL, 'c' },
+		{ 0 },
+	};
+	int pids[1], n_pids = 0, count = 0, rc = CLI_OK, opt, k;
 	double interval = 1.0, t_prev;
 	struct nbpf_tele_set prev = { 0 };
-	char *pos[3], *end;
 
-	for (int i = 0; i < argc; i++) {
-		if (!strcmp(argv[i], "--interval") && i + 1 < argc) {
-			interval = strtod(argv[++i], &end);
-			if (*end || !(interval > 0))
-				return cli_usage_error("--interval needs seconds > 0");
-		} else if (!strcmp(argv[i], "--count") && i + 1 < argc) {
-			count = atoi(argv[++i]);
-			if (count <= 0)
-				return cli_usage_error("--count needs a positive number");
-		} else if (npos < 3 && argv[i][0] != '-') {
-			pos[npos++] = argv[i];
-		} else {
-			return cli_usage_error("usage: top [PID] [INTERVAL] [COUNT]");
-		}
+	while ((opt = cli_getopt(argc + 1, argv - 1, "", opts, "top")) != -1) {
+		if (opt == 'i' && parse_interval(optarg, &interval))
+			return cli_usage_error("top: --interval: expected seconds > 0 (at most 86400), got '%s'",
+					       optarg);
+		if (opt == 'c' && parse_count(optarg, &count))
+			return cli_usage_error("top: --count: expected a positive number, got '%s'", optarg);
+		if (opt == '?')
+			return CLI_USAGE;
 	}
 	/*
-	 * Positional [PID] [INTERVAL] [COUNT]: the first is a PID when all three
-	 * are given or when it names a live ncclbpf process, else an interval.
+	 * Positional [PID] [INTERVAL] [COUNT]: a whole number first is a PID,
+	 * which must run the plugin (a dead one is an error, never a long
+	 * interval); anything else first is the interval.
 	 */
-	if (npos) {
-		int first = cli_parse_pid(pos[0]), k = 0;
-		bool is_pid = npos == 3;
-
-		n_live = nbpf_ctl_list_pids(&live);
-		for (int i = 0; !is_pid && first > 0 && i < n_live; i++)
-			is_pid = live[i] == first;
-		free(live);
-		if (is_pid) {
-			if (first <= 0)
-				return cli_usage_error("'%s' is not a process id", pos[0]);
-			pids[n_pids++] = first;
-			k = 1;
-		}
-		if (k < npos) {
-			interval = strtod(pos[k], &end);
-			if (*end || !(interval > 0))
-				return cli_usage_error("'%s': interval must be seconds > 0", pos[k]);
-			k++;
-		}
-		if (k < npos) {
-			count = atoi(pos[k]);
-			if (count <= 0)
-				return cli_usage_error("'%s': count must be a positive number", pos[k]);
-		}
+	k = cli_optind - 1;
+	if (k < argc && cli_parse_pid(argv[k]) > 0) {
+		pids[n_pids++] = cli_parse_pid(argv[k++]);
+		if (cli_check_pids(pids, n_pids))
+			return CLI_NO;
 	}
+	if (k < argc && parse_interval(argv[k++], &interval))
+		return cli_usage_error("top: '%s' is neither a process id nor an interval in seconds",
+				       argv[k - 1]);
+	if (k < argc && parse_count(argv[k++], &count))
+		return cli_usage_error("top: '%s': count must be a positive number", argv[k - 1]);
+	if (k < argc)
+		return cli_usage_error("top: unexpected argument '%s' (ncclbpf help top)", argv[k]);
+	/* Under -j: one document per sample, one per line. */
+	cli_json_stream(c);
 	/* The first table covers everything since each process started. */
 	t_prev = mono_s();
 	for (int iter = 1; !count || iter <= count; iter++) {
@@ -220,7 +226,7 @@ int cmd_top(struct cli *c, int argc, char **argv)
 		int got;
 
 		if (iter > 1)
-			usleep((useconds_t)(interval * 1e6));
+			cli_nap(interval);
 		got = cli_tele_collect(pids, n_pids, &now, stderr);
 		t_now = mono_s();
 		secs = iter == 1 ? interval : t_now - t_prev;
@@ -247,7 +253,7 @@ int cmd_top(struct cli *c, int argc, char **argv)
 		prev = now;
 		t_prev = t_now;
 		if (n_pids && got == 0) {
-			cli_err(0, "no process answered");
+			cli_err(0, "top: pid %d stopped answering", pids[0]);
 			rc = CLI_NO;
 			break;
 		}

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <glob.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -18,10 +19,6 @@
 #include "cli.h"
 #include "emulator/emu_cli.h"
 #include "tune/tune.h"
-
-#ifndef NCCLBPF_INCLUDE_DIR
-#define NCCLBPF_INCLUDE_DIR "include"
-#endif
 
 static int parse_long(const char *s, long min, long max, long *out)
 {
@@ -100,17 +97,69 @@ static int parse_sizes(const char *s, uint64_t *lo, uint64_t *hi)
 	return 0;
 }
 
-/* PATH relative to the running executable's directory, if it exists there. */
-static const char *beside_exe(const char *rel, char *buf, size_t n)
+/* The running command's directory. */
+static int exe_dir(char *buf, size_t n)
 {
 	char exe[PATH_MAX];
 	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 
 	if (len <= 0)
-		return NULL;
+		return -ENOENT;
 	exe[len] = 0;
-	snprintf(buf, n, "%s/%s", dirname(exe), rel);
+	snprintf(buf, n, "%s", dirname(exe));
+	return 0;
+}
+
+/* PATH relative to the running executable's directory, if it exists there. */
+static const char *beside_exe(const char *rel, char *buf, size_t n)
+{
+	char dir[PATH_MAX];
+
+	if (exe_dir(dir, sizeof(dir)) || snprintf(buf, n, "%s/%s", dir, rel) >= (int)n)
+		return NULL;
 	return access(buf, R_OK) ? NULL : buf;
+}
+
+/*
+ * Where tune's data is: in a build tree (CMakeCache.txt beside the
+ * command) the build's and the source's; in an install tree the data and
+ * include directories relative to the command (a staged or relocated
+ * install finds its own), else the ones the build was configured for.
+ */
+static const char *find_sweep_obj(char *buf, size_t n)
+{
+	char probe[PATH_MAX];
+
+	if (beside_exe("CMakeCache.txt", probe, sizeof(probe)))
+		return beside_exe("policies/sweep.bpf.o", buf, n);
+	if (beside_exe(NCCLBPF_REL_DATADIR "/ncclbpf/policies/sweep.bpf.o", buf, n))
+		return buf;
+	snprintf(buf, n, "%s", NCCLBPF_FULL_DATADIR "/ncclbpf/policies/sweep.bpf.o");
+	return access(buf, R_OK) ? NULL : buf;
+}
+
+static const char *find_include_dir(char *buf, size_t n)
+{
+	char probe[PATH_MAX];
+
+	if (beside_exe("CMakeCache.txt", probe, sizeof(probe)))
+		return NCCLBPF_SRC_INCLUDEDIR;
+	if (beside_exe(NCCLBPF_REL_INCLUDEDIR "/ncclbpf/policy.h", probe, sizeof(probe))) {
+		snprintf(buf, n, "%.*s", (int)(strlen(probe) - strlen("/ncclbpf/policy.h")), probe);
+		return buf;
+	}
+	return NCCLBPF_FULL_INCLUDEDIR;
+}
+
+/* Any NVIDIA GPU device node: without one CUDA finds no GPU. */
+static bool have_gpu_node(void)
+{
+	glob_t g;
+	bool any = !glob("/dev/nvidia[0-9]*", 0, NULL, &g);
+
+	if (any)
+		globfree(&g);
+	return any;
 }
 
 /* One JSON document: an array with one object per (collective, size). */
@@ -174,12 +223,13 @@ int cmd_tune(struct cli *c, int argc, char **argv)
 		{ "run-timeout", required_argument, NULL, O_RUN_TIMEOUT },
 		{ 0 },
 	};
-	char sweep_obj[PATH_MAX], sweep_bin[PATH_MAX], plugin[PATH_MAX], err[4096] = "";
+	char sweep_obj[PATH_MAX], sweep_bin[PATH_MAX], plugin[PATH_MAX], inc[PATH_MAX], err[4096] = "";
+	char out_dir[64], abs[PATH_MAX];
 	struct tune_opts o = {
 		.backend = TUNE_BACKEND_EMU, .colls = { [2] = true, [3] = true, [4] = true },
 		.min_bytes = 8, .max_bytes = 1ull << 30, .channels = { 0, 8, 32 }, .n_channels = 3,
-		.reps = 10, .min_gain = 0.02, .out_dir = ".", .name = "tuned", .compile = true,
-		.include_dir = NCCLBPF_INCLUDE_DIR, .ngpus = 0, .iters = 20, .warmup = 5,
+		.reps = 10, .min_gain = 0.02, .out_dir = NULL, .name = "tuned", .compile = true,
+		.include_dir = NULL, .ngpus = 0, .iters = 20, .warmup = 5,
 		.run_timeout_s = 300,
 		.emu = { .topo = EMU_TOPO_DEFAULT, .noise = 0.01, .seed = 1 },
 	};
@@ -309,24 +359,38 @@ int cmd_tune(struct cli *c, int argc, char **argv)
 		return cli_usage_error("tune: unexpected argument '%s' (ncclbpf help tune)", argv[cli_optind - 1]);
 	if (o.emu.topo.n_nodes > o.emu.topo.n_ranks)
 		return cli_usage_error("tune: --nodes (%d) exceeds --ranks (%d)", o.emu.topo.n_nodes, o.emu.topo.n_ranks);
-	if (!o.sweep_obj && !(o.sweep_obj = beside_exe("policies/sweep.bpf.o", sweep_obj, sizeof(sweep_obj))))
-		return cli_usage_error("tune: no policies/sweep.bpf.o beside the ncclbpf binary: give --sweep-obj");
+	if (!o.sweep_obj && !(o.sweep_obj = find_sweep_obj(sweep_obj, sizeof(sweep_obj))))
+		return cli_usage_error("tune: no sweep.bpf.o beside the command nor under %s/ncclbpf/policies: give --sweep-obj",
+				       NCCLBPF_FULL_DATADIR);
 	if (stat(o.sweep_obj, &st) || !S_ISREG(st.st_mode))
 		return cli_usage_error("tune: %s: not a readable file", o.sweep_obj);
-	if (stat(o.out_dir, &st) || !S_ISDIR(st.st_mode))
-		return cli_usage_error("tune: --out %s: not a directory", o.out_dir);
+	if (!o.include_dir)
+		o.include_dir = find_include_dir(inc, sizeof(inc));
 	if (o.backend == TUNE_BACKEND_NCCL) {
 		if (!o.sweep_bin)
 			o.sweep_bin = beside_exe("bench/gpu/nccl_sweep", sweep_bin, sizeof(sweep_bin));
 		if (!o.sweep_bin)
 			o.sweep_bin = beside_exe("nccl_sweep", sweep_bin, sizeof(sweep_bin));
+		if (!o.sweep_bin)
+			return cli_usage_error("tune: --backend nccl runs nccl_sweep, which a build tree makes where CUDA and NCCL are found (bench/gpu) and no package installs: give --sweep-bin PATH");
 		if (!o.plugin && !emu_cli_plugin_path(plugin, sizeof(plugin)))
 			o.plugin = plugin;
 	}
+	/* No --out: a new directory in the current one, never last run's files. */
+	if (!o.out_dir) {
+		cli_stamp_name(out_dir, sizeof(out_dir), "tune-", "");
+		o.out_dir = out_dir;
+	}
+	ret = cli_mkdirs(o.out_dir);
+	if (ret)
+		return cli_usage_error("tune: --out %s: %s", o.out_dir, strerror(-ret));
 	o.log = c->json ? NULL : stderr;
 	ret = tune_run(&o, &res, err, sizeof(err));
 	if (ret) {
 		tune_result_free(&res);
+		if (o.backend == TUNE_BACKEND_NCCL && ret == -ENODEV && !have_gpu_node())
+			return cli_err(CLI_NO, "tune: no GPU found on this machine (no /dev/nvidia* device): "
+				       "--backend nccl needs two or more; --backend emu needs none (%s)", err);
 		return cli_err(ret == -ENOENT || ret == -EINVAL ? CLI_USAGE : CLI_NO, "tune: %s", err);
 	}
 	/* The files first, so that a JSON document on stdout is the last word. */
@@ -337,13 +401,13 @@ int cmd_tune(struct cli *c, int argc, char **argv)
 		tune_result_free(&res);
 		return cli_err(CLI_NO, "tune: %s", err);
 	}
-	if (c->json) {
+	if (c->json)
 		print_json(&res);
-	} else {
+	else
 		tune_print_table(stdout, &res);
-		fprintf(stderr, "tune: wrote %s/%s.{bpf.c%s,report.txt,csv,svg}\n", o.out_dir, o.name,
-			o.compile ? ",bpf.o (verified, strict consistency)" : "");
-	}
+	fprintf(stderr, "tune: wrote %s/%s.{bpf.c%s,report.txt,csv,svg}\n",
+		cli_abspath(o.out_dir, abs, sizeof(abs)), o.name,
+		o.compile ? ",bpf.o (verified, strict consistency)" : "");
 	tune_result_free(&res);
 	return CLI_OK;
 }

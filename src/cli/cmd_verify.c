@@ -153,7 +153,7 @@ static void print_json(const char *obj, struct prog_verdict *v, size_t n, bool a
 }
 
 static int verify_one(struct cli *c, const char *path, const char *only,
-		      const struct ncclbpf_verify_opts *vopts);
+		      const struct ncclbpf_verify_opts *vopts, int *n_docs);
 
 /*
  * `verify OBJ[:OBJ...]`: the list a deployment names in NCCLBPF_POLICY;
@@ -187,7 +187,7 @@ int cmd_verify(struct cli *c, int argc, char **argv)
 	if (!path)
 		return cli_usage_error("verify: which object? (ncclbpf help verify)");
 	if (!strchr(path, ':')) {
-		int rc = verify_one(c, path, only, &vopts);
+		int rc = verify_one(c, path, only, &vopts, NULL);
 
 		if (c->json && rc != CLI_USAGE)
 			putchar('\n');
@@ -208,10 +208,7 @@ int cmd_verify(struct cli *c, int argc, char **argv)
 		for (char *p = strtok_r(list, ":", &save); p; p = strtok_r(NULL, ":", &save)) {
 			int r;
 
-			if (c->json && n++)
-				putchar(',');
-			c->doc_open = c->json;
-			r = verify_one(c, p, NULL, &vopts);
+			r = verify_one(c, p, NULL, &vopts, &n);
 			if (r > rc)
 				rc = r;
 		}
@@ -222,9 +219,13 @@ int cmd_verify(struct cli *c, int argc, char **argv)
 	}
 }
 
-/* Verifies one object; CLI_OK, CLI_NO (rejected) or CLI_USAGE. */
+/*
+ * Verifies one object; CLI_OK, CLI_NO (rejected) or CLI_USAGE.  In a list
+ * (n_docs), its document is the n_docs'th element: a comma before all but
+ * the first, none for an object that could not be read.
+ */
 static int verify_one(struct cli *c, const char *path, const char *only,
-		      const struct ncclbpf_verify_opts *vopts)
+		      const struct ncclbpf_verify_opts *vopts, int *n_docs)
 {
 	struct ncclbpf_object *obj = NULL;
 	struct prog_verdict *v = NULL;
@@ -286,12 +287,7 @@ static int verify_one(struct cli *c, const char *path, const char *only,
 		err = ncclbpf_program__verify(p, h, vopts, &pv->res);
 		pv->time_us = (now_ns() - t0 + 500) / 1000;
 		if (err && err != -EACCES) {
-			/* The verdict document follows: this goes to stderr even under -j. */
-			bool was_open = c->doc_open;
-
-			c->doc_open = true;
 			cli_err(0, "verify: %s: %s", pv->name, ncclbpf_errmsg());
-			c->doc_open = was_open;
 			rc = CLI_USAGE;
 		}
 		pv->accepted = !err;
@@ -299,6 +295,8 @@ static int verify_one(struct cli *c, const char *path, const char *only,
 			all_ok = false;
 	}
 	if (c->json) {
+		if (n_docs && (*n_docs)++)
+			putchar(',');
 		print_json(path, v, n, all_ok);
 	} else {
 		/* An env-only object (just an ncclbpf_env table) is valid: say so, exit 0. */

@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 #include "control/ctl_client.h"
@@ -104,6 +105,29 @@ int cli_pid_err(int rc, int pid, int err, const char *em)
 			       pid, kill(pid, 0) && errno == ESRCH ? "alive"
 				    : "your user's job, with the same NCCLBPF_CTL_DIR");
 	return cli_err(rc, "pid %d: %s", pid, em);
+}
+
+void cli_nap(double s)
+{
+	struct timespec ts = { .tv_sec = (time_t)s, .tv_nsec = (long)((s - (double)(time_t)s) * 1e9) };
+
+	nanosleep(&ts, NULL); /* a signal ends it early: the caller checks its stop flag */
+}
+
+int cli_check_pids(const int *pids, int n)
+{
+	int rc = CLI_OK;
+
+	for (int i = 0; i < n; i++) {
+		struct nbpf_ctl_msg m;
+		const char *em;
+		int err = nbpf_ctl_call_pid(pids[i], NBPF_CTL_PS, NULL, &m, &em);
+
+		if (err)
+			rc = cli_pid_err(CLI_NO, pids[i], err, em);
+		nbpf_ctl_msg_free(&m);
+	}
+	return rc;
 }
 
 int cli_parse_pid(const char *s)

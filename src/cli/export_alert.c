@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <netdb.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,13 +125,66 @@ static void add_alert(FILE *f, bool *first, bool firing, const char *name, const
 	*first = false;
 }
 
-static unsigned slot_of(const char *s)
+/* An alert's state: its name and labels, and whether it is firing. */
+struct export_alert_key {
+	char *key;
+	uint64_t hash;
+	bool firing;
+};
+
+static uint64_t key_hash(const char *s)
 {
-	unsigned h = 2166136261u;
+	uint64_t h = 14695981039346656037ull;
 
 	while (*s)
-		h = (h ^ (unsigned char)*s++) * 16777619u;
-	return h & 255;
+		h = (h ^ (unsigned char)*s++) * 1099511628211ull;
+	return h;
+}
+
+/* Open addressing on the whole key, kept at most half full: no two alerts share a state. */
+static struct export_alert_key *find_slot(struct export_alert_key *t, size_t cap, const char *key,
+					  uint64_t h)
+{
+	size_t i = h & (cap - 1);
+
+	while (t[i].key && (t[i].hash != h || strcmp(t[i].key, key)))
+		i = (i + 1) & (cap - 1);
+	return &t[i];
+}
+
+static int grow(struct export_alerts *a)
+{
+	size_t cap = a->cap_keys ? a->cap_keys * 2 : 64;
+	struct export_alert_key *t = calloc(cap, sizeof(*t));
+
+	if (!t)
+		return -ENOMEM;
+	for (size_t i = 0; i < a->cap_keys; i++)
+		if (a->keys[i].key)
+			*find_slot(t, cap, a->keys[i].key, a->keys[i].hash) = a->keys[i];
+	free(a->keys);
+	a->keys = t;
+	a->cap_keys = cap;
+	return 0;
+}
+
+/* The state of key, created not firing; NULL when out of memory. */
+static struct export_alert_key *key_state(struct export_alerts *a, const char *key)
+{
+	uint64_t h = key_hash(key);
+	struct export_alert_key *k;
+
+	if ((a->n_keys + 1) * 2 > a->cap_keys && grow(a))
+		return NULL;
+	k = find_slot(a->keys, a->cap_keys, key, h);
+	if (!k->key) {
+		k->key = strdup(key);
+		if (!k->key)
+			return NULL;
+		k->hash = h;
+		a->n_keys++;
+	}
+	return k;
 }
 
 /* Records the state of one alert; adds it to the body when it changed. */
@@ -138,13 +192,13 @@ static void judge(struct export_alerts *a, FILE *f, bool *first, bool firing, co
 		  const char *labels, const char *summary)
 {
 	char key[512];
-	unsigned k;
+	struct export_alert_key *k;
 
 	snprintf(key, sizeof(key), "%s|%s", name, labels);
-	k = slot_of(key);
-	if (a->firing[k] == firing)
+	k = key_state(a, key);
+	if (!k || k->firing == firing)
 		return;
-	a->firing[k] = firing;
+	k->firing = firing;
 	add_alert(f, first, firing, name, labels, summary);
 }
 
@@ -240,4 +294,9 @@ out:
 void export_alert_free(struct export_alerts *a)
 {
 	nbpf_tele_free(&a->prev);
+	for (size_t i = 0; i < a->cap_keys; i++)
+		free(a->keys[i].key);
+	free(a->keys);
+	a->keys = NULL;
+	a->n_keys = a->cap_keys = 0;
 }

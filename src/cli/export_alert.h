@@ -13,13 +13,16 @@
 
 #include "telemetry/prom.h"
 
+struct export_alert_key;
+
 struct export_alerts {
 	const char *url;                 /* http://HOST:PORT/PATH */
 	double p99_bound_s[NBPF_SIZE_CLASSES]; /* 0: no bound for that size class */
 	bool refused;                    /* alert on refused policy outputs */
 	struct nbpf_tele_set prev;       /* the last collection, for deltas */
 	bool have_prev;
-	unsigned char firing[256];       /* per alert key (hash), 1 while firing */
+	struct export_alert_key *keys;   /* every alert seen, by its full key: firing or not */
+	size_t n_keys, cap_keys;
 	unsigned long posts, post_errors;
 };
 

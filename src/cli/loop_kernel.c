@@ -168,8 +168,7 @@ int cmd_loop_kernel(struct cli *c, int argc, char **argv)
 	int pids[MAX_PIDS], ch, rc = CLI_OK;
 	char *end;
 
-	optind = 0;
-	while ((ch = getopt_long(argc + 1, argv - 1, "q", opts, NULL)) != -1) {
+	while ((ch = cli_getopt(argc + 1, argv - 1, "q", opts, "loop")) != -1) {
 		switch (ch) {
 		case 'k': break;
 		case 'P': ko.peer_map = optarg; break;
@@ -219,12 +218,11 @@ int cmd_loop_kernel(struct cli *c, int argc, char **argv)
 		case 'N': lo.nodes = atoi(optarg); break;
 		case 'q': lo.log = NULL; break;
 		default:
-			return cli_usage_error("usage: loop --kernel [--retrans-rate N] [--srtt-ms MS] "
-					       "[--lossy-channels N] [--lossy-proto P] ... (ncclbpf help loop)");
+			return CLI_USAGE; /* cli_getopt named the option */
 		}
 	}
-	if (optind != argc + 1)
-		return cli_usage_error("loop: unexpected argument '%s'", argv[optind - 1]);
+	if (cli_optind != argc + 1)
+		return cli_usage_error("loop: unexpected argument '%s'", argv[cli_optind - 1]);
 	if (lo.share_dir && (!lo.node || lo.nodes < 1))
 		return cli_usage_error("--share-dir needs --node NAME and --nodes K");
 	if (interval_ms < 10 || duration < 0 || lo.timeout_ms < 1 || ko.hold_s < 0)
@@ -271,6 +269,8 @@ int cmd_loop_kernel(struct cli *c, int argc, char **argv)
 		signal(SIGINT, on_signal);
 		signal(SIGTERM, on_signal);
 		t0 = nbpf_loop_now_s();
+		/* Under -j: a document per step, one per line. */
+		cli_json_stream(c);
 		while (!stop_flag) {
 			struct nbpf_kfeed_report r;
 			struct nbpf_kfeed_sock *socks = NULL;

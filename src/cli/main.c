@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * main.c - global options, the verb table and dispatch for the ncclbpf
- * command, and its one error path.
+ * command (what it writes, errors included, goes through output.c).
  *
  * The table below is the one place each verb's synopsis and one-line
  * description live: `ncclbpf help`, `help OBJECT [VERB]`, `OBJECT [VERB] -h`
@@ -9,14 +9,16 @@
  * object takes no verb (verify OBJ); rows of one object with verbs share
  * one handler, which receives the arguments after OBJECT (argv[0] = verb).
  */
-#include <stdarg.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <bpf/libbpf.h>
 
 #include "cli.h"
+#include "emulator/emu_cli.h"
 
 #ifndef NCCLBPF_VERSION
 #define NCCLBPF_VERSION "unknown"
@@ -51,8 +53,8 @@ const struct cli_cmd cli_cmds[] = {
 	  "load, verify and publish a new policy in running processes (TARGET: PID, all, --exe NAME, --policy PATH, --comm ID)" },
 	{ "rollback", NULL, cmd_rollback, "rollback TARGET [--sync [--margin N] | --at-call N | --now]",
 	  "re-publish the policy the last reload replaced" },
-	{ "top", NULL, cmd_top, "top [PID] [INTERVAL] [COUNT]",
-	  "live collective latency, bandwidth and tuner decisions" },
+	{ "top", NULL, cmd_top, "top [PID] [INTERVAL] [COUNT] | top [--interval S] [--count N] [PID]",
+	  "live collective latency, bandwidth and tuner decisions (-j: a document per sample)" },
 	{ "observe", NULL, cmd_observe,
 	  "observe [--pid PID | --cgroup PATH | --comm NAME] [--probes io,net,sched,gpu] "
 	  "[--duration S] [--interval MS] [--outlier MS] [--btf FILE] "
@@ -76,10 +78,11 @@ const struct cli_cmd cli_cmds[] = {
 	  "[--alert-webhook URL [--alert-p99 SIZE=S,...] [--alert-refused]] [PID...]",
 	  "Prometheus text exposition of every process's telemetry (and, with --observe, the kernel's; "
 	  "with --listen, POST /deep takes Alertmanager webhooks that switch the deep tier on, its "
-	  "records to --deep-log)" },
+	  "records to --deep-log); -j: the same samples as a document per collection" },
 	{ "report", NULL, cmd_report, "report [-o FILE.html] [PID... | --from FILE.prom]",
 	  "one self-contained HTML page of inline SVG plots: latency per size class, bandwidth, "
-	  "algorithm/protocol mix, from live processes or a saved export" },
+	  "algorithm/protocol mix, from live processes or a saved export (default: a new "
+	  "ncclbpf-report-DATE-TIME.html here)" },
 	{ "verify", NULL, cmd_verify, "verify OBJ[:OBJ...] [PROGRAM] [--strict-consistency]",
 	  "verify every program of the objects against its hook; a rejection names the source line" },
 	{ "sim", NULL, cmd_sim,
@@ -90,94 +93,73 @@ const struct cli_cmd cli_cmds[] = {
 	{ "bench", NULL, cmd_bench, "bench OBJ[:OBJ...] [--calls N]",
 	  "time getCollInfo and the profiler path per collective, with and without the policy" },
 	{ "tune", NULL, cmd_tune,
-	  "tune [--backend emu|nccl] [--coll LIST] [--sizes MIN:MAX] [--channels LIST] [--reps N] [--min-gain PCT] [--out DIR] [--name NAME] [--no-compile] ...",
-	  "measure every (algorithm, protocol, channels) cell through the plugin and write a policy that beats NCCL's pick only outside the noise (docs/tune.md)" },
+	  "tune [--backend emu|nccl] [--coll LIST] [--sizes MIN:MAX] [--channels LIST] [--reps N] "
+	  "[--min-gain PCT] [--out DIR] [--name NAME] [--no-compile] [--sweep-obj FILE] [--clang PATH] "
+	  "[--include DIR] [--ranks N] [--nodes N] [--nvls] [--emu-noise F] [--emu-skew SPEC] [--seed N] "
+	  "[--sweep-bin PATH] [--plugin PATH] [--ngpus N] [--iters N] [--warmup N] [--run-timeout S]",
+	  "measure every (algorithm, protocol, channels) cell through the plugin and write a policy that beats NCCL's pick only outside the noise, into --out DIR (default: a new tune-DATE-TIME directory here) (docs/tune.md)" },
 	{ "version", NULL, cmd_version, "version",
-	  "the command's version, libbpf's, and the features built in" },
+	  "the command's version, libbpf's, and every feature with whether this build and machine have it" },
 	{ "help", NULL, cmd_help, "help [OBJECT [VERB]]", "this text, or one object's or verb's" },
 };
 const size_t cli_n_cmds = sizeof(cli_cmds) / sizeof(cli_cmds[0]);
 
-static struct cli *g_cli;
-
-static void json_str_v(FILE *f, const char *fmt, va_list ap)
+static bool row_matches(const struct cli_cmd *r, const char *object, const char *verb)
 {
-	char buf[4096];
-
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	cli_json_str(f, buf);
+	return (!object || !strcmp(r->object, object)) &&
+	       (!verb || (r->verb && !strcmp(r->verb, verb)));
 }
 
-int cli_err(int rc, const char *fmt, ...)
+static int count_rows(const char *object, const char *verb)
 {
-	va_list ap;
+	int n = 0;
 
-	va_start(ap, fmt);
-	if (g_cli && g_cli->json) {
-		/* Inside a document (per-process errors of a list) it would break it. */
-		FILE *f = g_cli->doc_open ? stderr : stdout;
-
-		fputs("{\"error\":", f);
-		json_str_v(f, fmt, ap);
-		fputs("}\n", f);
-	} else {
-		fputs("ncclbpf: ", stderr);
-		vfprintf(stderr, fmt, ap);
-		fputc('\n', stderr);
-	}
-	va_end(ap);
-	return rc;
+	for (size_t i = 0; i < cli_n_cmds; i++)
+		n += row_matches(&cli_cmds[i], object, verb);
+	return n;
 }
 
-int cli_usage_error(const char *fmt, ...)
-{
-	char buf[4096];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	return cli_err(CLI_USAGE, "%s", buf);
-}
-
-void cli_json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; s && *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch == '"' || ch == '\\')
-			fprintf(f, "\\%c", ch);
-		else if (ch == '\n')
-			fputs("\\n", f);
-		else if (ch == '\t')
-			fputs("\\t", f);
-		else if (ch < 0x20 || ch == 0x7f)
-			fprintf(f, "\\u%04x", ch);
-		else
-			fputc(ch, f);
-	}
-	fputc('"', f);
-}
-
-/* Rows of OBJECT (and VERB when given); prints them and returns how many. */
-static int print_rows(FILE *f, const char *object, const char *verb, bool summaries)
+/* Rows of OBJECT (and VERB when given). */
+static void print_rows(FILE *f, const char *object, const char *verb, bool summaries)
 {
 	int n = 0;
 
 	for (size_t i = 0; i < cli_n_cmds; i++) {
 		const struct cli_cmd *r = &cli_cmds[i];
 
-		if (object && strcmp(r->object, object))
+		if (!row_matches(r, object, verb))
 			continue;
-		if (verb && (!r->verb || strcmp(r->verb, verb)))
-			continue;
-		fprintf(f, "%s ncclbpf %s\n", n || !object ? "      " : "usage:", r->synopsis);
+		fprintf(f, "%s ncclbpf %s\n", n++ || !object ? "      " : "usage:", r->synopsis);
 		if (summaries)
 			fprintf(f, "           %s\n", r->summary);
-		n++;
 	}
-	return n;
+}
+
+/* The same rows as one JSON document: {"commands":[{object,verb,synopsis,summary}]}. */
+static void json_rows(FILE *f, const char *object, const char *verb)
+{
+	int n = 0;
+
+	fputs("{\"commands\":[", f);
+	for (size_t i = 0; i < cli_n_cmds; i++) {
+		const struct cli_cmd *r = &cli_cmds[i];
+
+		if (!row_matches(r, object, verb))
+			continue;
+		fprintf(f, "%s{\"object\":", n++ ? "," : "");
+		cli_json_str(f, r->object);
+		fputs(",\"verb\":", f);
+		if (r->verb)
+			cli_json_str(f, r->verb);
+		else
+			fputs("null", f);
+		fputs(",\"synopsis\":", f);
+		cli_json_str(f, r->synopsis);
+		fputs(",\"summary\":", f);
+		cli_json_str(f, r->summary);
+		fputc('}', f);
+	}
+	fputs("]}\n", f);
 }
 
 static void usage(FILE *f)
@@ -185,20 +167,26 @@ static void usage(FILE *f)
 	fputs("usage: ncclbpf [-j|-p] OBJECT VERB [ARGS]   (ncclbpf help OBJECT [VERB] for one)\n", f);
 	print_rows(f, NULL, NULL, false);
 	fputs("options: -j, --json  JSON output (one document)   -p, --pretty  indented JSON\n"
-	      "         -V, --version   -h, --help\n", f);
+	      "         -V, --version   -h, --help   --  ends the options\n"
+	      "exit status: 0 success, 1 failed or rejected, 2 usage or unreadable input "
+	      "(ncclbpf(1), EXIT STATUS)\n", f);
 }
+
+static bool help_json;
 
 int cli_help(const char *object, const char *verb)
 {
-	if (!object) {
+	if (object && !count_rows(object, NULL))
+		return cli_usage_error("no object '%s' (ncclbpf help lists them)", object);
+	if (verb && !count_rows(object, verb))
+		verb = NULL; /* not one of the object's verbs: all of them */
+	if (help_json)
+		json_rows(stdout, object, verb);
+	else if (!object)
 		usage(stdout);
-		return CLI_OK;
-	}
-	if (print_rows(stdout, object, verb, true))
-		return CLI_OK;
-	if (verb && print_rows(stdout, object, NULL, true))
-		return CLI_OK;
-	return cli_usage_error("no object '%s' (ncclbpf help lists them)", object);
+	else
+		print_rows(stdout, object, verb, true);
+	return CLI_OK;
 }
 
 int cmd_help(struct cli *c, int argc, char **argv)
@@ -209,25 +197,58 @@ int cmd_help(struct cli *c, int argc, char **argv)
 	return cli_help(argc > 0 ? argv[0] : NULL, argc > 1 ? argv[1] : NULL);
 }
 
+/* What this build and this machine have; "why" says what is missing. */
+struct feature {
+	const char *name;
+	bool on;
+	const char *why;
+};
+
 int cmd_version(struct cli *c, int argc, char **argv)
 {
-	bool jit = false, kbtf = access("/sys/kernel/btf/vmlinux", R_OK) == 0;
-
+	char found[PATH_MAX], plugin[PATH_MAX];
+	bool have_plugin = !emu_cli_plugin_path(found, sizeof(found)) && realpath(found, plugin);
+	const struct feature feats[] = {
 #if defined(__x86_64__)
-	jit = true;
+		{ "jit", true, "x86-64" },
+#else
+		{ "jit", false, "not x86-64: interpreter only" },
 #endif
+		{ "btf", true, "policy BTF: context types, map key/value formatting" },
+		{ "kernel_btf", access("/sys/kernel/btf/vmlinux", R_OK) == 0,
+		  "this kernel's /sys/kernel/btf/vmlinux (observe, export --observe, loop --kernel)" },
+#ifdef NCCLBPF_HAVE_OBSERVE
+		{ "observe", true, "kernel-side probes: observe, export --observe, loop --kernel" },
+#else
+		{ "observe", false, "not built: no bpftool or kernel BTF at build time" },
+#endif
+		{ "export_http", true, "export --listen (libmicrohttpd)" },
+		{ "plugin", have_plugin, have_plugin ? plugin : "libnccl-ncclbpf.so not found (set NCCLBPF_PLUGIN)" },
+	};
+	const size_t n = sizeof(feats) / sizeof(feats[0]);
+
 	if (argc)
 		return cli_usage_error("version: unexpected argument '%s'", argv[0]);
 	if (c->json) {
-		printf("{\"version\":\"%s\",\"libbpf_version\":\"%s\",\"features\":{\"jit\":%s,"
-		       "\"btf\":true,\"kernel_btf\":%s}}\n",
-		       NCCLBPF_VERSION, libbpf_version_string(), jit ? "true" : "false",
-		       kbtf ? "true" : "false");
+		printf("{\"version\":\"%s\",\"libbpf_version\":\"%s\",\"features\":{", NCCLBPF_VERSION,
+		       libbpf_version_string());
+		for (size_t i = 0; i < n; i++)
+			printf("%s\"%s\":%s", i ? "," : "", feats[i].name, feats[i].on ? "true" : "false");
+		printf("},\"notes\":{");
+		for (size_t i = 0; i < n; i++) {
+			printf("%s\"%s\":", i ? "," : "", feats[i].name);
+			cli_json_str(stdout, feats[i].why);
+		}
+		printf("}}\n");
 		return CLI_OK;
 	}
-	printf("ncclbpf v%s\nusing libbpf %s\nfeatures: %s, btf%s\n", NCCLBPF_VERSION,
-	       libbpf_version_string(), jit ? "jit (x86-64)" : "interpreter only",
-	       kbtf ? ", kernel_btf" : "");
+	printf("ncclbpf v%s\nusing libbpf %s\nfeatures:", NCCLBPF_VERSION, libbpf_version_string());
+	for (size_t i = 0, k = 0; i < n; i++)
+		if (feats[i].on)
+			printf("%s %s", k++ ? "," : "", feats[i].name);
+	putchar('\n');
+	for (size_t i = 0; i < n; i++)
+		printf("  %-12s %-3s %s\n", feats[i].name, feats[i].on ? "yes" : "no", feats[i].why);
 	return CLI_OK;
 }
 
@@ -277,17 +298,20 @@ static int cli_dispatch(struct cli *c, int argc, char **argv)
 int main(int argc, char **argv)
 {
 	struct cli c = { .prog = argv[0] };
+	const char *bad = NULL;
 	bool help = false;
-	int out = 1, i;
+	int out = 1, i, rc, err = 0;
 
-	g_cli = &c;
 	/*
 	 * Global options may appear anywhere before "--" (bpftool allows -j
-	 * after the verb); they are removed so verbs never see them.  "--"
-	 * itself stays for the verb's getopt, which ends its options there.
+	 * after the verb); they are removed so verbs never see them.  A "--"
+	 * before OBJECT ends the global options and goes; after it, it stays
+	 * for the verb's getopt, which ends its options there.
 	 */
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--")) {
+			if (out == 1)
+				i++;
 			while (i < argc)
 				argv[out++] = argv[i++];
 			break;
@@ -302,28 +326,33 @@ int main(int argc, char **argv)
 			argv[1] = "version";
 			out = 2;
 			break;
+		} else if (out == 1 && argv[i][0] == '-' && !bad) {
+			bad = argv[i]; /* before OBJECT: only global options */
 		} else {
 			argv[out++] = argv[i];
 		}
 	}
 	argc = out;
 	argv[argc] = NULL;
-	if (help)
-		return cli_help(argc > 1 ? argv[1] : NULL,
-				argc > 2 && argv[2][0] != '-' ? argv[2] : NULL);
-	if (argc < 2) {
-		usage(stderr);
-		return CLI_USAGE;
-	}
-	/* export and help write text, never JSON: nothing to indent. */
-	if (c.pretty && strcmp(argv[1], "export") && strcmp(argv[1], "help")) {
-		int rc, err = cli_pretty_begin();
-
-		if (err)
-			return cli_err(CLI_NO, "-p: %s", strerror(-err));
+	/* -p indents what -j writes: a filter on fd 1, under the document writer. */
+	if (c.pretty)
+		err = cli_pretty_begin();
+	cli_doc_begin(c.json);
+	help_json = c.json;
+	if (err)
+		rc = cli_err(CLI_NO, "-p: %s", strerror(-err));
+	else if (bad)
+		rc = cli_usage_error("unknown option '%s' (global options: -j -p -h -V --)", bad);
+	else if (help)
+		rc = cli_help(argc > 1 ? argv[1] : NULL, argc > 2 && argv[2][0] != '-' ? argv[2] : NULL);
+	else if (argc < 2 && !c.json)
+		usage(stderr), rc = CLI_USAGE;
+	else if (argc < 2)
+		rc = cli_usage_error("which object? (ncclbpf help lists them)");
+	else
 		rc = cli_dispatch(&c, argc, argv);
+	cli_doc_end();
+	if (c.pretty && !err)
 		cli_pretty_end();
-		return rc;
-	}
-	return cli_dispatch(&c, argc, argv);
+	return rc;
 }

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # ncclbpf report against a live emulated job and against a saved export:
 # both pages parse, carry an <svg> with the job's collectives, and name
-# nothing external; bad input exits 2.  Usage: cli_report.sh NCCLBPF POLICY TMPDIR
+# nothing external; bad input exits 2, a dead pid 1.  Usage: cli_report.sh NCCLBPF POLICY TMPDIR
 BIN=$1 OBJ=$2 T=$3
 rm -rf "$T" && mkdir -p "$T" || exit 1
 fail() { echo "FAIL: $*"; kill "$P" 2>/dev/null; exit 1; }
@@ -75,6 +75,6 @@ fi
 out=$("$BIN" report --from "$T/missing.prom" -o "$T/x.html" 2>&1); rc=$?
 [ $rc -eq 2 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] || fail "missing --from: rc $rc: $out"
 out=$("$BIN" report -o "$T/x.html" "$P" 2>&1); rc=$?
-[ $rc -eq 2 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] || fail "dead pid: rc $rc: $out"
+[ $rc -eq 1 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] || fail "dead pid: rc $rc: $out"
 [ ! -e "$T/x.html" ] || fail "a failed report wrote a page"
 echo "PASS cli_report"

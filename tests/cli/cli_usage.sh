@@ -2,7 +2,8 @@
 # The ncclbpf command's surface: help, usage errors (exit 2 with exactly one
 # line on stderr), unknown options, -j output that parses as JSON, prog dump
 # on objects and raw files, verify exit codes 0/1/2 (including an object
-# with no programs), sim and bench argument checks.
+# with no programs), sim and bench argument checks.  Checks read files with
+# the shell and jq, so the processes a case starts are mostly the command's.
 # usage: cli_usage.sh NCCLBPF POLICY_DIR REJECT_OBJ TMPDIR
 set -u
 BIN=$1 POL=$2 REJECT=$3 TMP=$4
@@ -10,7 +11,19 @@ OBJ=$POL/size_aware.bpf.o
 ENVOBJ=$POL/env_overrides.bpf.o
 fail=0
 mkdir -p "$TMP"
+command -v jq > /dev/null || { echo "SKIP: jq not installed"; exit 77; }
+# The live job the serve section operates on, started first so that its
+# start-up overlaps the rest; it runs until the section ends it.
+"$BIN" -j sim --serve "$POL/latency_hist.bpf.o:$OBJ" --duration 300 --rate 500 --ranks 4 \
+	> "$TMP/serve.out" 2> "$TMP/serve.err" &
+SP=$!
+trap 'kill $SP 2> /dev/null' EXIT
 
+nlines() { # lines of FILE, counted without a process
+	n=0
+	while IFS= read -r _; do n=$((n + 1)); done < "$1"
+	echo $n
+}
 # expect NAME RC CMD...: exit status RC; for RC 2 also exactly one stderr line.
 expect() {
 	name=$1 want=$2
@@ -20,20 +33,24 @@ expect() {
 	if [ "$got" != "$want" ]; then
 		echo "FAIL: $name: exit $got, expected $want"; cat "$TMP/err"; fail=1; return
 	fi
-	if [ "$want" = 2 ] && [ "$(wc -l < "$TMP/err")" != 1 ]; then
+	if [ "$want" = 2 ] && [ "$(nlines "$TMP/err")" != 1 ]; then
 		echo "FAIL: $name: expected one line on stderr, got:"; cat "$TMP/err"; fail=1; return
 	fi
 	echo "ok: $name"
 }
 # json NAME: stdout of the last expect is one JSON document
 json() {
-	python3 -m json.tool "$TMP/out" > /dev/null 2>&1 ||
+	jq -e . "$TMP/out" > /dev/null 2>&1 ||
 		{ echo "FAIL: $1: not JSON:"; head -5 "$TMP/out"; fail=1; }
 }
 # json1 NAME: stdout of the last expect is exactly one JSON value (not JSON lines)
 json1() {
-	python3 -c 'import json,sys; json.loads(open(sys.argv[1]).read())' "$TMP/out" 2> /dev/null ||
+	[ "$(jq -s length "$TMP/out" 2> /dev/null)" = 1 ] ||
 		{ echo "FAIL: $1: not exactly one JSON value:"; head -5 "$TMP/out"; fail=1; }
+}
+# jqe NAME EXPR: the JSON of the last expect satisfies the jq expression
+jqe() {
+	jq -e "$2" "$TMP/out" > /dev/null 2>&1 || { echo "FAIL: $1: not $2 in:"; head -c 300 "$TMP/out"; echo; fail=1; }
 }
 # err1 NAME PATTERN: stderr of the last expect names the problem (and once)
 err1() {
@@ -55,13 +72,7 @@ expect "version" 0 "$BIN" version; has "version line" "^ncclbpf v[0-9]"; has "li
 has "features" "^features: .*btf"
 expect "--version" 0 "$BIN" --version; has "--version line" "^ncclbpf v[0-9]"
 expect "-j version" 0 "$BIN" -j version; json1 "-j version"
-python3 - "$TMP/out" <<'PY' || fail=1
-import json, sys
-d = json.load(open(sys.argv[1]))
-assert d["version"] and d["libbpf_version"].startswith("v"), d
-assert isinstance(d["features"]["jit"], bool) and d["features"]["btf"] is True, d
-print("ok: version json fields")
-PY
+jqe "version json fields" '(.version | length > 0) and (.libbpf_version | startswith("v")) and (.features.jit | type == "boolean") and .features.btf == true'
 expect "version extra" 2 "$BIN" version foo
 expect "help verb" 0 "$BIN" help reload; has "help reload synopsis" "^usage: ncclbpf reload"
 has "help reload summary" "publish a new policy"
@@ -79,7 +90,7 @@ done
 expect "-p version" 0 "$BIN" -p version; json1 "-p version"
 [ "$(wc -l < "$TMP/out")" -gt 3 ] || { echo "FAIL: -p not indented"; fail=1; }
 expect "-p verify" 0 "$BIN" -p verify "$OBJ"; json1 "-p verify"
-expect "-p help is text" 0 "$BIN" -p help map; has "-p help unindented" "^usage: ncclbpf map show"
+expect "-p help" 0 "$BIN" -p help map; json1 "-p help"; has "-p help indented" '^ *"synopsis": "map show'
 expect "-- ends options" 2 "$BIN" verify -- --strict-consistency; err1 "--" "no such file\\|cannot open"
 expect "unknown option names it" 2 "$BIN" verify "$OBJ" --frob; err1 "unknown option" "unknown option '--frob'"
 "$BIN" -j verify > "$TMP/out" 2> "$TMP/err"
@@ -119,8 +130,7 @@ for v in "ps" "prog list" "prog show" "map show" "verify $OBJ" "verify $OBJ:$ENV
 	expect "-j $v" 0 "$BIN" -j $v; json1 "-j $v"
 done
 expect "verify list -j" 0 "$BIN" -j verify "$OBJ:$ENVOBJ"
-python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d)==2 and d[0]["verdict"]=="accepted", d' "$TMP/out" ||
-	{ echo "FAIL: verify list -j: not two documents"; fail=1; }
+jqe "verify list -j: two verdicts" 'length == 2 and .[0].verdict == "accepted"'
 expect "verify list rejected" 1 "$BIN" verify "$OBJ:$REJECT"
 expect "verify list with program" 2 "$BIN" verify "$OBJ:$ENVOBJ" size_aware
 
@@ -139,14 +149,7 @@ expect "prog dump named program" 0 "$BIN" prog dump "$OBJ" size_aware
 expect "prog dump no such program" 2 "$BIN" prog dump "$OBJ" no_such
 expect "prog dump no programs" 2 "$BIN" prog dump "$ENVOBJ"
 expect "prog dump -j object" 0 "$BIN" -j prog dump "$OBJ"; json "prog dump -j object"
-python3 - "$TMP/out" <<'PY' || fail=1
-import json, sys
-d = json.load(open(sys.argv[1]))
-assert d["program"] == "size_aware" and d["section"] == "tuner", d
-assert d["insns"][0]["idx"] == 0 and d["insns"][-1]["asm"] == "exit", d["insns"][-1]
-assert any(i["line"] > 0 and i["file"].endswith("size_aware.bpf.c") for i in d["insns"])
-print("ok: prog dump json fields")
-PY
+jqe "prog dump json fields" '.program == "size_aware" and .section == "tuner" and .insns[0].idx == 0 and .insns[-1].asm == "exit" and any(.insns[]; .line > 0 and (.file | endswith("size_aware.bpf.c")))'
 printf '0x00000005000000b7\n0x0000000000000095\n' > "$TMP/raw.txt"
 expect "prog dump raw" 0 "$BIN" prog dump "$TMP/raw.txt"
 has "raw mov" "^   0: mov %r0, 5$"
@@ -182,15 +185,13 @@ expect "sim default" 0 "$BIN" sim "$OBJ" --sizes 1K:4K
 [ "$(grep -c '^AllReduce ' "$TMP/out")" = 3 ] || { echo "FAIL: sim 1K:4K rows"; fail=1; }
 expect "sim -j" 0 "$BIN" -j sim "$OBJ" --coll allgather --ranks 16 --nodes 2 --sizes 1M:4M
 json1 "sim -j"
-python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d)==3, d' "$TMP/out" ||
-	{ echo "FAIL: sim -j: not 3 rows"; fail=1; }
+jqe "sim -j: 3 rows" 'length == 3'
 expect "sim --opt=value" 0 "$BIN" sim "$OBJ" --sizes=1K:4K --ranks=8
 [ "$(grep -c '^AllReduce ' "$TMP/out")" = 3 ] || { echo "FAIL: sim --sizes=1K:4K rows"; fail=1; }
 expect "sim channels" 0 "$BIN" sim "$POL/bad_channels.bpf.o" --sizes 1M:1M
 has "sim nccl channels" "RING/LL (16) "; has "sim policy channels marked" "(1 \*)"
 expect "sim -j channels" 0 "$BIN" -j sim "$POL/bad_channels.bpf.o" --sizes 1M:1M
-python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))[0]; assert d["nccl"]["n_channels"]==16 and d["policy"]["n_channels"]==1 and d["changed"]=={"algo_proto":False,"channels":True}, d' "$TMP/out" ||
-	{ echo "FAIL: sim -j channel fields"; fail=1; }
+jqe "sim -j channel fields" '.[0] | .nccl.n_channels == 16 and .policy.n_channels == 1 and .changed == {"algo_proto": false, "channels": true}'
 expect "sim unchanged channels" 0 "$BIN" sim "$OBJ" --sizes 1K:1K
 grep -q '\*' "$TMP/out" && { echo "FAIL: sim marked an unchanged row"; fail=1; }
 expect "sim object list" 0 "$BIN" sim "$OBJ:$ENVOBJ" --sizes 1K:1K
@@ -215,22 +216,12 @@ expect "sim garbage" 2 "$BIN" sim "$TMP/garbage.o"
 
 # ---- bench
 expect "bench -j" 0 "$BIN" -j bench "$OBJ" --calls 1000; json "bench -j"
-python3 - "$TMP/out" <<'PY' || fail=1
-import json, sys
-d = json.load(open(sys.argv[1]))
-assert d["calls"] == 1000, d
-for k in ("policy", "none", "delta"):
-    assert "p50_ns" in d[k] and "p99_ns" in d[k], d
-    assert "p50_ns" in d["profiler"][k] and d["profiler"][k]["p99_ns"] != 0 or k == "delta", d
-assert d["programs"] == {"tuner": 1, "profiler": 0}, d
-print("ok: bench json fields")
-PY
+jqe "bench json fields" '. as $d | .calls == 1000 and .programs == {"tuner": 1, "profiler": 0} and all("policy", "none", "delta"; . as $k | ($d[$k] | has("p50_ns") and has("p99_ns")) and (($d.profiler[$k] | has("p50_ns")) and $d.profiler[$k].p99_ns != 0 or $k == "delta"))'
 expect "bench notes a missing profiler program" 0 "$BIN" bench "$OBJ" --calls 100
 has "bench profiler rows" "^profiler (v5, 100 collectives"
 has "bench no profiler program" "has no profiler program"
 expect "bench list" 0 "$BIN" -j bench "$POL/latency_hist.bpf.o:$OBJ" --calls 100
-python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["programs"]=={"tuner":1,"profiler":1}, d' "$TMP/out" ||
-	{ echo "FAIL: bench list: programs of both objects"; fail=1; }
+jqe "bench list: programs of both objects" '.programs == {"tuner": 1, "profiler": 1}'
 for n in 99 0 -5 abc 1e6 100000001 ""; do
 	expect "bench --calls '$n'" 2 "$BIN" bench "$OBJ" --calls "$n"
 done
@@ -243,26 +234,15 @@ expect "bench garbage" 2 "$BIN" bench "$TMP/garbage.o" --calls 100
 expect "serve bad rate" 2 "$BIN" sim --serve --rate abc
 expect "serve too many ranks" 2 "$BIN" sim --serve --ranks 65
 expect "duration without serve" 2 "$BIN" sim "$OBJ" --duration 3
-"$BIN" -j sim --serve "$POL/latency_hist.bpf.o:$OBJ" --duration 8 --rate 500 --ranks 4 \
-	> "$TMP/serve.out" 2> "$TMP/serve.err" &
-SP=$!
 i=0
 while [ $i -lt 50 ] && ! "$BIN" ps "$SP" > /dev/null 2>&1; do sleep 0.1; i=$((i + 1)); done
 expect "serve ps" 0 "$BIN" -j ps "$SP"; json "serve ps -j"
-python3 - "$TMP/out" "$SP" <<'PY' || fail=1
-import json, sys
-d = json.load(open(sys.argv[1]))
-procs = d if isinstance(d, list) else d.get("processes", [d])
-p = [p for p in procs if p.get("pid") == int(sys.argv[2])]
-assert p, d
-s = json.dumps(p[0])
-assert "latency_hist_record" in s and "size_aware" in s, s
-print("ok: serve ps shows the job's programs")
-PY
+jqe "serve ps shows the job's programs" ".[] | select(.pid == $SP) | tostring | contains(\"latency_hist_record\") and contains(\"size_aware\")"
 expect "serve reload (agreed call)" 0 "$BIN" reload "$SP" "$POL/noop.bpf.o"
 expect "serve export" 0 "$BIN" export "$SP"; has "serve export latency" "ncclbpf_collective_latency_seconds_bucket"
-wait "$SP"; rc=$?
-if [ "$rc" = 0 ] && python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["collectives"] > 0 and d["diverged"] == 0, d' "$TMP/serve.out"; then
+kill -TERM "$SP"; wait "$SP"; rc=$?
+trap - EXIT
+if [ "$rc" = 0 ] && jq -e '.collectives > 0 and .diverged == 0' "$TMP/serve.out" > /dev/null; then
 	echo "ok: serve ran and no rank disagreed"
 else
 	echo "FAIL: serve: exit $rc"; cat "$TMP/serve.out" "$TMP/serve.err" | tail -5; fail=1

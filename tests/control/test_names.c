@@ -444,9 +444,28 @@ static ssize_t read_all(int fd, char *buf, size_t max)
 	return (ssize_t)n;
 }
 
+/* Waits up to secs seconds for needle in the file; true once it is there. */
+static bool file_says(const char *path, const char *needle, int secs)
+{
+	static char text[1 << 16];
+
+	for (int i = 0; i < secs * 20; i++) {
+		int fd = open(path, O_RDONLY);
+		ssize_t k = fd >= 0 ? read_all(fd, text, sizeof(text) - 1) : -1;
+
+		if (fd >= 0)
+			close(fd);
+		text[k > 0 ? k : 0] = 0;
+		if (strstr(text, needle))
+			return true;
+		usleep(50 * 1000);
+	}
+	return false;
+}
+
 static void test_export_enospc(const char *base)
 {
-	char mnt[512], errf[512], prom[600];
+	char mnt[512], errf[512], prom[600], ctl[512];
 	pid_t pid;
 	int rc;
 
@@ -457,7 +476,15 @@ static void test_export_enospc(const char *base)
 	snprintf(mnt, sizeof(mnt), "%s/tiny", base);
 	snprintf(errf, sizeof(errf), "%s/export.err", base);
 	snprintf(prom, sizeof(prom), "%s/ncclbpf.prom", mnt);
-	CHECK(mkdir(mnt, 0700) == 0);
+	snprintf(ctl, sizeof(ctl), "%s/export-ctl", base);
+	CHECK(mkdir(mnt, 0700) == 0 && mkdir(ctl, 0700) == 0);
+	/*
+	 * The exporter's own control directory: the default one is shared with
+	 * every job of this uid on the machine, and one of them stopped
+	 * (SIGSTOP) held each collection for the client's whole timeout, so
+	 * the first write came after the disk had room again.
+	 */
+	setenv("NCCLBPF_CTL_DIR", ctl, 1);
 	pid = fork();
 	if (pid == 0) {
 		static char text[1 << 20];
@@ -468,10 +495,8 @@ static void test_export_enospc(const char *base)
 
 		child_begin();
 		/*
-		 * A private mount namespace, so the tmpfs is ours alone.  1 MiB, not
-		 * less: once the filler is gone a rewrite holds the old file and its
-		 * replacement at once, and with other jobs' processes on the machine
-		 * (a parallel test run) the text is tens of KiB.
+		 * A private mount namespace, so the tmpfs is ours alone.  Room for
+		 * the old file and its replacement at once, as a rewrite needs.
 		 */
 		if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
 		    mount("tmpfs", mnt, "tmpfs", 0, "size=1m,mode=0700"))
@@ -488,12 +513,18 @@ static void test_export_enospc(const char *base)
 
 			dup2(e, 2);
 			execl(CTL_CLI, CTL_CLI, "export", "--textfile", prom, "--interval", "0.2",
-			      "--count", "10", (char *)NULL);
+			      (char *)NULL);
 			_exit(127);
 		}
-		usleep(700 * 1000); /* the first writes fail */
+		/*
+		 * Events, not sleeps: a slow start (a loaded machine, ASan) must not
+		 * let the first write come after the disk has room again.
+		 */
+		CHECK_MSG(file_says(errf, "No space left", 60), "no write failed on the full disk");
 		CHECK(access(prom, F_OK) != 0);
 		unlink(filler);
+		CHECK_MSG(file_says(errf, "written again", 60), "no write after the disk had room");
+		kill(ex, SIGTERM);
 		CHECK_MSG(wait_child(ex) == 0, "the exporter gave up");
 		fd = open(prom, O_RDONLY);
 		k = fd >= 0 ? read_all(fd, text, sizeof(text) - 1) : -1;
@@ -523,6 +554,8 @@ static void test_export_enospc(const char *base)
 		CHECK(rc == 0);
 	unlink(errf);
 	rmdir(mnt);
+	rmdir(ctl);
+	unsetenv("NCCLBPF_CTL_DIR");
 }
 
 int main(void)

@@ -4,9 +4,10 @@
 #
 # Installs the build into a DESTDIR under WORK_DIR and checks what a user
 # gets: every file in its FHS place and nothing else, the plugin's short
-# names as links, a command that finds its own plugin (sim with no
-# NCCLBPF_PLUGIN), man pages and bash completion for every object of the
-# command, and the runtime usable from outside: a consumer program built
+# names as links, a command whose every verb finds its own data (the plugin,
+# tune's sweep policy and policy.h) run from the installed tree, man pages
+# and bash completion for every object of the command, and the runtime
+# usable from outside: a consumer program built
 # once with pkg-config and once with find_package(ncclbpf), then run.
 # Install dirs come from the environment (PREFIX, BINDIR, LIBDIR, INCLUDEDIR,
 # DATADIR, MANDIR, DOCDIR, as CMake configured them) and KINDS.
@@ -74,6 +75,37 @@ env -u NCCLBPF_PLUGIN NCCLBPF_LOG=none "$p/$BINDIR/ncclbpf" sim "$pol/size_aware
 grep -q '^AllReduce' "$work/sim.out" || fail "sim printed no decision rows"
 echo "install_test: installed command verifies and simulates"
 
+# ---- every verb from the installed tree ------------------------------------
+# Run from the work directory with the plugin found by the command itself:
+# each verb must find its data where the install put it (tune's sweep
+# policy and policy.h under the prefix, the plugin under LIBDIR).
+cli=$p/$BINDIR/ncclbpf
+mkdir -m 700 "$work/ctl"
+export NCCLBPF_CTL_DIR=$work/ctl NCCLBPF_MAP_DIR=$work/ctl NCCLBPF_LOG=none
+unset NCCLBPF_PLUGIN
+"$cli" version | grep -q "plugin  *yes $p/$LIBDIR/libnccl-ncclbpf.so" || fail "version: no installed plugin: $("$cli" version)"
+"$cli" help tune | grep -q -- '--sweep-obj FILE' || fail "help tune does not list --sweep-obj"
+"$cli" tune --coll allreduce --sizes 1K:2K --channels 0,8 --reps 2 --out "$work/tune/new" \
+	>"$work/tune.out" 2>"$work/tune.err" || fail "installed tune: $(cat "$work/tune.err")"
+[ -s "$work/tune/new/tuned.bpf.o" ] || fail "installed tune compiled no policy (policy.h not found?)"
+grep -q "wrote $work/tune/new/tuned" "$work/tune.err" || fail "tune does not say where it wrote"
+"$cli" bench "$pol/size_aware.bpf.o" --calls 100 >/dev/null || fail "installed bench"
+"$cli" prog dump "$pol/size_aware.bpf.o" >/dev/null || fail "installed prog dump"
+"$cli" sim --serve "$pol/latency_hist.bpf.o:$pol/size_aware.bpf.o" --ranks 2 --rate 200 --duration 120 \
+	>"$work/serve.out" 2>&1 &
+job=$!
+i=0
+while [ $i -lt 100 ] && ! "$cli" ps "$job" >/dev/null 2>&1; do sleep 0.1; i=$((i + 1)); done
+for v in "ps $job" "prog show $job" "map show $job" "top $job 0.2 1" "reload $job $pol/noop.bpf.o" \
+	 "rollback $job" "export $job" "export --textfile $work/job.prom --count 1 $job" \
+	 "report -o $work/job.html $job" "report --from $work/job.prom -o $work/saved.html"; do
+	# shellcheck disable=SC2086
+	"$cli" $v >"$work/verb.out" 2>&1 || { kill "$job"; fail "installed '$v': $(cat "$work/verb.out")"; }
+done
+kill -TERM "$job"
+wait "$job" || fail "the installed job (sim --serve): $(cat "$work/serve.out")"
+echo "install_test: every verb ran from the installed tree"
+
 # ---- man pages and completion ----------------------------------------------
 for m in "$p/$MANDIR"/man1/*.1; do
 	grep -q '^\.TH ' "$m" || fail "$m has no .TH"
@@ -87,6 +119,7 @@ complete_words() { # WORD... : what the completion offers for the last word
 complete_words ncclbpf ver | grep -qx verify || fail "completion: 'ncclbpf ver' does not give verify"
 complete_words ncclbpf sim x.o --n | grep -qx -- --nodes || fail "completion: sim --n"
 complete_words ncclbpf -j map d | grep -qx dump || fail "completion: map d after -j"
+complete_words ncclbpf tune --sw | grep -qx -- --sweep-obj || fail "completion: tune --sweep-obj"
 echo "install_test: man pages and completion in place"
 
 # ---- the runtime from outside: pkg-config ----------------------------------

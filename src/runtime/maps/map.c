@@ -250,8 +250,16 @@ static int map_file(int fd, const struct nbpf_map_layout *lay, enum ncclbpf_map_
 	return 0;
 }
 
+/* Registers the whole mapping with the truncation guard (guard.c). */
+static void guard_file(struct ncclbpf_map *m, struct nbpf_map_priv *priv, int fd)
+{
+	nbpf_map_guard_add(priv->hdr, priv->rb_span ? priv->rb_span_size : priv->lay.total_size, fd,
+			   priv->lay.total_size, priv->writable, m->path);
+}
+
 static void unmap_file(struct nbpf_map_priv *priv)
 {
+	nbpf_map_guard_del(priv->hdr);
 	if (priv->rb_span)
 		munmap(priv->rb_span, priv->rb_span_size);
 	else if (priv->hdr)
@@ -406,6 +414,7 @@ int ncclbpf_map__create(const char *name, enum ncclbpf_map_type type, uint32_t k
 			goto fail_unlink;
 	}
 	priv->lock_fd = fd;
+	guard_file(m, priv, fd);
 	nbpf_lock_handle_add(priv);
 	/* Claim a lock holder slot now rather than on a program's first update
 	 * (a failure is retried there). */
@@ -515,6 +524,7 @@ int ncclbpf_map__open_path(const char *path, bool writable, struct ncclbpf_map *
 		goto fail;
 	/* Kept open: lock holders' liveness is asked through it (lock.c). */
 	priv->lock_fd = fd;
+	guard_file(m, priv, fd);
 	nbpf_lock_handle_add(priv);
 	nbpf_lock_holder_id(m);
 	*map = m;

@@ -189,4 +189,16 @@ void nbpf_spin_pause(unsigned *spins);
 int nbpf_shm_dir(const char *dir, char *out, size_t out_sz);
 int nbpf_shm_create(const char *dir, const char *name, uint64_t size, char **path, int *fd);
 
+/*
+ * Truncation guard (guard.c): [start, start + len) maps the map file fd of
+ * file_size bytes, whose header is already written; path (kept by the
+ * caller) names it in the one warning.  -ENOSPC when every slot is taken
+ * (the mapping is then unguarded).  Deleted before the range is unmapped.
+ */
+int nbpf_map_guard_add(void *start, size_t len, int fd, uint64_t file_size, bool writable,
+		       const char *path);
+void nbpf_map_guard_del(void *start);
+/* Truncations repaired in this process so far. */
+uint64_t nbpf_map_guard_repairs(void);
+
 #endif

@@ -1,0 +1,114 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# Doc claims about the command that can be checked mechanically:
+#  - every `ncclbpf OBJECT [VERB] --option` in a code block of README.md,
+#    docs/*.md and docs/man/*.txt names an object, verb and options the
+#    command has (its synopsis or summary in `ncclbpf help OBJECT [VERB]`);
+#  - the exit status table of docs/operations.md and the man page's
+#    (docs/man/ncclbpf.txt) say the same, and their codes are the
+#    command's (src/cli/cli.h).
+# usage: cli_docs.sh NCCLBPF SOURCE_DIR TMPDIR
+set -u
+BIN=$1 SRC=$2 T=$3
+fail=0
+rm -rf "$T" && mkdir -p "$T" || exit 1
+command -v jq > /dev/null || { echo "SKIP: jq not installed"; exit 77; }
+bad() { echo "FAIL: $*"; fail=1; }
+
+# ---- command lines in the docs
+# FILE:LINE<TAB>OBJECT VERB-or-empty<TAB>--options, from code blocks and indented man examples.
+for f in "$SRC"/README.md "$SRC"/docs/*.md "$SRC"/docs/man/*.txt; do
+	awk -v f="${f#"$SRC"/}" '
+	/^```/ { code = !code; next }
+	{ line = $0 }
+	!code && f !~ /\.txt$/ { next }
+	f ~ /\.txt$/ && line !~ /^  / { next }
+	{
+		sub(/#.*/, "", line)
+		n = split(line, w, /[ \t]+/)
+		for (i = 1; i < n; i++) {
+			# The command name where a shell runs it: first, or after --, sudo,
+			# a pipe, an environment assignment.
+			if (w[i] !~ /^"?(.*\/)?ncclbpf$/ || w[i] ~ /=/ || (i > 1 && w[i] !~ /^"/ &&
+			    w[i - 1] !~ /^(--|sudo|nice|time|&&|\|\||;|\||\$\(|[A-Z_][A-Z0-9_]*=.*)$/))
+				continue
+			j = i + 1
+			while (j <= n && w[j] ~ /^-/ && w[j] != "--")
+				j++
+			if (w[j] == "--")
+				j++
+			if (w[j] !~ /^[a-z][a-z-]*$/)
+				continue
+			obj = w[j]; verb = ""; opts = ""
+			if (w[j + 1] ~ /^[a-z]+$/)
+				verb = w[j + 1]
+			for (k = j + 1; k <= n && w[k] !~ /^([|;&]+|&&|\|\||\))$/; k++)
+				if (w[k] ~ /^--[a-z]/) { o = w[k]; sub(/=.*/, "", o); opts = opts " " o }
+			printf "%s:%d\t%s\t%s\t%s\n", f, FNR, obj, verb, opts
+		}
+	}' "$f"
+done > "$T/lines"
+[ -s "$T/lines" ] || bad "no command lines found in the docs"
+n=0
+while IFS="$(printf '\t')" read -r where obj verb opts; do
+	n=$((n + 1))
+	if ! "$BIN" -j help "$obj" > "$T/rows" 2> /dev/null; then
+		bad "$where: no object '$obj'"
+		continue
+	fi
+	verbs=" $(jq -r '.commands[].verb // empty' "$T/rows" | tr '\n' ' ')"
+	if [ "$verbs" != " " ]; then
+		case "$verbs" in
+		*" $verb "*) ;;
+		*) bad "$where: '$obj ${verb:-(no verb)}': $obj's verbs are$verbs"; continue ;;
+		esac
+		"$BIN" -j help "$obj" "$verb" > "$T/rows"
+	fi
+	jq -r '.commands[] | .synopsis + " " + .summary' "$T/rows" > "$T/help"
+	for o in $opts; do
+		grep -qE -- "$o([^a-z-]|\$)" "$T/help" || bad "$where: '$obj $verb' has no option $o"
+	done
+done < "$T/lines"
+echo "ok: $n command lines in the docs name objects, verbs and options the command has"
+
+# ---- one exit status table
+grep -E '^#define CLI_(OK|NO|USAGE) ' "$SRC/src/cli/cli.h" | awk '{print $3}' | tr '\n' ' ' > "$T/codes"
+[ "$(cat "$T/codes")" = "0 1 2 " ] || bad "cli.h's exit codes are $(cat "$T/codes"), the docs say 0 1 2"
+awk '/^## Exit status/ { on = 1; next } /^## / { on = 0 } on && /^\* [0-9]: / { sub(/^\* /, ""); print }' \
+	"$SRC/docs/man/ncclbpf.txt" > "$T/man"
+awk '/^### Exit status/ { on = 1; next } /^#/ { on = 0 } on && /^\| [0-9] \|/ {
+	sub(/^\| /, ""); sub(/ \|$/, ""); sub(/ \| /, ": "); print }' "$SRC/docs/operations.md" > "$T/ops"
+[ "$(wc -l < "$T/man")" = 3 ] || bad "the man page's exit status section has $(wc -l < "$T/man") codes"
+if cmp -s "$T/man" "$T/ops"; then
+	echo "ok: docs/operations.md and the man page give the same exit status table"
+else
+	bad "the exit status tables differ (man page < > docs/operations.md):"
+	diff "$T/man" "$T/ops"
+fi
+
+# ---- README's "Using it", as a shell runs it pasted
+# From a directory whose build/ is this build, with a port of its own and a
+# control directory of its own: the verbs answer, the backgrounded job and
+# exporter print no INFO lines, and the job ends with no rank disagreeing.
+if command -v curl > /dev/null && command -v bash > /dev/null; then
+	port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	mkdir -p "$T/readme/ctl" && chmod 700 "$T/readme/ctl" && ln -s "$(cd "$(dirname "$BIN")" && pwd)" "$T/readme/build"
+	awk '/^## Using it/ { on = 1 } on && /^```sh/ { code = 1; next } code && /^```/ { exit } code' \
+		"$SRC/README.md" | sed "s/9464/$port/g" > "$T/readme/using.sh"
+	(cd "$T/readme" && env -u NCCLBPF_LOG NCCLBPF_CTL_DIR="$T/readme/ctl" timeout 120 bash using.sh) \
+		> "$T/readme/out" 2>&1
+	rc=$?
+	# The job prints what it did once the kill reaches it, after the shell is done.
+	i=0
+	while [ $i -lt 600 ] && ! grep -q "collectives per rank" "$T/readme/out"; do sleep 0.1; i=$((i + 1)); done
+	grep -q "INFO" "$T/readme/out" && bad "README's Using it: INFO lines in the terminal"
+	grep -q "loaded .*slo_enforcer.bpf.o.*active from call" "$T/readme/out" || bad "README's Using it: no reload"
+	grep -q "^ncclbpf_tuner_calls_total" "$T/readme/out" || bad "README's Using it: no scrape"
+	grep -q "collectives per rank, 0 on which ranks disagreed" "$T/readme/out" ||
+		bad "README's Using it: the job did not end cleanly"
+	[ $rc = 0 ] && ! grep -v "serving Prometheus" "$T/readme/out" | grep -q "^ncclbpf: " || bad "README's Using it: exit $rc, errors:"
+	[ $fail = 0 ] && echo "ok: README's Using it runs as written" || cat "$T/readme/out"
+else
+	echo "SKIP: README's Using it (needs curl and bash)"
+fi
+exit $fail
