@@ -80,6 +80,22 @@ static inline void ib_set_jump_off(struct nbpf_insn *in, int64_t off)
 		in->off = (int16_t)off;
 }
 
+/* A jump operator with its operands swapped: a < b is b > a. */
+static inline uint8_t ib_jmp_mirror(uint8_t op)
+{
+	switch (op) {
+	case NBPF_JGT: return NBPF_JLT;
+	case NBPF_JLT: return NBPF_JGT;
+	case NBPF_JGE: return NBPF_JLE;
+	case NBPF_JLE: return NBPF_JGE;
+	case NBPF_JSGT: return NBPF_JSLT;
+	case NBPF_JSLT: return NBPF_JSGT;
+	case NBPF_JSGE: return NBPF_JSLE;
+	case NBPF_JSLE: return NBPF_JSGE;
+	default: return op; /* JEQ, JNE and JSET are symmetric */
+	}
+}
+
 static const uint8_t ib_sizes[4] = { NBPF_B, NBPF_H, NBPF_W, NBPF_DW };
 /* Every two-operand ALU operation and NEG (no END: it has its own encoding). */
 static const uint8_t ib_alu_ops[13] = { NBPF_ADD, NBPF_SUB, NBPF_MUL, NBPF_DIV, NBPF_OR,
