@@ -175,6 +175,15 @@ void kd_verify_ours(struct kd_env *e, const struct kd_prog *p, struct kd_verdict
  */
 int kd_run_checks(struct kd_env *e, const struct kd_prog *p, uint64_t seed, struct kd_verdict *v);
 
+/*
+ * The row explaining the kernel's refusal (in mode, with message kmsg) of
+ * a program we accept: a row whose message it carries, or the kernel
+ * twin's row when the kernel accepts the twin (or the row of the twin's
+ * refusal).
+ */
+const struct kd_row *kd_row_for(struct kd_env *e, const struct kd_prog *p, enum kd_kmode mode,
+			       const char *kmsg);
+
 /* Everything for one program; the class is v->cls. */
 void kd_classify(struct kd_env *e, const struct kd_prog *p, uint64_t seed, struct kd_verdict *v);
 
@@ -207,8 +216,10 @@ enum kd_rewrite {
 	KD_RW_CONST    = 1u << 4, /* a comparison with a constant register, with the immediate */
 	KD_RW_JSET     = 1u << 5, /* JSET of the bits from k up, as x > 2^k - 1 */
 	KD_RW_MUL      = 1u << 6, /* a multiplication by a negative constant, as by -K then NEG */
+	KD_RW_COPY     = 1u << 7, /* extensions of one value tied together again */
 	/* what the kernel's verifier models less precisely than ours */
-	KD_RW_KERNEL   = KD_RW_SIGN_EXT | KD_RW_FILL | KD_RW_NEG | KD_RW_ZEXT | KD_RW_CONST | KD_RW_JSET,
+	KD_RW_KERNEL   = KD_RW_SIGN_EXT | KD_RW_FILL | KD_RW_NEG | KD_RW_ZEXT | KD_RW_CONST | KD_RW_JSET |
+			 KD_RW_COPY,
 };
 
 /*
@@ -234,6 +245,7 @@ struct kd_case {
 	bool kernel_accepts;       /* the expectation */
 	char kernel_msg[256];
 	char row[64];              /* a contract-difference row: we accept by design */
+	bool strict;               /* the verdict is the kernel's without CAP_PERFMON (KD_K_STRICT) */
 	char title[600];
 };
 

@@ -6,6 +6,8 @@
  *   # seed: 0xSEED
  *   # kernel: accept                     (or: refuse: MESSAGE)
  *   # row: ROW                           (a contract difference: ours accepts)
+ *   # kernel-mode: strict                (the verdict is the kernel's without
+ *                                          CAP_PERFMON/CAP_SYS_ADMIN)
  *   mov %r6, %r1                         # 0
  *   ...
  *
@@ -53,6 +55,8 @@ int kd_case_write(FILE *f, const struct kd_case *c)
 		fprintf(f, "# kernel: refuse: %s\n", c->kernel_msg);
 	if (c->row[0])
 		fprintf(f, "# row: %s\n", c->row);
+	if (c->strict)
+		fprintf(f, "# kernel-mode: strict\n");
 	for (uint32_t i = 0; i < p->n;) {
 		char text[160];
 		int k = 1;
@@ -90,7 +94,7 @@ static void header_value(const char *line, const char *name, char *out, size_t l
 int kd_case_read(const char *path, struct kd_case *c)
 {
 	FILE *f = fopen(path, "r");
-	char *text = NULL, line[512], kernel[300] = "", seed[40] = "";
+	char *text = NULL, line[512], kernel[300] = "", seed[40] = "", mode[16] = "";
 	size_t len = 0;
 	struct nbpf_insn *insns = NULL;
 	uint32_t n = 0;
@@ -116,7 +120,9 @@ int kd_case_read(const char *path, struct kd_case *c)
 		header_value(line, "# seed:", seed, sizeof(seed));
 		header_value(line, "# kernel:", kernel, sizeof(kernel));
 		header_value(line, "# row:", c->row, sizeof(c->row));
+		header_value(line, "# kernel-mode:", mode, sizeof(mode));
 	}
+	c->strict = !strcmp(mode, "strict");
 	c->seed = strtoull(seed, NULL, 0);
 	if (!strcmp(kernel, "accept")) {
 		c->kernel_accepts = true;

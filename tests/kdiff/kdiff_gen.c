@@ -404,17 +404,11 @@ void kg_emit_use(struct gen *g, uint8_t v, const struct use *u)
 
 	switch (u->kind) {
 	case USE_STACK:
-		if (u->w > 1 && !u->aligned && kg_pct(g, 85)) { /* aligned, as the kernel wants */
-			uint8_t m = kg_scratch(g, 1u << v | 1u << t);
-
-			kg_put(g, NBPF_ALU64 | NBPF_MOV | NBPF_X, m, v, 0, 0);
-			kg_put(g, NBPF_ALU64 | NBPF_AND | NBPF_K, m, 0, 0, -u->w);
-			v = m;
-		}
 		kg_put(g, NBPF_ALU64 | NBPF_MOV | NBPF_X, t, 10, 0, 0);
 		kg_put(g, NBPF_ALU64 | NBPF_ADD | NBPF_K, t, 0, 0, u->base);
 		kg_put(g, NBPF_ALU64 | (u->sub && kg_pct(g, 30) ? NBPF_SUB : NBPF_ADD) | NBPF_X, t, v, 0, 0);
-		kg_access_w(g, t, u->off, u->w);
+		/* the kernel wants a variable stack offset aligned by its known bits */
+		kg_access_w(g, t, u->off, u->aligned || kg_pct(g, 5) ? u->w : 1);
 		break;
 	case USE_MAP:
 		kg_put(g, NBPF_ALU64 | NBPF_MOV | NBPF_X, t, 7, 0, 0);

@@ -77,8 +77,12 @@ const struct kd_row kd_rows[] = {
 	  "an OR of low bits into an aligned frame pointer, as +=" },
 	{ "stack-pointer-sub", "subtraction from stack pointer prohibited",
 	  "a frame pointer minus a bounded value" },
+	{ "call-chain-stack", "combined stack size of",
+	  "each frame of a call chain with its own 512 bytes" },
 	{ "zero-size-memory", " size=0",
 	  "a zero-length helper memory argument at the end of its region" },
+	{ "pointer-null-check", "pointer comparison prohibited",
+	  "any pointer compared with 0 (the kernel without CAP_PERFMON: only a nullable one)" },
 	{ "kernel-twin", NULL,
 	  "operations the kernel models less precisely (its exact twin is accepted)" },
 };
@@ -186,10 +190,10 @@ static const struct kd_row *row_by_message(const char *kmsg)
 /* Shifts tried for variable offsets in the kernel twin (0: none). */
 static const int32_t twin_shifts[] = { 0, 16, 512, 1 << 16 };
 
-/* The row explaining the kernel's refusal of an accepted program, or NULL. */
-static const struct kd_row *row_for(struct kd_env *e, const struct kd_prog *p, const char *kmsg)
+const struct kd_row *kd_row_for(struct kd_env *e, const struct kd_prog *p, enum kd_kmode mode,
+			       const char *kmsg)
 {
-	static struct kd_prog twin;
+	static struct kd_prog twin, again;
 	const struct kd_row *row = row_by_message(kmsg);
 
 	for (size_t s = 0; !row && s < sizeof(twin_shifts) / sizeof(twin_shifts[0]); s++) {
@@ -198,7 +202,10 @@ static const struct kd_row *row_for(struct kd_env *e, const struct kd_prog *p, c
 
 		if (!kd_twin(p, KD_RW_KERNEL, twin_shifts[s], &twin))
 			continue;
-		k = kd_kernel_verdict(&e->kern, &twin, KD_K_PRIV, msg, sizeof(msg));
+		/* constants the first rewrites exposed (a fill of a constant store) reach comparisons */
+		if (kd_twin(&twin, KD_RW_CONST | KD_RW_JSET, 0, &again))
+			twin = again;
+		k = kd_kernel_verdict(&e->kern, &twin, mode, msg, sizeof(msg));
 		if (k == 1)
 			return &kd_rows[kd_n_rows - 1];
 		/* the twin stopped at another difference: that row, as for the program itself */
@@ -269,7 +276,7 @@ void kd_classify(struct kd_env *e, const struct kd_prog *p, uint64_t seed, struc
 		e->runs = runs;
 		if (v->cls)
 			return;
-		v->row = row_for(e, p, v->kern_msg);
+		v->row = kd_row_for(e, p, KD_K_PRIV, v->kern_msg);
 		v->cls = v->row ? KD_C_EXPLAINED : KD_C_FAIL_ACCEPT;
 		return;
 	}
@@ -281,7 +288,7 @@ void kd_classify(struct kd_env *e, const struct kd_prog *p, uint64_t seed, struc
 		v->strict = kd_kernel_verdict(&e->kern, p, KD_K_STRICT, v->strict_msg,
 					      sizeof(v->strict_msg));
 		if (v->strict == 0 && strict_is_ours(v->strict_msg)) {
-			v->row = row_by_message(v->strict_msg);
+			v->row = kd_row_for(e, p, KD_K_STRICT, v->strict_msg);
 			v->cls = v->row ? KD_C_EXPLAINED : KD_C_FAIL_STRICT;
 		}
 	}

@@ -22,8 +22,9 @@
  *                   ldxsW dst, [b+o]       ldxW dst, [b+o]; lsh dst, 64-8W;
  *                                          arsh dst, 64-8W
  *   KD_RW_FILL      stxWs [r10+o1], y ... ldxWf dst, [r10+o2] (a fill of the
- *                   spill's bytes in the same basic block, nothing in between
- *                   storing, or writing y but by constant additions):
+ *                   spill's bytes, reached from it by falling through (no
+ *                   call, no store in between; y written only by constant
+ *                   additions):
  *                                          mov dst, y; add dst, -added; then
  *                                          where y fits Wf bytes (unsigned for
  *                                          ldx, signed for ldxs) and o2 == o1
@@ -35,10 +36,16 @@
  *   KD_RW_ZEXT      a 32-bit shift by a register, division, modulo, le16/be16
  *                                          the same, then mov32 dst, dst
  *                                          (and dst, 0xffff)
- *   KD_RW_CONST     jCC x, y with y (or x) set by mov y, K in the block
+ *   KD_RW_CONST     jCC x, y with y (or x) set by mov y, K before it
  *                                          jCC x, K (mirrored for a constant x)
  *   KD_RW_JSET      jset x, -2^k (jset32)  jgt x, 2^k - 1 (jgt32)
  *   KD_RW_MUL       mul x, -K              mul x, K; neg x
+ *   KD_RW_COPY      a 32-bit or sign-extending copy of s made again (s
+ *                   unchanged): mov dst, the first copy; and after a 32-bit
+ *                   comparison of s, its 32-bit copies made before it, made
+ *                   again on the way on
+ *   ("before" and "again": on the path falling through to the rewritten
+ *   slot, which nothing in between is entered from elsewhere)
  *   (shift M)       add x, v               add v, M; add x, v; add v, -M; add x, -M
  *                                          (a pointer's variable part the kernel
  *                                          sees as non-negative)
@@ -93,11 +100,19 @@ static bool second_slot(const struct kd_prog *p, int64_t i)
 	return i > 0 && nbpf_insn_is_lddw(&p->insns[i - 1]);
 }
 
-/* Whether insn writes register r (as a destination, or a fetching atomic's source). */
+/* Whether the next slot may run after in: not an exit or an unconditional jump. */
+static bool falls_through(const struct nbpf_insn *in)
+{
+	return in->code != NBPF_OP_EXIT && in->code != NBPF_OP_JA && in->code != NBPF_OP_GOTOL;
+}
+
+/* Whether insn writes register r (as a destination, a fetching atomic's source, a call's r0-r5). */
 static bool writes_reg(const struct nbpf_insn *in, uint8_t r)
 {
 	uint8_t cls = NBPF_CLASS(in->code);
 
+	if (in->code == NBPF_OP_CALL)
+		return r <= 5;
 	if (cls == NBPF_ALU || cls == NBPF_ALU64 || cls == NBPF_LDX || in->code == NBPF_OP_LDDW)
 		return in->dst == r;
 	if (cls == NBPF_STX && NBPF_MODE(in->code) == NBPF_ATOMIC)
@@ -107,8 +122,8 @@ static bool writes_reg(const struct nbpf_insn *in, uint8_t r)
 
 /*
  * The store a stack fill at j reads: a store at [r10+o1] covering the
- * fill's bytes, with nothing between it and j that another path could
- * enter, that jumps, calls or stores.  Its index, or -1.
+ * fill's bytes, reaching j by falling through (nothing in between entered
+ * from elsewhere, no call, no other store).  Its index, or -1.
  */
 static int64_t spill_for(const struct kd_prog *p, const uint8_t *is_target, uint32_t j)
 {
@@ -131,7 +146,8 @@ static int64_t spill_for(const struct kd_prog *p, const uint8_t *is_target, uint
 				return i;
 			if (f->off < in->off + ws && in->off < f->off + wf)
 				return -1; /* a partial overwrite */
-		} else if (cls == NBPF_ST || cls == NBPF_STX || cls == NBPF_JMP || cls == NBPF_JMP32) {
+		} else if (cls == NBPF_ST || cls == NBPF_STX || in->code == NBPF_OP_CALL ||
+			   !falls_through(in)) {
 			return -1;
 		}
 		if (is_target[i])
@@ -176,7 +192,7 @@ static int64_t stored_bytes(const struct nbpf_insn *st, const struct nbpf_insn *
 	return (int64_t)v;
 }
 
-/* The constant register r holds at j, set by mov r, K in j's basic block and not written since. */
+/* The constant register r holds at j: mov r, K falling through to j, r not written since. */
 static bool const_before(const struct twin *t, uint8_t r, int32_t *k)
 {
 	if (t->is_target[t->j])
@@ -191,8 +207,7 @@ static bool const_before(const struct twin *t, uint8_t r, int32_t *k)
 			*k = in->imm;
 			return true;
 		}
-		if (writes_reg(in, r) || NBPF_CLASS(in->code) == NBPF_JMP ||
-		    NBPF_CLASS(in->code) == NBPF_JMP32 || t->is_target[i])
+		if (writes_reg(in, r) || !falls_through(in) || t->is_target[i])
 			return false;
 	}
 	return false;
@@ -210,6 +225,89 @@ static void copy_where_fits(struct twin *t, uint8_t dst, uint8_t src, int64_t lo
 	}
 	emit(t, ib_insn(NBPF_ALU64 | NBPF_MOV | NBPF_X, dst, src, 0, 0));
 	emit(t, ib_insn(NBPF_OP_JA, 0, 0, (int16_t)after, 0));
+}
+
+/* Whether d holds a 32-bit copy of s at j: mov32 d, s earlier on j's path, neither written since. */
+static bool same_copy_into(const struct twin *t, uint8_t d, uint8_t s);
+
+/*
+ * Whether control from slot i reaches j only by falling through (a
+ * conditional jump in between may leave, nothing may enter), leaving
+ * registers a and b alone.
+ */
+static bool path_keeps(const struct twin *t, int64_t i, uint8_t a, uint8_t b)
+{
+	for (int64_t k = i + 1; k <= t->j; k++) {
+		const struct nbpf_insn *in = &t->p->insns[k];
+
+		if (t->is_target[k])
+			return false;
+		if (k < t->j && (writes_reg(in, a) || writes_reg(in, b) || !falls_through(in)))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * The register holding what `code dst, src, off` computes at j, computed
+ * earlier on the path falling through to j from the same src (neither
+ * changed since), or -1.
+ */
+static bool same_copy_into(const struct twin *t, uint8_t d, uint8_t s)
+{
+	for (int64_t i = (int64_t)t->j - 1; i >= 0; i--) {
+		const struct nbpf_insn *in = &t->p->insns[i];
+
+		if (second_slot(t->p, i))
+			continue;
+		if (in->dst == d && in->code == (NBPF_ALU | NBPF_MOV | NBPF_X) && in->src == s && !in->off)
+			return path_keeps(t, i, d, s);
+		if (writes_reg(in, d) || !falls_through(in) || t->is_target[i])
+			return false;
+	}
+	return false;
+}
+
+static int same_copy(const struct twin *t, uint8_t code, uint8_t src, int16_t off)
+{
+	for (int64_t i = (int64_t)t->j - 1; i >= 0; i--) {
+		const struct nbpf_insn *in = &t->p->insns[i];
+
+		if (second_slot(t->p, i))
+			continue;
+		if (in->code == code && in->src == src && in->off == off && in->dst != src)
+			return path_keeps(t, i, in->dst, src) ? in->dst : -1;
+		if (!falls_through(in) || t->is_target[i])
+			return -1;
+	}
+	return -1;
+}
+
+/*
+ * After a 32-bit comparison of s, the 32-bit copies of s made before it in
+ * its block, made again: the same values, now tied to what the comparison
+ * learnt about s's low half.
+ */
+static bool rematerialize(struct twin *t, const struct nbpf_insn *jmp)
+{
+	uint8_t regs[2] = { jmp->dst, NBPF_SRC(jmp->code) == NBPF_X ? jmp->src : jmp->dst };
+	uint32_t first = t->n ? 0 : 1, added = 0;
+
+	if (!t->n)
+		emit(t, *jmp);
+	for (int r = 0; r < 2; r++)
+		for (uint8_t d = 0; d < 10 && added < 3; d++)
+			if (d != regs[r] && same_copy_into(t, d, regs[r])) {
+				emit(t, ib_insn(NBPF_ALU | NBPF_MOV | NBPF_X, d, regs[r], 0, 0));
+				added++;
+			}
+	if (!added) {
+		t->n -= first;
+		return false;
+	}
+	if (t->seq[0].off > 0) /* the copies sit before the jump's target now */
+		ib_set_jump_off(&t->seq[0], ib_jump_off(&t->seq[0]) + added);
+	return true;
 }
 
 static bool rw_jump(struct twin *t)
@@ -239,6 +337,8 @@ static bool rw_jump(struct twin *t)
 	}
 	if (changed)
 		emit(t, *in);
+	if ((t->rw & KD_RW_COPY) && cls == NBPF_JMP32)
+		changed |= rematerialize(t, in);
 	return changed;
 }
 
@@ -249,6 +349,15 @@ static bool rw_alu(struct twin *t)
 
 	if (cls != NBPF_ALU && cls != NBPF_ALU64)
 		return false;
+	if ((t->rw & KD_RW_COPY) && in->code == (cls | NBPF_MOV | NBPF_X) &&
+	    (cls == NBPF_ALU || in->off) && d != in->src) {
+		int x = same_copy(t, in->code, in->src, in->off);
+
+		if (x >= 0) { /* the same extension of the same value: a copy of the first */
+			emit(t, ib_insn(NBPF_ALU64 | NBPF_MOV | NBPF_X, d, (uint8_t)x, 0, 0));
+			return true;
+		}
+	}
 	if ((t->rw & KD_RW_NEG) && op == NBPF_NEG) {
 		emit(t, ib_insn(cls | NBPF_MUL | NBPF_K, d, 0, 0, -1));
 	} else if ((t->rw & KD_RW_MUL) && in->code == (cls | NBPF_MUL | NBPF_K) && in->imm < 0 &&
