@@ -28,7 +28,7 @@ TMP=$(mktemp -d /tmp/kselftests.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 mkdir -p "$OUT"
 LIBS="$B/tests/kdiff/libkdiff_lib.a $B/src/runtime/libncclbpf.a -lbpf -lelf -lz -lnettle -lpthread -lm -lrt"
-INC="-I$REPO/src -I$REPO/src/runtime -I$REPO/include -I$REPO/tests/kdiff -I$REPO/tests/common"
+INC="-I$HERE -I$REPO/src -I$REPO/src/runtime -I$REPO/include -I$REPO/tests/kdiff -I$REPO/tests/common"
 
 # The tables: test_verifier.c's definitions before its test array, then every table.
 sed -n '/^static struct bpf_test tests\[\] = {/q;p' "$ST/test_verifier.c" > "$TMP/tv_prefix.h"

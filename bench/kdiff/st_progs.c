@@ -23,8 +23,8 @@
 
 #include <bpf/btf.h>
 
-#include "helpers.h"
 #include "kdiff.h"
+#include "st_common.h"
 
 #define MAX_TESTS 1024
 
@@ -90,37 +90,11 @@ static bool skb_section(const char *sec)
 	       !strcmp(sec, "classifier") || !strcmp(sec, "action");
 }
 
-/* Our refusals that mean the test uses something our runtime does not have. */
-static bool not_ours(const char *reason)
-{
-	static const char *const r[] = {
-		"unknown helper", "helper not allowed for this hook", "map type not supported by helper",
-		"unsupported call", "unsupported lddw pseudo source", "unknown map index",
-		"unsupported instruction", "context access out of bounds",
-		"context access not at a declared field", "write to read-only context field",
-		"context access width does not match field", "variable-offset context access",
-		"atomic operation on context",
-	};
-
-	for (size_t i = 0; i < sizeof(r) / sizeof(r[0]); i++)
-		if (!strcmp(reason, r[i]))
-			return true;
-	return false;
-}
-
 int main(int argc, char **argv)
 {
-	static const int32_t helpers[] = {
-		NBPF_HELPER_MAP_LOOKUP, NBPF_HELPER_MAP_UPDATE, NBPF_HELPER_MAP_DELETE,
-		NBPF_HELPER_KTIME_GET_NS, NBPF_HELPER_TRACE_PRINTK, NBPF_HELPER_PRANDOM_U32,
-		NBPF_HELPER_SMP_PROC_ID, NBPF_HELPER_RINGBUF_OUTPUT, NBPF_HELPER_RINGBUF_RESERVE,
-		NBPF_HELPER_RINGBUF_SUBMIT, NBPF_HELPER_RINGBUF_DISCARD, NBPF_HELPER_RINGBUF_QUERY,
-	};
-	struct ncclbpf_hook_desc hook = kd_hook;
+	struct ncclbpf_hook_desc hook = st_hook();
 	unsigned total = 0, skipped = 0, unsupported = 0, objs_skipped = 0, n[2][2] = { { 0 } };
 
-	hook.helpers = helpers;
-	hook.n_helpers = sizeof(helpers) / sizeof(helpers[0]);
 	for (int a = 1; a < argc; a++) {
 		struct ncclbpf_object *obj = NULL;
 		int tests = 0;
@@ -130,7 +104,10 @@ int main(int argc, char **argv)
 			tests += ex[i].verdict >= 0;
 		total += (unsigned)tests;
 		if (ncclbpf_object__open_file(argv[a], NULL, &obj)) {
-			printf("skip\t%s: the object (%s)\t\t\t%d tests\n", argv[a], ncclbpf_errmsg(), tests);
+			const char *base = strrchr(argv[a], '/');
+
+			printf("skip\t%s: the object (%s)\t\t\t%d tests\n", base ? base + 1 : argv[a],
+			       ncclbpf_errmsg(), tests);
 			skipped += (unsigned)tests;
 			objs_skipped++;
 			continue;
@@ -159,13 +136,12 @@ int main(int argc, char **argv)
 					reason = res.findings[f].reason;
 					break;
 				}
-			if (!ours && not_ours(reason)) {
+			if (!ours && st_not_ours(reason)) {
 				unsupported++;
 				printf("unsupported\t");
 			} else {
 				n[e->verdict][ours]++;
-				printf("%s\t", e->verdict == ours ? "agree"
-					       : ours ? "ACCEPTED_KERNEL_REFUSES" : "gap");
+				printf("%s\t", st_class(e->verdict, ours));
 			}
 			printf("%s\t%s\t%s\tkernel: %s\n", name, e->verdict ? "" : e->msg, reason,
 			       e->verdict ? "accept" : "refuse");

@@ -26,8 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "helpers.h"
 #include "kdiff.h"
+#include "st_common.h"
 #include "verifier/verifier.h"
 
 static struct bpf_test tests[] = {
@@ -112,24 +112,6 @@ static int fix(struct nbpf_insn *p, uint32_t n, const int *idx, int map)
 	return 0;
 }
 
-/* Our refusals that mean the test uses something our runtime does not have. */
-static bool not_ours(const char *reason)
-{
-	static const char *const r[] = {
-		"unknown helper", "helper not allowed for this hook", "map type not supported by helper",
-		"unsupported call", "unsupported lddw pseudo source", "unknown map index",
-		"unsupported instruction", "context access out of bounds",
-		"context access not at a declared field", "write to read-only context field",
-		"context access width does not match field", "variable-offset context access",
-		"atomic operation on context",
-	};
-
-	for (size_t i = 0; i < sizeof(r) / sizeof(r[0]); i++)
-		if (!strcmp(reason, r[i]))
-			return true;
-	return false;
-}
-
 static void tsv(const char *s)
 {
 	for (; s && *s; s++)
@@ -140,17 +122,9 @@ static void tsv(const char *s)
 int main(void)
 {
 	static struct nbpf_insn prog[MAX_TEST_INSNS];
-	static const int32_t helpers[] = {
-		NBPF_HELPER_MAP_LOOKUP, NBPF_HELPER_MAP_UPDATE, NBPF_HELPER_MAP_DELETE,
-		NBPF_HELPER_KTIME_GET_NS, NBPF_HELPER_TRACE_PRINTK, NBPF_HELPER_PRANDOM_U32,
-		NBPF_HELPER_SMP_PROC_ID, NBPF_HELPER_RINGBUF_OUTPUT, NBPF_HELPER_RINGBUF_RESERVE,
-		NBPF_HELPER_RINGBUF_SUBMIT, NBPF_HELPER_RINGBUF_DISCARD, NBPF_HELPER_RINGBUF_QUERY,
-	};
-	struct ncclbpf_hook_desc hook = kd_hook;
+	struct ncclbpf_hook_desc hook = st_hook();
 	unsigned total = 0, skipped = 0, unsupported = 0, n[2][2] = { { 0 } };
 
-	hook.helpers = helpers;
-	hook.n_helpers = sizeof(helpers) / sizeof(helpers[0]);
 	if (make_maps())
 		return 1;
 	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
@@ -207,13 +181,12 @@ int main(void)
 				reason = res.findings[f].reason;
 				break;
 			}
-		if (!ours && not_ours(reason)) {
+		if (!ours && st_not_ours(reason)) {
 			unsupported++;
 			printf("unsupported\t");
 		} else {
 			n[expect][ours]++;
-			printf("%s\t", expect == ours ? "agree" : ours ? "ACCEPTED_KERNEL_REFUSES"
-								       : "gap");
+			printf("%s\t", st_class(expect, ours));
 		}
 		tsv(t->descr);
 		tsv(expect ? "" : t->errstr);
