@@ -232,10 +232,10 @@ uint32_t kd_twin(const struct kd_prog *p, unsigned rewrites, int32_t shift, stru
 
 /*
  * Shrinks p while kd_classify keeps the same class and key; returns the
- * number of classifications spent (at most budget).
+ * number of classifications spent (at most budget, within about seconds).
  */
 uint32_t kd_shrink(struct kd_env *e, struct kd_prog *p, uint64_t seed, const struct kd_verdict *v,
-		   uint32_t budget);
+		   uint32_t budget, double seconds);
 
 /* ---- case files (kdiff_case.c) ---- */
 

@@ -10,7 +10,8 @@
  * NCCLBPF_TEST_SCALE) or count (-n) runs out; program i has the seed
  * kd_mix(SEED + i), and SEED (default: from the clock) is printed first so
  * any run can be repeated.  The first KEEP (default 1) programs of each
- * failure or gap key are shrunk and written to DIR (default ./kdiff-found)
+ * failure or gap key are shrunk (for at most 20 s each, a quarter of a
+ * shorter run) and written to DIR (default ./kdiff-found)
  * as case files, and failures are printed with their reproducer.  The
  * summary gives the verdict matrix, every class, the gap and failure keys
  * and the contract rows used; -j prints it as JSON.  Exit status: 0 no
@@ -74,6 +75,9 @@ static const char *file_prefix(enum kd_class c)
 }
 
 /* Shrinks, writes DIR/PREFIX-NNN.s, prints failures. */
+/* Seconds one shrink may take (scaled with the run, so a short run stays short). */
+static double shrink_seconds = 20;
+
 static void keep(struct kd_env *e, const char *dir, struct keystat *ks, const struct kd_prog *p,
 		 uint64_t seed, const struct kd_verdict *v, bool quiet)
 {
@@ -85,7 +89,7 @@ static void keep(struct kd_env *e, const char *dir, struct keystat *ks, const st
 	memset(&c, 0, sizeof(c));
 	c.prog = *p;
 	c.seed = seed;
-	spent = kd_shrink(e, &c.prog, seed, v, 1000);
+	spent = kd_shrink(e, &c.prog, seed, v, 1000, shrink_seconds);
 	kd_classify(e, &c.prog, seed, &after);
 	c.kernel_accepts = after.kern == 1;
 	snprintf(c.kernel_msg, sizeof(c.kernel_msg), "%s", after.kern_msg);
@@ -270,6 +274,8 @@ int main(int argc, char **argv)
 	}
 	if (scale && atof(scale) > 0)
 		limit *= atof(scale);
+	if (limit / 4 < shrink_seconds)
+		shrink_seconds = limit / 4 > 1 ? limit / 4 : 1;
 	if (!have_seed)
 		seed = kd_mix((uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32));
 	if (kd_env_open(&e, true))

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <time.h>
 
 #include "insn_build.h"
 #include "kdiff.h"
@@ -100,14 +101,23 @@ struct shrink {
 	enum kd_class cls;
 	char key[512];
 	uint32_t spent, budget;
+	double deadline; /* CLOCK_MONOTONIC seconds */
 };
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
 
 static bool still_fails(struct shrink *s, const struct kd_prog *p)
 {
 	struct kd_verdict v;
 	char key[512];
 
-	if (s->spent >= s->budget)
+	if (s->spent >= s->budget || now_s() > s->deadline)
 		return false;
 	s->spent++;
 	kd_classify(s->e, p, s->seed, &v);
@@ -176,12 +186,13 @@ static bool simplify_imms(struct shrink *s, struct kd_prog *p)
 }
 
 uint32_t kd_shrink(struct kd_env *e, struct kd_prog *p, uint64_t seed, const struct kd_verdict *v,
-		   uint32_t budget)
+		   uint32_t budget, double seconds)
 {
-	struct shrink s = { .e = e, .seed = seed, .cls = v->cls, .budget = budget };
+	struct shrink s = { .e = e, .seed = seed, .cls = v->cls, .budget = budget,
+			    .deadline = now_s() + seconds };
 
 	kd_verdict_key(v, s.key, sizeof(s.key));
-	while (s.spent < s.budget) {
+	while (s.spent < s.budget && now_s() <= s.deadline) {
 		bool a = remove_chunks(&s, p);
 		bool b = simplify_imms(&s, p);
 
