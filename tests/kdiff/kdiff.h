@@ -168,12 +168,16 @@ int kd_env_map_renew(struct kd_env *e, int i);
 void kd_verify_ours(struct kd_env *e, const struct kd_prog *p, struct kd_verdict *v);
 /*
  * Runs an accepted program on e->runs input sets: the checking interpreter
- * (a trap or r0 outside [ret_min, ret_max] fails), then the interpreter
- * and the JIT from the same inputs (r0, the context, the array and hash
- * maps and the ring buffer's records must agree).  0 or KD_C_FAIL_RUN /
- * KD_C_FAIL_JIT with v->run_msg set.
+ * (a trap or r0 outside [ret_min, ret_max] fails), then, with jit, the
+ * interpreter and the JIT from the same inputs (r0, the context, the array
+ * and hash maps and the ring buffer's records must agree).  0 or
+ * KD_C_FAIL_RUN / KD_C_FAIL_JIT with v->run_msg set.  The JIT runs natively:
+ * only programs the kernel accepts (or a row explains) may meet it, since
+ * an unsafe one the checker misses (a callee writing into a live caller's
+ * frame) could overwrite this process's own stack.
  */
-int kd_run_checks(struct kd_env *e, const struct kd_prog *p, uint64_t seed, struct kd_verdict *v);
+int kd_run_checks(struct kd_env *e, const struct kd_prog *p, uint64_t seed, bool jit,
+		  struct kd_verdict *v);
 
 /*
  * The row explaining the kernel's refusal (in mode, with message kmsg) of

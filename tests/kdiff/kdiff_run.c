@@ -8,7 +8,6 @@
  * thread slot are sequences reset for each run, and each run starts from
  * the same maps and an empty, zeroed ring buffer at the same position.
  */
-#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,14 +50,14 @@ static const struct nbpf_helper *run_helper(int32_t id)
 
 static void det_init(void)
 {
-	if (det_helpers[0].fn)
-		return;
 	static const struct { int32_t id; nbpf_helper_fn fn; } d[3] = {
 		{ NBPF_HELPER_PRANDOM_U32, det_prandom },
 		{ NBPF_HELPER_KTIME_GET_NS, det_ktime },
 		{ NBPF_HELPER_SMP_PROC_ID, det_cpu },
 	};
 
+	if (det_helpers[0].fn)
+		return;
 	for (int i = 0; i < 3; i++) {
 		det_helpers[i] = *nbpf_helper_find(d[i].id);
 		det_helpers[i].fn = d[i].fn;
@@ -198,7 +197,8 @@ static const char *snapshot_diff(const struct snapshot *a, const struct snapshot
 	return NULL;
 }
 
-int kd_run_checks(struct kd_env *e, const struct kd_prog *p, uint64_t seed, struct kd_verdict *v)
+int kd_run_checks(struct kd_env *e, const struct kd_prog *p, uint64_t seed, bool jit,
+		  struct kd_verdict *v)
 {
 	const struct nbpf_env env = { .maps = e->maps, .n_maps = KD_NMAPS, .helper = run_helper };
 	struct nbpf_jit_image *img = NULL;
@@ -206,7 +206,7 @@ int kd_run_checks(struct kd_env *e, const struct kd_prog *p, uint64_t seed, stru
 
 	det_init();
 #if defined(__x86_64__)
-	if (nbpf_jit_compile(p->insns, p->n, &env, &img)) {
+	if (jit && nbpf_jit_compile(p->insns, p->n, &env, &img)) {
 		snprintf(v->run_msg, sizeof(v->run_msg), "JIT refused an accepted program: %s",
 			 ncclbpf_errmsg());
 		return KD_C_FAIL_JIT;
