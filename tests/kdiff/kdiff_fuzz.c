@@ -6,8 +6,8 @@
  *   kdiff_fuzz -1 PROGRAM_SEED [-o DIR]
  *   kdiff_fuzz -c CASE.s...
  *
- * Generates programs until the time (-t, default 60, scaled by
- * NCCLBPF_TEST_SCALE) or count (-n) runs out; program i has the seed
+ * Generates programs until the time (-t, default 60) or the count (-n)
+ * runs out, both scaled by NCCLBPF_TEST_SCALE; program i has the seed
  * kd_mix(SEED + i), and SEED (default: from the clock) is printed first so
  * any run can be repeated.  The first KEEP (default 1) programs of each
  * failure or gap key are shrunk (for at most 20 s each, a quarter of a
@@ -272,8 +272,11 @@ int main(int argc, char **argv)
 			return usage();
 		}
 	}
-	if (scale && atof(scale) > 0)
+	if (scale && atof(scale) > 0) {
 		limit *= atof(scale);
+		if (max_programs != UINT64_MAX)
+			max_programs = (uint64_t)(max_programs * atof(scale)) + 1;
+	}
 	if (limit / 4 < shrink_seconds)
 		shrink_seconds = limit / 4 > 1 ? limit / 4 : 1;
 	if (!have_seed)
