@@ -24,13 +24,42 @@
 
 #define LOG_SIZE (1u << 20)
 
+struct caps {
+	struct __user_cap_header_struct h;
+	struct __user_cap_data_struct d[2];
+};
+
+static int caps_get(struct caps *c)
+{
+	c->h.version = _LINUX_CAPABILITY_VERSION_3;
+	c->h.pid = 0;
+	return (int)syscall(SYS_capget, &c->h, c->d);
+}
+
+static int caps_set(struct caps *c)
+{
+	c->h.version = _LINUX_CAPABILITY_VERSION_3;
+	c->h.pid = 0;
+	return (int)syscall(SYS_capset, &c->h, c->d);
+}
+
+static bool cap_has(const struct caps *c, int cap)
+{
+	return c->d[cap / 32].effective & (1u << (cap % 32));
+}
+
 int kd_kernel_open(struct kd_kernel *k)
 {
+	struct caps c;
 	int err = 0;
 
 	memset(k, 0, sizeof(*k));
 	for (int i = 0; i < KD_NMAPS; i++)
 		k->fd[i] = -1;
+	/* the root verdict needs root's capabilities, the strict one CAP_BPF to keep */
+	if (caps_get(&c) || !cap_has(&c, CAP_SYS_ADMIN) || !cap_has(&c, CAP_PERFMON) ||
+	    !cap_has(&c, CAP_BPF))
+		return -EPERM;
 	for (int i = 0; i < KD_NMAPS; i++) {
 		const struct kd_map_desc *d = &kd_map_descs[i];
 		LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = d->readonly_prog ? BPF_F_RDONLY_PROG : 0);
@@ -114,25 +143,6 @@ static void last_message(const char *log, char *msg, size_t len)
 		return;
 	}
 	snprintf(msg, len, "%.*s", (int)(best_end - best), best);
-}
-
-struct caps {
-	struct __user_cap_header_struct h;
-	struct __user_cap_data_struct d[2];
-};
-
-static int caps_get(struct caps *c)
-{
-	c->h.version = _LINUX_CAPABILITY_VERSION_3;
-	c->h.pid = 0;
-	return (int)syscall(SYS_capget, &c->h, c->d);
-}
-
-static int caps_set(struct caps *c)
-{
-	c->h.version = _LINUX_CAPABILITY_VERSION_3;
-	c->h.pid = 0;
-	return (int)syscall(SYS_capset, &c->h, c->d);
 }
 
 static void cap_clear(struct caps *c, int cap)
