@@ -63,7 +63,7 @@ const struct cli_cmd cli_cmds[] = {
 	  "node back; --deep-when sends every latency record for a while when a P99 is too high; "
 	  "needs root or CAP_BPF+CAP_PERFMON" },
 	{ "loop", NULL, cmd_loop,
-	  "loop [--channels LIST] [--window N] [--margin N] [--ranks N] [--pids P,...] [--share-dir DIR --node NAME --nodes K] | "
+	  "loop [--channels LIST] [--window N] [--margin N] [--ranks N] [--pids P,...] [(--share-dir DIR | --etcd URLS) --node NAME --nodes K [--job NAME]] [--take-over] | "
 	  "loop --kernel (--lossy-channels N | --lossy-proto ll|ll128|simple | --no-tuner) [--retrans-per-mib N] [--retrans-rate N] [--srtt-ms MS] "
 	  "[--hold S] [--interval MS] [--duration S] [--peer-map NAME] [--plan-map NAME]",
 	  "closed loops: every rank's latency telemetry -> one channel plan -> every rank, from an agreed call; "

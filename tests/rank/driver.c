@@ -642,8 +642,9 @@ static int op_loop(struct rm_run *r, const struct rm_op *op)
 	}
 	if (r->loop_pid > 0 && waitpid(r->loop_pid, &st, WNOHANG) == 0)
 		return 0; /* one is running: start is a no-op */
-	r->loop_pid = cli_bg(r, 0, file, "-j loop --channels 2,4,6,8 --window 100 --ranks %d --timeout 10 --margin-seconds 1",
-			     n);
+	/* The one that ran before is gone (finished or killed -9): take its lease over. */
+	r->loop_pid = cli_bg(r, 0, file, "-j loop --channels 2,4,6,8 --window 100 --ranks %d --timeout 10 --margin-seconds 1%s",
+			     n, r->c->legacy ? "" : " --take-over");
 	return 0;
 }
 
