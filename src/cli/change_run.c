@@ -48,7 +48,7 @@ static void clock_str(uint64_t ns, char *buf, size_t n)
 	snprintf(buf, n, "%02d:%02d:%02d", tm.tm_hour, tm.tm_min, tm.tm_sec);
 }
 
-static void print_json(struct nbpf_coord *co, uint64_t at_call, bool committed)
+void cli_change_json(const struct nbpf_coord *co, uint64_t at_call, bool committed)
 {
 	bool first = true;
 
@@ -83,7 +83,7 @@ static int report_aborted(struct cli *c, struct nbpf_coord *co, const struct cli
 
 	nbpf_coord_abort(co);
 	if (c->json) {
-		print_json(co, 0, false);
+		cli_change_json(co, 0, false);
 		return CLI_NO;
 	}
 	clock_str(co->deadline, t, sizeof(t));
@@ -102,7 +102,7 @@ static int report_aborted(struct cli *c, struct nbpf_coord *co, const struct cli
 	return CLI_NO;
 }
 
-static void report_text(struct nbpf_coord *co, const struct cli_change *ch, uint64_t at_call)
+void cli_change_text(const struct nbpf_coord *co, const struct cli_change *ch, uint64_t at_call)
 {
 	char when[48];
 
@@ -124,7 +124,7 @@ static void report_text(struct nbpf_coord *co, const struct cli_change *ch, uint
 }
 
 /* Some processes applied it and others did not, or did not say: who, and what to do. */
-static void report_partial(struct nbpf_coord *co, const struct cli_change *ch, uint64_t at_call)
+void cli_change_partial(const struct nbpf_coord *co, const struct cli_change *ch, uint64_t at_call)
 {
 	char t[32], applied[512] = "";
 	size_t len = 0;
@@ -181,12 +181,12 @@ int cli_change_run(struct cli *c, const struct cli_change *ch, const int *pids, 
 		  : nbpf_coord_at_call(&co, ch->margin, 1.0);
 	committed = nbpf_coord_commit(&co, at_call, NULL, 0);
 	if (c->json)
-		print_json(&co, at_call, true);
+		cli_change_json(&co, at_call, true);
 	else
-		report_text(&co, ch, at_call);
+		cli_change_text(&co, ch, at_call);
 	if (committed < staged) {
 		if (!c->json)
-			report_partial(&co, ch, at_call);
+			cli_change_partial(&co, ch, at_call);
 		rc = CLI_PARTIAL;
 	} else {
 		for (int i = 0; i < co.n; i++)

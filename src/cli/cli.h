@@ -123,6 +123,13 @@ struct cli_change {
 };
 /* Stages on pids, then commits or aborts everywhere, and reports each process's outcome. */
 int cli_change_run(struct cli *c, const struct cli_change *ch, const int *pids, int n);
+/* Each process's outcome of co: a JSON array, the applied ones as text, who did not and the recovery. */
+struct nbpf_coord;
+void cli_change_json(const struct nbpf_coord *co, uint64_t at_call, bool committed);
+void cli_change_text(const struct nbpf_coord *co, const struct cli_change *ch, uint64_t at_call);
+void cli_change_partial(const struct nbpf_coord *co, const struct cli_change *ch, uint64_t at_call);
+/* `change stage|commit|abort|status|plan|apply` (cmd_change.c). */
+int cmd_change(struct cli *c, int argc, char **argv);
 
 /* ---- helpers shared by the live-process verbs (ctl_util.c) --------------- */
 

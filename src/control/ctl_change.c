@@ -58,6 +58,8 @@ static void put_info(struct nbpf_ctl_buf *b, const struct nbpf_change_info *i)
 	nbpf_ctl_buf_u64(b, "at_call", i->at_call);
 	nbpf_ctl_buf_u64(b, "gen", i->gen);
 	nbpf_ctl_buf_u64(b, "late", i->late);
+	if (i->state == NBPF_CHANGE_COMMITTED && i->n_known <= NBPF_CHANGE_KNOWN_MAX)
+		nbpf_ctl_buf_u64s(b, "known", i->known, i->n_known);
 }
 
 static int need_u64(const struct nbpf_ctl_rec *r, const char *key, uint64_t *v, char *errmsg,
@@ -301,12 +303,13 @@ static int do_abort(const struct nbpf_ctl_msg *req, struct nbpf_ctl_buf *b, char
 
 static int do_changes(struct nbpf_ctl_buf *b)
 {
-	struct nbpf_change_info info[40];
-	int n = nbpf_host_changes(info, 40);
+	struct nbpf_change_info *info = calloc(40, sizeof(*info));
+	int n = info ? nbpf_host_changes(info, 40) : 0;
 
 	for (int i = 0; i < n; i++)
 		put_info(b, &info[i]);
-	return 0;
+	free(info);
+	return info ? 0 : -ENOMEM;
 }
 
 static int do_lease(const struct nbpf_ctl_msg *req, struct nbpf_ctl_buf *b, char *errmsg,

@@ -275,6 +275,8 @@ enum nbpf_change_state {
 	NBPF_CHANGE_EXPIRED,   /* hold passed before a decision: aborted here */
 };
 
+#define NBPF_CHANGE_KNOWN_MAX 256 /* known ids a committed change's record keeps */
+
 struct nbpf_change_info {
 	char id[NBPF_HOST_CHANGE_ID];
 	char owner[NBPF_HOST_OWNER];
@@ -284,6 +286,14 @@ struct nbpf_change_info {
 	uint64_t at_call;      /* committed: the agreed call */
 	uint64_t gen;          /* committed: the image generation it published */
 	uint64_t late;         /* committed: tuner comms already past at_call */
+	/*
+	 * committed: the communicators that follow at_call (as published),
+	 * so a coordinator that died mid-commit can be completed with the
+	 * same set (`ncclbpf change commit ID`); n_known > NBPF_CHANGE_KNOWN_MAX:
+	 * too many to keep, give them again.
+	 */
+	uint64_t known[NBPF_CHANGE_KNOWN_MAX];
+	uint32_t n_known;
 };
 
 const char *nbpf_change_state_name(enum nbpf_change_state s);

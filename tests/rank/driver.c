@@ -27,7 +27,7 @@
 
 static const char *const op_names[OP_N] = {
 	"create", "destroy", "rate", "reload", "rollback", "cfg", "loop", "stop", "cont", "kill",
-	"killcli", "deadsock", "load", "sleep",
+	"killcli", "deadsock", "load", "sleep", "etcdkill", "etcdstart", "unship", "ship",
 };
 
 static double now_s(void)
@@ -106,10 +106,20 @@ int rm_op_parse(const char *line, struct rm_op *op)
 			return -1;
 		op->a = atoi(w1);
 		return 0;
-	case OP_RATE:
+	case OP_RATE: case OP_ETCDKILL:
 		if (n < 3)
 			return -1;
 		op->a = atoi(w1), op->b = atoi(w2);
+		return 0;
+	case OP_ETCDSTART:
+		if (n < 2)
+			return -1;
+		op->a = atoi(w1);
+		return 0;
+	case OP_UNSHIP: case OP_SHIP:
+		if (n < 3 || w2[0] < 'a' || w2[0] > 'c')
+			return -1;
+		op->a = atoi(w1), op->b = w2[0];
 		return 0;
 	case OP_RELOAD:
 		if (n < 2 || w1[0] < 'a' || w1[0] > 'c')
@@ -143,6 +153,8 @@ void rm_op_format(const struct rm_op *op, char *buf, size_t n)
 		snprintf(buf, n, "create %d %s %d", op->a, m, op->b);
 		break;
 	case OP_RATE: snprintf(buf, n, "rate %d %d", op->a, op->b); break;
+	case OP_ETCDKILL: snprintf(buf, n, "etcdkill %d %d", op->a, op->b); break;
+	case OP_UNSHIP: case OP_SHIP: snprintf(buf, n, "%s %d %c", op_names[op->k], op->a, op->b); break;
 	case OP_RELOAD: snprintf(buf, n, "reload %c %s", op->a, op->s); break;
 	case OP_ROLLBACK: snprintf(buf, n, "rollback %s", op->s); break;
 	case OP_LOOP: case OP_DEADSOCK: case OP_LOAD:
@@ -160,9 +172,22 @@ static void node_dir(const struct rm_run *r, int node, char *out, size_t n)
 	snprintf(out, n, "%s/node%d", r->c->root, node);
 }
 
-static void policy_path(const struct rm_run *r, char v, char *out, size_t n)
+/* Each node has its own copy of the objects (as a job's nodes do), so one can lack it. */
+static void policy_path(const struct rm_run *r, int node, char v, char *out, size_t n)
 {
-	snprintf(out, n, "%s/rank_%c.bpf.o", r->c->policies, v);
+	snprintf(out, n, "%s/node%d/pol/rank_%c.bpf.o", r->c->root, node, v);
+}
+
+static int ship(const struct rm_run *r, int node, char v, bool there)
+{
+	char src[512], dst[512], cmd[1400];
+
+	snprintf(src, sizeof(src), "%s/rank_%c.bpf.o", r->c->policies, v);
+	policy_path(r, node, v, dst, sizeof(dst));
+	if (!there)
+		return unlink(dst);
+	snprintf(cmd, sizeof(cmd), "mkdir -p '%s/node%d/pol' && cp '%s' '%s'", r->c->root, node, src, dst);
+	return system(cmd);
 }
 
 static void spawn_proc(struct rm_run *r, int p, char variant)
@@ -171,7 +196,7 @@ static void spawn_proc(struct rm_run *r, int p, char variant)
 	pid_t pid;
 
 	node_dir(r, rm_node_of(r->c, p), dir, sizeof(dir));
-	policy_path(r, variant, pol, sizeof(pol));
+	policy_path(r, rm_node_of(r->c, p), variant, pol, sizeof(pol));
 	atomic_store(&r->sh->proc[p].ready, 0);
 	pid = fork();
 	if (pid == 0) {
@@ -314,18 +339,29 @@ static void outcome_of(const struct rm_run *r, const char *json, int p, char *ou
 
 /* ---- changes and their truth --------------------------------------------------- */
 
+/*
+ * The host's semantics: a reload keeps the maps of the image it replaces
+ * (rank_cfg stays) and makes that image the rollback target; a map write
+ * leaves the rollback target alone; a rollback returns to the target as
+ * it was, its map copy included, and the image it replaces is the next
+ * target.
+ */
 static void apply(struct rm_truth *t, const struct rm_change *q)
 {
 	char c = t->cur;
+	uint32_t cfg = t->cfg;
 
 	switch (q->kind) {
 	case OP_RELOAD:
 		t->rb = t->cur;
+		t->rb_cfg = t->cfg;
 		t->cur = q->variant;
 		break;
 	case OP_ROLLBACK:
 		t->cur = t->rb;
+		t->cfg = t->rb_cfg;
 		t->rb = c;
+		t->rb_cfg = cfg;
 		break;
 	case OP_CFG:
 		t->cfg = q->cfg;
@@ -393,6 +429,24 @@ static void mode_flag(const struct rm_run *r, const char *mode, char *out, size_
 	}
 }
 
+/* The change's arguments on node nd: its own copy of an object; apply: `change apply`'s form. */
+static void node_args(const struct rm_run *r, const struct rm_change *q, int nd, bool apply,
+		      char *out, size_t n)
+{
+	char pol[512];
+
+	policy_path(r, nd, q->variant, pol, sizeof(pol));
+	if (q->kind == OP_RELOAD)
+		snprintf(out, n, apply ? "all %s" : "reload all %s", pol);
+	else if (apply && q->kind == OP_ROLLBACK)
+		snprintf(out, n, "all --rollback");
+	else if (apply)
+		snprintf(out, n, "all --map rank_cfg key 00000000 value %02x%02x%02x%02x", q->cfg & 0xff,
+			 (q->cfg >> 8) & 0xff, (q->cfg >> 16) & 0xff, q->cfg >> 24);
+	else
+		snprintf(out, n, "%s", q->args);
+}
+
 /* One change on every node: one command where there is one node, else a command per node. */
 static int do_change(struct rm_run *r, struct rm_change *q, const char *mode)
 {
@@ -415,6 +469,23 @@ static int do_change(struct rm_run *r, struct rm_change *q, const char *mode)
 		}
 		return 0;
 	}
+	if (r->c->legacy && r->c->nodes > 1) {
+		/*
+		 * The old recipe across nodes (pdsh/srun): the highest call of the
+		 * job, then `reload all OBJ --at-call N` on every node.
+		 */
+		if (!flag[0])
+			mode_flag(r, "at3000", flag, sizeof(flag));
+		rc = 0;
+		for (int nd = 0; nd < r->c->nodes; nd++) {
+			char one[700];
+
+			node_args(r, q, nd, false, one, sizeof(one));
+			rc |= cli(r, nd, out, sizeof(out), "-j %s%s", one, flag);
+			record_outcomes(r, out, q);
+		}
+		return rc;
+	}
 	if (r->c->legacy) {
 		rc = cli(r, 0, out, sizeof(out), "-j %s%s", q->args, flag);
 		record_outcomes(r, out, q);
@@ -436,10 +507,14 @@ static int do_change(struct rm_run *r, struct rm_change *q, const char *mode)
 		else
 			snprintf(xarg, sizeof(xarg), "--share-dir %s/share", r->c->root);
 		for (int nd = 0; nd < r->c->nodes; nd++) {
+			char one[700];
+
 			snprintf(file[nd], sizeof(file[nd]), "%s/change.%d.out", r->c->root, nd);
 			snprintf(tmp, sizeof(tmp), "node%d", nd);
-			pid[nd] = cli_bg(r, nd, file[nd], "-j change apply %s %s --node %s --nodes %d %s --timeout %.1f",
-					 q->id, q->args, tmp, r->c->nodes, xarg, r->c->timeout_ms / 1e3);
+			node_args(r, q, nd, true, one, sizeof(one));
+			pid[nd] = cli_bg(r, nd, file[nd], "-j change apply %s %s --node %s --nodes %d %s --timeout %.1f%s",
+					 q->id, one, tmp, r->c->nodes, xarg, r->c->timeout_ms / 1e3,
+					 !strncmp(flag, " --at-call", 10) ? flag : "");
 		}
 		rc = 0;
 		for (int nd = 0; nd < r->c->nodes; nd++) {
@@ -578,7 +653,7 @@ static int op_reload(struct rm_run *r, const struct rm_op *op)
 	struct rm_change q = { .kind = OP_RELOAD, .variant = (char)op->a };
 	char pol[512];
 
-	policy_path(r, (char)op->a, pol, sizeof(pol));
+	policy_path(r, 0, (char)op->a, pol, sizeof(pol));
 	snprintf(q.args, sizeof(q.args), "reload all %s", pol);
 	do_change(r, &q, op->s);
 	return 0;
@@ -604,47 +679,84 @@ static int op_cfg(struct rm_run *r, const struct rm_op *op)
 	return 0;
 }
 
+static void loops_kill(struct rm_run *r)
+{
+	for (int nd = 0; nd < RM_MAX_NODES; nd++)
+		if (r->loop_node_pid[nd] > 0) {
+			kill(r->loop_node_pid[nd], SIGKILL); /* the aggregator dies mid-step */
+			waitpid(r->loop_node_pid[nd], NULL, 0);
+			r->loop_node_pid[nd] = 0;
+		}
+	r->loop_pid = 0;
+}
+
+static bool loops_running(struct rm_run *r)
+{
+	bool any = false;
+
+	for (int nd = 0; nd < RM_MAX_NODES; nd++)
+		if (r->loop_node_pid[nd] > 0) {
+			if (waitpid(r->loop_node_pid[nd], NULL, WNOHANG) == 0)
+				any = true;
+			else
+				r->loop_node_pid[nd] = 0;
+		}
+	return any;
+}
+
+/* One aggregator per node; with several nodes they agree through the exchange. */
+static void loops_start(struct rm_run *r)
+{
+	char xarg[600] = "";
+
+	if (r->c->nodes > 1) {
+		/* A fresh scope per start: a run's steps are never read as another's. */
+		snprintf(r->loop_job, sizeof(r->loop_job), "loop%d-%ld", (int)getpid(), (long)(now_s() * 1000));
+		if (!strcmp(r->c->exchange, "etcd"))
+			snprintf(xarg, sizeof(xarg), " --etcd %s", r->c->etcd);
+		else
+			snprintf(xarg, sizeof(xarg), " --share-dir %s/share", r->c->root);
+	}
+	for (int nd = 0; nd < r->c->nodes; nd++) {
+		char file[300], nodearg[160] = "";
+
+		snprintf(file, sizeof(file), "%s/loop.%d.out", r->c->root, nd);
+		if (r->c->nodes > 1)
+			snprintf(nodearg, sizeof(nodearg), " --node node%d --nodes %d --job %s%s", nd,
+				 r->c->nodes, r->loop_job, xarg);
+		/* The one that ran before is gone (finished or killed -9): take its lease over. */
+		r->loop_node_pid[nd] = cli_bg(r, nd, file,
+					      "-j loop --channels 2,4,6,8 --window 100 --ranks %d --timeout 10 --margin-seconds 1%s%s",
+					      node_procs(r, nd), r->c->legacy ? "" : " --take-over", nodearg);
+	}
+	r->loop_pid = r->loop_node_pid[0];
+}
+
 static int op_loop(struct rm_run *r, const struct rm_op *op)
 {
-	char file[300];
-	int st = 0, n = node_procs(r, 0);
-
-	snprintf(file, sizeof(file), "%s/loop.out", r->c->root);
-	if (r->c->nodes > 1)
-		return 0; /* loops across nodes run in the cases that name an exchange */
 	if (!strcmp(op->s, "stop")) {
-		if (r->loop_pid > 0) {
-			kill(r->loop_pid, SIGKILL); /* the aggregator dies mid-step */
-			waitpid(r->loop_pid, NULL, 0);
-		}
-		r->loop_pid = 0;
+		loops_kill(r);
 		return 0;
 	}
-	if (!strcmp(op->s, "rerun") && r->loop_pid > 0) {
-		for (int i = 0; i < 3000 && waitpid(r->loop_pid, &st, WNOHANG) == 0; i++)
+	if (!strcmp(op->s, "rerun") && loops_running(r)) {
+		for (int i = 0; i < 3000 && loops_running(r); i++)
 			msleep(10);
-		if (waitpid(r->loop_pid, &st, WNOHANG) == 0) {
-			kill(r->loop_pid, SIGKILL);
-			waitpid(r->loop_pid, NULL, 0);
-		}
-		r->loop_pid = 0;
+		loops_kill(r);
 	}
-	if (!strcmp(op->s, "second") && r->loop_pid > 0 && waitpid(r->loop_pid, &st, WNOHANG) == 0) {
+	if (!strcmp(op->s, "second") && loops_running(r)) {
 		char out[8192] = "";
 		int rc;
 
 		/* Another aggregator while one runs: it must be refused, saying by whom. */
 		rc = cli(r, 0, out, sizeof(out), "-j loop --channels 2,4 --window 50 --ranks %d --timeout 5 --margin-seconds 1",
-			 n);
+			 node_procs(r, 0));
 		if (rc == 0)
 			return failf(r, "a second `ncclbpf loop` ran to the end (exit 0) beside a running one:\n%s", out);
 		return 0;
 	}
-	if (r->loop_pid > 0 && waitpid(r->loop_pid, &st, WNOHANG) == 0)
+	if (loops_running(r))
 		return 0; /* one is running: start is a no-op */
-	/* The one that ran before is gone (finished or killed -9): take its lease over. */
-	r->loop_pid = cli_bg(r, 0, file, "-j loop --channels 2,4,6,8 --window 100 --ranks %d --timeout 10 --margin-seconds 1%s",
-			     n, r->c->legacy ? "" : " --take-over");
+	loops_start(r);
 	return 0;
 }
 
@@ -700,7 +812,7 @@ static int op_killcli(struct rm_run *r, int ms)
 
 	if (r->c->nodes > 1)
 		return 0;
-	policy_path(r, next, pol, sizeof(pol));
+	policy_path(r, 0, next, pol, sizeof(pol));
 	snprintf(file, sizeof(file), "%s/killcli.out", r->c->root);
 	snprintf(id, sizeof(id), "rmk%d-%ld", (int)getpid(), (long)(now_s() * 1000));
 	pid = cli_bg(r, 0, file, "-j reload all %s --id %s --timeout %.1f", pol, id, r->c->timeout_ms / 1e3);
@@ -836,6 +948,24 @@ int rm_run_op(struct rm_run *r, const struct rm_op *op)
 	case OP_DEADSOCK: op_deadsock(r, !strcmp(op->s, "on")); break;
 	case OP_LOAD: op_load(r, !strcmp(op->s, "on")); break;
 	case OP_SLEEP: msleep(op->a > 0 && op->a < 60000 ? op->a : 0); break;
+	case OP_ETCDKILL:
+		/* In MS, while the next operation (a change) goes through the cluster. */
+		if (!r->c->etcd)
+			break;
+		if (fork() == 0) {
+			msleep(op->b);
+			rm_etcd_member(r->c, op->a, false);
+			_exit(0);
+		}
+		break;
+	case OP_ETCDSTART:
+		if (r->c->etcd)
+			rm_etcd_member(r->c, op->a, true);
+		break;
+	case OP_UNSHIP: case OP_SHIP:
+		if (op->a >= 0 && op->a < r->c->nodes)
+			ship(r, op->a, (char)op->b, op->k == OP_SHIP);
+		break;
 	default: break;
 	}
 	if (rm_check_agreement(r))
@@ -864,6 +994,9 @@ int rm_run_start(struct rm_run *r, const struct rm_conf *c)
 		node_dir(r, nd, dir, sizeof(dir));
 		if (mkdir(dir, 0700) && errno != EEXIST)
 			return -errno;
+		for (char v = 'a'; v <= 'c'; v++)
+			if (ship(r, nd, v, true))
+				return -EIO;
 	}
 	for (int p = 0; p < c->procs; p++) {
 		r->sh->proc[p].node = rm_node_of(c, p);
@@ -881,10 +1014,7 @@ void rm_run_stop(struct rm_run *r)
 		return;
 	op_load(r, false);
 	op_deadsock(r, false);
-	if (r->loop_pid > 0) {
-		kill(r->loop_pid, SIGKILL);
-		waitpid(r->loop_pid, NULL, 0);
-	}
+	loops_kill(r);
 	for (int p = 0; p < r->c->procs; p++)
 		if (r->stopped[p])
 			kill(atomic_load(&r->sh->proc[p].pid), SIGCONT);

@@ -101,6 +101,10 @@ enum rm_op_kind {
 	OP_DEADSOCK, /* deadsock on|off: a socket on node 0 that accepts and never answers */
 	OP_LOAD,     /* load on|off: busy processes on every core */
 	OP_SLEEP,    /* sleep MS */
+	OP_ETCDKILL, /* etcdkill MEMBER MS: kill -9 that etcd member MS from now (mid-change) */
+	OP_ETCDSTART, /* etcdstart MEMBER: start it again (it rejoins the cluster) */
+	OP_UNSHIP,   /* unship NODE VERSION: the object is missing on that node (a copy that failed) */
+	OP_SHIP,     /* ship NODE VERSION: it is there again */
 	OP_N,
 };
 
@@ -115,6 +119,7 @@ struct rm_op {
 struct rm_truth {
 	char cur, rb;       /* policy version 'a'..'c'; rb 0: no rollback target */
 	uint32_t cfg;
+	uint32_t rb_cfg;    /* rank_cfg as the rollback target held it (a rollback returns to it) */
 	bool unsure;        /* an outcome the command could not know: not checked until settled */
 };
 
@@ -135,7 +140,8 @@ struct rm_run {
 	struct rm_truth truth[RM_MAX_PROCS];
 	uint64_t settle_at;           /* this step's agreed call: checks wait past it */
 	uint64_t last_at;             /* the latest agreed call: a communicator below it is not judged */
-	pid_t loop_pid, hog[16];
+	pid_t loop_pid, loop_node_pid[RM_MAX_NODES], hog[16];
+	char loop_job[64];
 	int n_hog, dead_fd;
 	bool stopped[RM_MAX_PROCS];
 	char fail[4096];              /* the first violation found, "" while none */
@@ -150,6 +156,14 @@ int rm_run_start(struct rm_run *r, const struct rm_conf *c);
 void rm_run_stop(struct rm_run *r);
 /* Applies op; returns 0, or -1 once r->fail says what went wrong. */
 int rm_run_op(struct rm_run *r, const struct rm_op *op);
+
+/* ---- the exchange's etcd cluster (etcd_cluster.c) --------------------------------- */
+
+/* Starts 3 members on loopback under root (sets c->etcd): 0, 77 (no etcd installed), or -1. */
+int rm_etcd_start(struct rm_conf *c);
+/* Member m down (kill -9) or up again. */
+void rm_etcd_member(const struct rm_conf *c, int m, bool up);
+void rm_etcd_stop(const struct rm_conf *c);
 
 /* ---- checks (verdict.c) ---------------------------------------------------- */
 

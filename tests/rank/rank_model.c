@@ -211,7 +211,7 @@ static int run_seq(const struct seq *s, char *why, size_t n, int *at, struct rm_
 		stats->calls_checked = r.calls_checked;
 		stats->truth_checks = r.truth_checks;
 	}
-	{
+	if (!getenv("RANK_MODEL_KEEP")) {
 		char cmd[400];
 
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", c.root);
@@ -372,7 +372,7 @@ int main(int argc, char **argv)
 	}
 	if (g_conf.procs < 2 || g_conf.procs > RM_MAX_PROCS || g_conf.nodes < 1 ||
 	    g_conf.nodes > RM_MAX_NODES || g_conf.nodes > g_conf.procs || g_conf.slots < 1 ||
-	    g_conf.slots > RM_MAX_SLOTS || (!strcmp(g_conf.exchange, "etcd") && !g_conf.etcd))
+	    g_conf.slots > RM_MAX_SLOTS)
 		usage();
 	signal(SIGPIPE, SIG_IGN);
 	{
@@ -397,6 +397,14 @@ int main(int argc, char **argv)
 	if (mkdir(g_conf.root, 0700)) {
 		perror(g_conf.root);
 		return 2;
+	}
+	if (!strcmp(g_conf.exchange, "etcd") && !g_conf.etcd) {
+		int e = rm_etcd_start(&g_conf);
+
+		if (e) {
+			rmdir(g_conf.root);
+			return e == 77 ? 77 : 2;
+		}
 	}
 	clock_gettime(CLOCK_REALTIME, &ts);
 	if (!file) {
@@ -452,6 +460,14 @@ int main(int argc, char **argv)
 			fclose(f);
 		}
 	}
-	rmdir(g_conf.root);
+	rm_etcd_stop(&g_conf);
+	if (!getenv("RANK_MODEL_KEEP")) {
+		char cmd[300];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g_conf.root);
+		if (system(cmd)) {
+			/* best effort */
+		}
+	}
 	return rc ? 1 : 0;
 }
