@@ -647,9 +647,10 @@ static int do_apply(struct cli *c, int argc, char **argv)
 		goto out_w;
 	}
 	{
+		/* A node may vote as late as its stage deadline: wait for it that long, and as long again. */
 		struct nbpf_xchg_opts xo = { .dir = o.dir, .etcd = o.etcd, .scope = argv[1], .node = o.node,
 					     .nodes = o.nodes,
-					     .timeout_ms = o.timeout_ms ? o.timeout_ms : nbpf_ctl_client_timeout_ms() };
+					     .timeout_ms = 2 * (o.timeout_ms ? o.timeout_ms : nbpf_ctl_client_timeout_ms()) };
 
 		if ((err = nbpf_xchg_open(&xo, &x))) {
 			rc = cli_err(CLI_NO, "change apply: %s", ncclbpf_errmsg());

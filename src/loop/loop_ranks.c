@@ -177,8 +177,9 @@ void nbpf_loop_ranks_close(struct nbpf_loop_ranks *s)
 static int open_xchg(struct nbpf_loop_ranks *s)
 {
 	const struct nbpf_loop_opts *o = s->o;
+	/* A node votes on a plan write as late as its stage deadline (timeout_ms): wait twice that. */
 	struct nbpf_xchg_opts xo = { .dir = o->share_dir, .etcd = o->etcd, .scope = o->job ? o->job : "loop",
-				     .node = o->node, .nodes = o->nodes, .timeout_ms = o->timeout_ms };
+				     .node = o->node, .nodes = o->nodes, .timeout_ms = 2 * o->timeout_ms };
 
 	if (!o->share_dir && !o->etcd)
 		return 0;

@@ -122,7 +122,7 @@ static void gen_one(struct gen *g, const struct rm_conf *c, struct rm_op *op)
 	} else if (w < 52) {
 		op->k = OP_CFG;
 		op->a = rnd(&g->rng, 9);
-	} else if (w < 58 && c->nodes == 1) {
+	} else if (w < 58) {
 		static const char *const lv[] = { "start", "second", "rerun", "stop" };
 
 		op->k = OP_LOOP;
@@ -420,6 +420,8 @@ int main(int argc, char **argv)
 			(unsigned long long)seed, (unsigned long long)seed, steps ? " --steps " : "",
 			steps ? "N" : "");
 		/* A timed run: sequences of 40 steps, each a fresh job, until the time is up. */
+		unsigned long long seqs = 0, ops = 0, calls = 0, truths = 0;
+
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		do {
 			s->n = 0;
@@ -428,10 +430,18 @@ int main(int argc, char **argv)
 			rc = run_seq(s, why, sizeof(why), &at, &stats);
 			if (rc)
 				break;
+			seqs++;
+			ops += (unsigned long long)s->n;
+			calls += stats.calls_checked;
+			truths += stats.truth_checks;
 			fprintf(stderr, "rank_model: %d operations held (%llu calls compared, %llu truth checks)\n",
 				s->n, stats.calls_checked, stats.truth_checks);
 			clock_gettime(CLOCK_MONOTONIC, &t);
 		} while (seconds > 0 && (double)(t.tv_sec - t0.tv_sec) < seconds);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		fprintf(stderr, "rank_model: summary: seed %llu, %llu sequences, %llu operations, %llu calls compared, %llu truth checks, %s in %.0f s\n",
+			(unsigned long long)seed, seqs, ops, calls, truths, rc ? "a violation" : "no violation",
+			(double)(t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9);
 	} else {
 		rc = run_seq(s, why, sizeof(why), &at, &stats);
 		if (!rc)

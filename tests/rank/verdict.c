@@ -91,8 +91,9 @@ static bool slot_running(const struct rm_run *r, int k)
 		return false;
 	for (int p = 0; p < r->c->procs; p++)
 		if ((members & (1u << p)) && (!atomic_load(&r->sh->proc[p].alive) || r->stopped[p] ||
-					      !(atomic_load(&s->joined) & (1u << p))))
-			return false;
+					      !(atomic_load(&s->joined) & (1u << p)) ||
+					      atomic_load(&s->progress[p]) >= RM_MAX_CALLS))
+			return false; /* stopped, dead, or done recording: its calls do not advance */
 	return true;
 }
 
