@@ -192,13 +192,19 @@ static int run_seq(const struct seq *s, char *why, size_t n, int *at, struct rm_
 	for (int i = 0; i < s->n && !err; i++) {
 		char line[128];
 
+		struct timespec a, b;
+
 		rm_op_format(&s->op[i], line, sizeof(line));
 		if (g_verbose)
 			fprintf(stderr, "[%d] %s\n", i, line);
+		clock_gettime(CLOCK_MONOTONIC, &a);
 		if (rm_run_op(&r, &s->op[i])) {
 			err = -1;
 			*at = i;
 		}
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		if (g_verbose)
+			fprintf(stderr, "    (%.2f s)\n", (double)(b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9);
 	}
 	rm_run_stop(&r);
 	if (!err && r.fail[0]) {
