@@ -760,11 +760,45 @@ static int op_loop(struct rm_run *r, const struct rm_op *op)
 	return 0;
 }
 
+/* Every non-zero entry of the decision maps of process from, written into to's (--now). */
+static int copy_maps(struct rm_run *r, int from, int to)
+{
+	static const char *const maps[] = { "rank_cfg", "channel_plan" };
+	int err = 0;
+
+	for (size_t m = 0; m < 2 && !err; m++) {
+		char out[65536] = "", *e;
+		unsigned key;
+		unsigned long long val;
+
+		if (cli(r, rm_node_of(r->c, from), out, sizeof(out), "-j map dump %d %s",
+			atomic_load(&r->sh->proc[from].pid), maps[m]))
+			return -1;
+		for (e = strstr(out, "{\"key\":"); e && !err; e = strstr(e + 1, "{\"key\":")) {
+			if (sscanf(e, "{\"key\":%u,\"value\":%llu}", &key, &val) != 2 || !val)
+				continue;
+			/* Bytes in memory order: the little-endian value, 4 bytes for rank_cfg, 8 for a plan word. */
+			char hex[17];
+
+			if (m)
+				snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)__builtin_bswap64(val));
+			else
+				snprintf(hex, sizeof(hex), "%08x", __builtin_bswap32((uint32_t)val));
+			err = cli(r, rm_node_of(r->c, to), NULL, 0,
+				  "map update %d %s key %02x%02x%02x%02x value %s --now",
+				  atomic_load(&r->sh->proc[to].pid), maps[m], key & 0xff, (key >> 8) & 0xff,
+				  (key >> 16) & 0xff, key >> 24, hex);
+		}
+	}
+	return err;
+}
+
 static int op_kill(struct rm_run *r, int p)
 {
 	pid_t pid = atomic_load(&r->sh->proc[p].pid);
 	char ref = 'a';
 	uint32_t cfg = 0;
+	int src = -1;
 
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
@@ -779,26 +813,24 @@ static int op_kill(struct rm_run *r, int p)
 		}
 	/* Its replacement starts on what the job runs now (the launcher's NCCLBPF_POLICY follows reloads). */
 	for (int q = 0; q < r->c->procs; q++)
-		if (q != p && atomic_load(&r->sh->proc[q].alive) && !r->truth[q].unsure) {
+		if (q != p && atomic_load(&r->sh->proc[q].alive) && !r->truth[q].unsure && !r->stopped[q]) {
 			ref = r->truth[q].cur;
 			cfg = r->truth[q].cfg;
+			src = q;
 			break;
 		}
 	spawn_proc(r, p, ref);
 	r->truth[p] = (struct rm_truth){ .cur = ref, .cfg = 0 };
 	memset(&r->pending[p], 0, sizeof(r->pending[p]));
-	if (cfg) {
-		char out[4096];
-
-		/* It holds no communicator yet: the direct write cannot split one. */
-		if (cli(r, rm_node_of(r->c, p), out, sizeof(out),
-			"map update %d rank_cfg key 00000000 value %02x%02x%02x%02x --now",
-			atomic_load(&r->sh->proc[p].pid), cfg & 0xff, (cfg >> 8) & 0xff,
-			(cfg >> 16) & 0xff, cfg >> 24) == 0)
-			r->truth[p].cfg = cfg;
-		else
-			r->truth[p].unsure = true;
-	}
+	/*
+	 * And with the job's decision-map contents (docs/operations.md: a
+	 * replacement rank holds no communicator yet, so direct writes cannot
+	 * split one): the operator's rank_cfg, the loop's plan.
+	 */
+	if (src >= 0 && copy_maps(r, src, p))
+		r->truth[p].unsure = true;
+	else
+		r->truth[p].cfg = cfg;
 	return 0;
 }
 
