@@ -269,6 +269,39 @@ static void test_map_write_and_lease(void)
 	CHECK(ctl(NBPF_CTL_LEASE, req, NULL, 0) == 0);
 }
 
+/* The `decides` field of map name in the MAPS answer, or -1. */
+static int map_decides(const char *name)
+{
+	struct nbpf_ctl_msg m;
+	const char *em;
+	uint64_t v = 2;
+
+	if (nbpf_ctl_call_pid(getpid(), NBPF_CTL_MAPS, NULL, &m, &em) == 0)
+		for (uint32_t i = 0; i < m.n_recs; i++)
+			if (!strcmp(m.recs[i].kind, "map") &&
+			    !strcmp(nbpf_ctl_rec_get(&m.recs[i], "name") ?: "", name))
+				nbpf_ctl_rec_u64(&m.recs[i], "decides", &v);
+	nbpf_ctl_msg_free(&m);
+	return v > 1 ? -1 : (int)v;
+}
+
+/* A map the tuner reads decides; NCCLBPF_MAP_IMMEDIATE takes it out; others never decide. */
+static void test_decision_maps(void)
+{
+	char req[1100];
+
+	CHECK_EQ_U64(map_decides("ctl_cfg"), 1);  /* ctl_a's tuner reads it */
+	CHECK_EQ_U64(map_decides("ctl_runs"), 1); /* and counts into this one */
+	snprintf(req, sizeof(req), "reload path=%s at_call=0", pol("ctl_imm"));
+	CHECK(ctl(NBPF_CTL_RELOAD, req, NULL, 0) == 0);
+	CHECK_EQ_U64(map_decides("ctl_cfg"), 0);
+	snprintf(req, sizeof(req), "reload path=%s at_call=0", pol("ctl_prof_a"));
+	CHECK(ctl(NBPF_CTL_RELOAD, req, NULL, 0) == 0);
+	CHECK_EQ_U64(map_decides("prof_stats"), 0); /* a profiler's telemetry */
+	snprintf(req, sizeof(req), "reload path=%s at_call=0", pol("ctl_a"));
+	CHECK(ctl(NBPF_CTL_RELOAD, req, NULL, 0) == 0);
+}
+
 /* ---- racing: decisions on two threads while changes and creations go on ----------- */
 
 static _Atomic int race_stop;
@@ -337,6 +370,7 @@ int main(void)
 	test_birth_waits();
 	test_abort_expiry_deadline();
 	test_map_write_and_lease();
+	test_decision_maps();
 	test_race();
 	for (int r = 0; r < 2; r++)
 		emu_tuner_fini(&rk[r]);
