@@ -396,19 +396,54 @@ struct name_pids {
 	int n;
 };
 
-static int collect_pid(const struct map_info *mi, void *arg)
+static int add_pid(struct name_pids *np, int pid)
 {
-	struct name_pids *np = arg;
 	int *v;
 
-	if (strcmp(mi->name, np->name) || (np->n && np->pids[np->n - 1] == mi->pid))
+	if (np->n && np->pids[np->n - 1] == pid)
 		return 0;
 	v = realloc(np->pids, (size_t)(np->n + 1) * sizeof(*v));
 	if (!v)
 		return -ENOMEM;
 	np->pids = v;
-	np->pids[np->n++] = mi->pid;
+	np->pids[np->n++] = pid;
 	return 0;
+}
+
+static int collect_pid(const struct map_info *mi, void *arg)
+{
+	struct name_pids *np = arg;
+
+	return strcmp(mi->name, np->name) ? 0 : add_pid(np, mi->pid);
+}
+
+/*
+ * The targets of `all`: every process whose policy has the map, and every
+ * process that does not answer (a stopped one may have it: left out, it
+ * would keep the old value while the others switch; in, its stage fails
+ * and the change is aborted everywhere).  Processes that are gone are not
+ * targets.
+ */
+static int all_with_map(const char *name, struct name_pids *np)
+{
+	int *all = NULL, n = nbpf_ctl_list_pids(&all);
+
+	np->name = name;
+	for (int i = 0; i < n; i++) {
+		struct nbpf_ctl_msg m;
+		const char *em;
+		int err = nbpf_ctl_call_pid(all[i], NBPF_CTL_MAPS, NULL, &m, &em);
+		bool has = err == -ETIMEDOUT;
+
+		for (uint32_t k = 0; !err && k < m.n_recs && !has; k++)
+			has = !strcmp(m.recs[k].kind, "map") &&
+			      !strcmp(nbpf_ctl_rec_get(&m.recs[k], "name") ?: "", name);
+		nbpf_ctl_msg_free(&m);
+		if (has && add_pid(np, all[i]) < 0)
+			n = -ENOMEM;
+	}
+	free(all);
+	return n;
 }
 
 static void put_hex(struct nbpf_ctl_buf *b, const char *k, const uint8_t *p, size_t n)
@@ -460,7 +495,7 @@ static int write_targets(struct cli *c, const struct map_info *mi, int pid, stru
 	char summary[256];
 	int rc = CLI_OK;
 
-	if (w->all && each_map(NULL, 0, collect_pid, &np) < 0) {
+	if (w->all && all_with_map(mi->name, &np) < 0) {
 		free(np.pids);
 		return cli_err(CLI_NO, "%s", ncclbpf_errmsg());
 	}

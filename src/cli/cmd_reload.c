@@ -92,7 +92,7 @@ static bool selected(const struct nbpf_ctl_msg *m, const struct selector *sel)
  */
 static int select_pids(const char *target, const struct selector *sel, int **pids)
 {
-	int n, kept = 0;
+	int n, kept = 0, err;
 
 	if (target && strcmp(target, "all"))
 		return cli_target_pids(1, (char **)&target, pids);
@@ -109,8 +109,14 @@ static int select_pids(const char *target, const struct selector *sel, int **pid
 			kept = n;
 			break;
 		}
-		/* A process that went away meanwhile is not a target, and no failure. */
-		if (!nbpf_ctl_call_pid((*pids)[i], NBPF_CTL_PS, NULL, &m, &em) && selected(&m, sel))
+		/*
+		 * A process that went away meanwhile is not a target, and no failure.
+		 * One that does not answer (stopped) may match: it stays a target,
+		 * so its stage fails and the change is aborted everywhere, instead
+		 * of the others switching without it.
+		 */
+		err = nbpf_ctl_call_pid((*pids)[i], NBPF_CTL_PS, NULL, &m, &em);
+		if (err == -ETIMEDOUT || (!err && selected(&m, sel)))
 			(*pids)[kept++] = (*pids)[i];
 		nbpf_ctl_msg_free(&m);
 	}
