@@ -131,15 +131,10 @@ static int target_pids(const char *t, int **pids)
 	return cli_target_pids(1, (char **)&t, pids);
 }
 
+/* A change id: the exchange's scope, and unique everywhere it is staged. */
 static bool id_ok(const char *id)
 {
-	if (!*id || strlen(id) > 63)
-		return false;
-	for (; *id; id++)
-		if (!((*id >= 'a' && *id <= 'z') || (*id >= 'A' && *id <= 'Z') ||
-		      (*id >= '0' && *id <= '9') || *id == '.' || *id == '_' || *id == '-'))
-			return false;
-	return true;
+	return strlen(id) < 64 && nbpf_xchg_name_ok(id);
 }
 
 struct opts {

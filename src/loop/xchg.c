@@ -34,7 +34,7 @@ struct nbpf_xchg {
 	int64_t lease;
 };
 
-static bool name_ok(const char *s)
+bool nbpf_xchg_name_ok(const char *s)
 {
 	if (!s || !*s || strlen(s) > 64)
 		return false;
@@ -59,7 +59,7 @@ int nbpf_xchg_open(const struct nbpf_xchg_opts *o, struct nbpf_xchg **out)
 	int err;
 
 	*out = NULL;
-	if (!name_ok(o->node) || !name_ok(o->scope) || o->nodes < 1 || !o->dir == !o->etcd)
+	if (!nbpf_xchg_name_ok(o->node) || !nbpf_xchg_name_ok(o->scope) || o->nodes < 1 || !o->dir == !o->etcd)
 		return nbpf_err(-EINVAL, "exchange: a node name and scope of [A-Za-z0-9._-] (at most 64), "
 					 "a node count, and a directory or etcd endpoints");
 	x = calloc(1, sizeof(*x));
@@ -227,7 +227,7 @@ static int look(struct nbpf_xchg *x, const char *step, char ***texts, int *n)
 		while ((de = readdir(d))) {
 			char path[4600], *t, *s, **nv;
 
-			if (strncmp(de->d_name, prefix, pl) || !name_ok(de->d_name + pl) ||
+			if (strncmp(de->d_name, prefix, pl) || !nbpf_xchg_name_ok(de->d_name + pl) ||
 			    !strcmp(de->d_name + pl, "decision"))
 				continue;
 			snprintf(path, sizeof(path), "%s/%s", x->dir, de->d_name);

@@ -15,6 +15,8 @@
 #ifndef NCCLBPF_LOOP_XCHG_H
 #define NCCLBPF_LOOP_XCHG_H
 
+#include <stdbool.h>
+
 struct nbpf_xchg;
 
 struct nbpf_xchg_opts {
@@ -25,6 +27,9 @@ struct nbpf_xchg_opts {
 	int nodes;            /* how many nodes take part, this one included */
 	int timeout_ms;       /* waiting for the others' records */
 };
+
+/* A name the exchange takes (node, scope, a change id): [A-Za-z0-9._-], 1 to 64 bytes. */
+bool nbpf_xchg_name_ok(const char *s);
 
 /* 0, or a negative errno with the reason in ncclbpf_errmsg(). */
 int nbpf_xchg_open(const struct nbpf_xchg_opts *o, struct nbpf_xchg **out);

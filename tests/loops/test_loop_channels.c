@@ -13,7 +13,6 @@
  * every call, all ranks switch on the announced calls, and without the
  * profiler nothing changes.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <sched.h>
 #include <signal.h>
@@ -29,6 +28,7 @@
 #include "emu_prof.h"
 #include "emu_test.h"
 #include "loop.h"
+#include "loop_test.h"
 #include "ncclbpf/runtime.h"
 
 #define N_RANKS   4
@@ -310,24 +310,7 @@ static void test_shared_dir(void)
 	CHECK_EQ_U64(disagreements(n), 0);
 	if (n > sh->agg[0].final_call)
 		CHECK_EQ_U64(sh->ch[3][sh->agg[0].final_call], 12);
-	/* The exchange's records: each step's summaries, the plan writes' votes and decisions. */
-	{
-		DIR *d = opendir(share);
-		struct dirent *de;
-		int files = 0;
-
-		while (d && (de = readdir(d))) {
-			char path[512];
-
-			if (de->d_name[0] == '.')
-				continue;
-			snprintf(path, sizeof(path), "%s/%s", share, de->d_name);
-			files += !unlink(path);
-		}
-		if (d)
-			closedir(d);
-		CHECK(files > 0);
-	}
+	loop_share_clean(share);
 	CHECK_EQ_U64(rmdir(share), 0);
 }
 

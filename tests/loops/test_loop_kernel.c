@@ -19,7 +19,6 @@
  *                       sees the net process's retransmits and reacts
  */
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <errno.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -37,6 +36,7 @@
 #include "check.h"
 #include "emu_test.h"
 #include "loop.h"
+#include "loop_test.h"
 #include "ncclbpf/runtime.h"
 #include "net_drv.h"
 
@@ -576,24 +576,7 @@ static void test_fake_share(void)
 	CHECK_EQ_U64(disagreements(n), 0);
 	if (n > sh->agg[0].at)
 		check_switch(sh->agg[0].at, true, n);
-	/* The exchange's records: each step's summaries, the plan writes' votes and decisions. */
-	{
-		DIR *d = opendir(share);
-		struct dirent *de;
-		int files = 0;
-
-		while (d && (de = readdir(d))) {
-			char path[512];
-
-			if (de->d_name[0] == '.')
-				continue;
-			snprintf(path, sizeof(path), "%s/%s", share, de->d_name);
-			files += !unlink(path);
-		}
-		if (d)
-			closedir(d);
-		CHECK(files > 0);
-	}
+	loop_share_clean(share);
 	CHECK_EQ_U64(rmdir(share), 0);
 }
 
