@@ -8,6 +8,7 @@
  * at the agreed call).  The last part races getCollInfo on two threads
  * with stages, commits and creations (TSan: label concurrency).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -302,6 +303,76 @@ static void test_decision_maps(void)
 	CHECK(ctl(NBPF_CTL_RELOAD, req, NULL, 0) == 0);
 }
 
+/* Lines of a /proc/self file, or entries of /proc/self/fd. */
+static int count_proc(const char *what)
+{
+	char line[4096];
+	int n = 0;
+
+	if (!strcmp(what, "fd")) {
+		DIR *d = opendir("/proc/self/fd");
+		struct dirent *de;
+
+		while (d && (de = readdir(d)))
+			n += de->d_name[0] != '.';
+		if (d)
+			closedir(d);
+		return n;
+	}
+	FILE *f = fopen(what, "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		n++;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/*
+ * Map writes, reloads and rollbacks as agreed changes, over and over: each
+ * map write is a new image with a new map file; the replaced ones must go
+ * (files, mappings, descriptors and memory flat).
+ */
+static void test_flat(void)
+{
+	int rounds = (int)(400 * emu_scale()), fds0, maps0, fds, maps;
+	char msg[1024], what[1100];
+
+	for (int warm = 0; warm < 2; warm++) {
+		snprintf(what, sizeof(what), "\nop map=ctl_cfg key=00000000 value=0%d000000", 1 + warm);
+		CHECK(stage(warm ? "fw1" : "fw0", 2000, 3000, "t", what, msg, sizeof(msg)) == 0);
+		CHECK(commit(warm ? "fw1" : "fw0", 0, NULL, NULL, 0) == 0);
+		step(NULL);
+	}
+	fds0 = count_proc("fd");
+	maps0 = count_proc("/proc/self/maps");
+	for (int i = 0; i < rounds; i++) {
+		char id[32];
+
+		snprintf(id, sizeof(id), "f%d", i);
+		if (i % 4 == 3) {
+			snprintf(what, sizeof(what), " rollback=1");
+		} else if (i % 4 == 2) {
+			snprintf(what, sizeof(what), " path=%s", pol("ctl_a"));
+		} else {
+			snprintf(what, sizeof(what), "\nop map=ctl_cfg key=00000000 value=%02x000000", 1 + i % 60);
+		}
+		if (stage(id, 2000, 3000, "t", what, msg, sizeof(msg)) ||
+		    commit(id, 0, NULL, msg, sizeof(msg))) {
+			CHECK_MSG(0, "round %d: %s", i, msg);
+			break;
+		}
+		if (step(NULL) < 0)
+			CHECK(0);
+	}
+	fds = count_proc("fd");
+	maps = count_proc("/proc/self/maps");
+	printf("%d agreed map writes, reloads and rollbacks: %d -> %d descriptors, %d -> %d mappings\n",
+	       rounds, fds0, fds, maps0, maps);
+	CHECK_MSG(fds <= fds0 + 2, "descriptors %d -> %d", fds0, fds);
+	CHECK_MSG(maps <= maps0 + 8, "mappings %d -> %d", maps0, maps);
+}
+
 /* ---- racing: decisions on two threads while changes and creations go on ----------- */
 
 static _Atomic int race_stop;
@@ -371,6 +442,7 @@ int main(void)
 	test_abort_expiry_deadline();
 	test_map_write_and_lease();
 	test_decision_maps();
+	test_flat();
 	test_race();
 	for (int r = 0; r < 2; r++)
 		emu_tuner_fini(&rk[r]);
