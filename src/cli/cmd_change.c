@@ -158,8 +158,8 @@ static int parse_opts(int argc, char **argv, int i, struct opts *o)
 		if (!strcmp(a, "--timeout")) {
 			double t = strtod(v, &end);
 
-			if (*end || !(t > 0) || t > 3600)
-				return cli_usage_error("change: --timeout needs seconds in (0, 3600]");
+			if (*end || !(t > 0) || t > 40)
+				return cli_usage_error("change: --timeout needs seconds in (0, 40] (a staged change holds new communicators back for three times that)");
 			o->timeout_ms = (int)(t * 1000);
 		} else if (!strcmp(a, "--margin-seconds")) {
 			o->margin_s = strtod(v, &end);

@@ -663,8 +663,8 @@ int cmd_map(struct cli *c, int argc, char **argv)
 			char *end;
 			double t = strtod(argv[i + 1], &end);
 
-			if (*end || !(t > 0) || t > 3600) {
-				rc = cli_usage_error("--timeout needs seconds in (0, 3600]");
+			if (*end || !(t > 0) || t > 40) {
+				rc = cli_usage_error("--timeout needs seconds in (0, 40] (a staged change holds new communicators back for three times that)");
 				goto out;
 			}
 			w.ch.timeout_ms = (int)(t * 1000);

@@ -226,8 +226,8 @@ static int reload_or_rollback(struct cli *c, int argc, char **argv, bool reload)
 			break;
 		case 't':
 			t = strtod(optarg, &end);
-			if (*end || !(t > 0) || t > 3600)
-				return cli_usage_error("%s: --timeout needs seconds in (0, 3600], got '%s'", verb,
+			if (*end || !(t > 0) || t > 40)
+				return cli_usage_error("%s: --timeout needs seconds in (0, 40] (a staged change holds new communicators back for three times that), got '%s'", verb,
 						       optarg);
 			ch.timeout_ms = (int)(t * 1000);
 			break;

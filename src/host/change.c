@@ -26,6 +26,8 @@
 #include "load_status.h"
 
 #define N_DONE   32 /* decided changes remembered, for retries and status */
+/* A staged change holds new tuner communicators back: never for longer than this. */
+#define MAX_HOLD_NS (120ull * 1000000000ull)
 #define N_LEASES 16
 
 static struct {
@@ -160,6 +162,12 @@ static int stage_locked(const char *id, const char *owner, const char *what,
 		snprintf(errbuf, errlen, "change %s: its hold time %s has passed: nothing staged", id,
 			 clock_str(hold, t, sizeof(t)));
 		return -ETIMEDOUT;
+	}
+	if (hold - nbpf_realtime_ns() > MAX_HOLD_NS) {
+		snprintf(errbuf, errlen,
+			 "change %s: a hold of more than %llu s would hold communicator creation back that long",
+			 id, MAX_HOLD_NS / 1000000000ull);
+		return -EINVAL;
 	}
 	g_st.on = true;
 	g_st.img = img;

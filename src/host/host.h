@@ -301,8 +301,8 @@ const char *nbpf_change_state_name(enum nbpf_change_state s);
 /*
  * Stages img (ownership passes to the host) as change id.  -EBUSY when
  * another change is staged, -EEXIST when id was staged before (a change id
- * is used once), -ETIMEDOUT when hold has passed.  On error img is freed
- * and errbuf says why.
+ * is used once), -ETIMEDOUT when hold has passed, -EINVAL when it is more
+ * than 120 s ahead.  On error img is freed and errbuf says why.
  */
 int nbpf_host_stage(const char *id, const char *owner, const char *what,
 		    struct nbpf_image *img, uint64_t hold, char *errbuf, size_t errlen);
