@@ -177,7 +177,7 @@ static __attribute__((noinline)) uint64_t run_walk(struct nbpf_epoch_reader *rd,
 
 	nbpf_epoch_enter_rec(rd);
 	i = nbpf_host_image_for(atomic_load_explicit(&nbpf_host_published, memory_order_acquire),
-				c->call_seq);
+				c->call_seq, c->comm_id);
 	if (i && i->tuner)
 		r = i->tuner->func(c, sizeof(*c));
 	nbpf_epoch_exit_rec(rd);

@@ -243,6 +243,18 @@ struct ncclbpf_net_ctx {
 		__attribute__((section(".ncclbpf.export"), used, aligned(1))) =     \
 			"map=" #map ";" spec
 
+/*
+ * A map the tuner reads is a decision map: a write from outside (`ncclbpf
+ * map update`) reaches every rank at one agreed call, through a new copy
+ * of the map (docs/operations.md).  NCCLBPF_MAP_IMMEDIATE(map) opts a map
+ * out: writes land at once, as in any other map.  For a map whose values
+ * carry their own activation call (a plan word that says from which call
+ * it applies), or one the tuner reads for something that decides nothing.
+ */
+#define NCCLBPF_MAP_IMMEDIATE(map)                                                  \
+	static const char ___ncclbpf_immediate_##map[]                              \
+		__attribute__((section(".ncclbpf.immediate"), used, aligned(1))) = #map
+
 #if defined(__bpf__)
 #define NCCLBPF_INLINE static __always_inline
 #else

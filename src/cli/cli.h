@@ -14,6 +14,7 @@
 #define NCCLBPF_CLI_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 struct cli {
@@ -37,6 +38,8 @@ extern const size_t cli_n_cmds;
 #define CLI_OK    0
 #define CLI_NO    1
 #define CLI_USAGE 2
+/* An agreed change some processes applied and others did not, or may not have. */
+#define CLI_PARTIAL 3
 
 /* Each takes the arguments after OBJECT (argv[0] is the verb, if any). */
 int cmd_prog(struct cli *c, int argc, char **argv);   /* cmd_prog.c */
@@ -128,6 +131,31 @@ int cli_prom_json(FILE *f, const char *text);
 /* Adds the maps every process's policy declares for export (export_maps.c). */
 struct nbpf_export_set;
 void cli_export_policy_maps(struct nbpf_export_set *set, const int *pids, int n_pids);
+
+/* ---- agreed changes over this node's processes (change_run.c) ------------ */
+
+struct cli_change {
+	const char *verb;     /* "reload", "rollback", "map update": messages and recovery */
+	const char *summary;  /* what each process did, for the report ("loaded /x.o") */
+	const char *fields;   /* the stage record's own fields (" path=/x.o"), encoded */
+	const char *records;  /* further records (map writes), or NULL */
+	const char *id;       /* the change id, NULL: a fresh one */
+	const char *owner;    /* who asks (a lease holder names itself), NULL: ncclbpf */
+	enum { CLI_AT_SYNC, CLI_AT_CALL, CLI_AT_NOW } when;
+	uint64_t at_call;     /* CLI_AT_CALL */
+	uint64_t margin;      /* CLI_AT_SYNC: calls past the highest; 0: a second of calls + 1000 */
+	int timeout_ms;       /* stage deadline; commits retried until 3x; 0: the client default */
+	bool skip_gone;       /* targets were chosen (all, a selector): ignore vanished ones */
+};
+/* Stages on pids, then commits or aborts everywhere, and reports each process's outcome. */
+int cli_change_run(struct cli *c, const struct cli_change *ch, const int *pids, int n);
+/* Each process's outcome of co: a JSON array, the applied ones as text, who did not and the recovery. */
+struct nbpf_coord;
+void cli_change_json(const struct nbpf_coord *co, uint64_t at_call, bool committed);
+void cli_change_text(const struct nbpf_coord *co, const struct cli_change *ch, uint64_t at_call);
+void cli_change_partial(const struct nbpf_coord *co, const struct cli_change *ch, uint64_t at_call);
+/* `change stage|commit|abort|status|plan|apply` (cmd_change.c). */
+int cmd_change(struct cli *c, int argc, char **argv);
 
 /* ---- helpers shared by the live-process verbs (ctl_util.c) --------------- */
 

@@ -72,6 +72,9 @@ int cmd_loop(struct cli *c, int argc, char **argv)
 		{ "pids", required_argument, NULL, 'p' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "share-dir", required_argument, NULL, 'd' },
+		{ "etcd", required_argument, NULL, 'E' },
+		{ "job", required_argument, NULL, 'J' },
+		{ "take-over", no_argument, NULL, 'O' },
 		{ "node", required_argument, NULL, 'n' },
 		{ "nodes", required_argument, NULL, 'N' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -105,6 +108,9 @@ int cmd_loop(struct cli *c, int argc, char **argv)
 			o.pids = pids;
 			break;
 		case 'd': o.share_dir = optarg; break;
+		case 'E': o.etcd = optarg; break;
+		case 'J': o.job = optarg; break;
+		case 'O': o.take_over = true; break;
 		case 'n': o.node = optarg; break;
 		case 'N': o.nodes = atoi(optarg); break;
 		case 'q': o.log = NULL; break;
@@ -114,8 +120,10 @@ int cmd_loop(struct cli *c, int argc, char **argv)
 	}
 	if (cli_optind != argc + 1)
 		return cli_usage_error("loop: unexpected argument '%s'", argv[cli_optind - 1]);
-	if (o.share_dir && (!o.node || o.nodes < 1))
-		return cli_usage_error("--share-dir needs --node NAME and --nodes K");
+	if (o.share_dir && o.etcd)
+		return cli_usage_error("--share-dir and --etcd exclude each other");
+	if ((o.share_dir || o.etcd) && (!o.node || o.nodes < 1))
+		return cli_usage_error("--share-dir and --etcd need --node NAME and --nodes K");
 	if (o.window < 1 || o.timeout_ms < 1)
 		return cli_usage_error("--window and --timeout must be positive");
 	err = nbpf_loop_run(&o, &r);

@@ -4,6 +4,15 @@
  * The process tells us, over its control socket, where each map's
  * shared-memory file is; we then open the file directly
  * (ncclbpf_map__open_path) so reads and writes never wait on the job.
+ *
+ * Except writes to a decision map (one the tuner reads: the process marks
+ * it `decides`): a write that each process saw the moment it landed would
+ * switch ranks on different calls.  `map update|delete PID|all MAP ...`
+ * then is an agreed change (change_run.c): every target process stages a
+ * copy of the map with the write, and every one switches to it at one
+ * call (--sync by default, --at-call N), or none does.  --now writes the
+ * file directly, as for any other map: the operator's opt-out, for a write
+ * that decides nothing or carries its own activation call.
  * Keys and values are hex bytes in memory order: either one string
  * ("0a000000", optional 0x) or several tokens ("0a 0 0 0"), each token
  * being one or more whole bytes (an odd digit count gets a leading 0).
@@ -40,7 +49,7 @@ static int parse_hex(int argc, char **argv, int *i, uint8_t *out, size_t want, c
 	size_t n = 0;
 
 	for (; *i < argc && strcmp(argv[*i], "key") && strcmp(argv[*i], "value") &&
-	       strcmp(argv[*i], "flags");
+	       strcmp(argv[*i], "flags") && strncmp(argv[*i], "--", 2);
 	     (*i)++) {
 		const char *s = argv[*i];
 		size_t len;
@@ -86,6 +95,7 @@ struct map_info {
 	char name[128], path[4096];
 	uint64_t type, key_size, value_size, max_entries;
 	uint64_t id; /* the shared-memory file's inode: unique while the map exists */
+	uint64_t decides; /* the tuner reads it: writes go through an agreed change */
 	int pid;
 	char obj_path[4096]; /* the object declaring it: its BTF formats the entries */
 };
@@ -133,6 +143,7 @@ static void rec_info(const struct nbpf_ctl_rec *r, int pid, struct map_info *mi)
 	nbpf_ctl_rec_u64(r, "key_size", &mi->key_size);
 	nbpf_ctl_rec_u64(r, "value_size", &mi->value_size);
 	nbpf_ctl_rec_u64(r, "max_entries", &mi->max_entries);
+	nbpf_ctl_rec_u64(r, "decides", &mi->decides);
 	mi->id = map_id(mi->path);
 	mi->pid = pid;
 	snprintf(mi->obj_path, sizeof(mi->obj_path), "%s", nbpf_ctl_rec_get(r, "obj_path") ?: "");
@@ -383,6 +394,149 @@ static void print_entry(struct cli *c, struct ncclbpf_map *map, const struct map
 	*first = false;
 }
 
+struct name_pids {
+	const char *name;
+	int *pids;
+	int n;
+};
+
+static int add_pid(struct name_pids *np, int pid)
+{
+	int *v;
+
+	if (np->n && np->pids[np->n - 1] == pid)
+		return 0;
+	v = realloc(np->pids, (size_t)(np->n + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	np->pids = v;
+	np->pids[np->n++] = pid;
+	return 0;
+}
+
+static int collect_pid(const struct map_info *mi, void *arg)
+{
+	struct name_pids *np = arg;
+
+	return strcmp(mi->name, np->name) ? 0 : add_pid(np, mi->pid);
+}
+
+/*
+ * The targets of `all`: every process whose policy has the map, and every
+ * process that does not answer (a stopped one may have it: left out, it
+ * would keep the old value while the others switch; in, its stage fails
+ * and the change is aborted everywhere).  Processes that are gone are not
+ * targets.
+ */
+static int all_with_map(const char *name, struct name_pids *np)
+{
+	int *all = NULL, n = nbpf_ctl_list_pids(&all);
+
+	np->name = name;
+	for (int i = 0; i < n; i++) {
+		struct nbpf_ctl_msg m;
+		const char *em;
+		int err = nbpf_ctl_call_pid(all[i], NBPF_CTL_MAPS, NULL, &m, &em);
+		bool has = err == -ETIMEDOUT;
+
+		for (uint32_t k = 0; !err && k < m.n_recs && !has; k++)
+			has = !strcmp(m.recs[k].kind, "map") &&
+			      !strcmp(nbpf_ctl_rec_get(&m.recs[k], "name") ?: "", name);
+		nbpf_ctl_msg_free(&m);
+		if (has && add_pid(np, all[i]) < 0)
+			n = -ENOMEM;
+	}
+	free(all);
+	return n;
+}
+
+static void put_hex(struct nbpf_ctl_buf *b, const char *k, const uint8_t *p, size_t n)
+{
+	char *h = malloc(2 * n + 1);
+
+	for (size_t i = 0; h && i < n; i++)
+		snprintf(h + 2 * i, 3, "%02x", p[i]);
+	nbpf_ctl_buf_str(b, k, h ? h : "");
+	free(h);
+}
+
+struct map_write {
+	bool all, now, del;
+	struct cli_change ch;
+	uint64_t flags;
+};
+
+/* One direct write into pid's file of the map (the map's own semantics: at once). */
+static int write_one(int pid, const char *name, const uint8_t *key, const uint8_t *val,
+		     const struct map_write *w)
+{
+	struct ncclbpf_map *m = NULL;
+	struct map_info mi;
+	int err;
+
+	if (find_map(pid, name, &mi, false, NULL))
+		return -ENOENT;
+	err = ncclbpf_map__open_path(mi.path, true, &m);
+	if (!err)
+		err = w->del ? ncclbpf_map__delete(m, key) : ncclbpf_map__update(m, key, val, w->flags);
+	if (err)
+		cli_err(0, "pid %d: %s: %s", pid, w->del ? "delete" : "update",
+			err == -ENOENT && w->del ? "no such key" : ncclbpf_errmsg());
+	ncclbpf_map__put(m);
+	return err;
+}
+
+/*
+ * update|delete on a decision map (an agreed change over the targets) or
+ * on every process's map (all): the targets are pid, or every process
+ * whose policy has the map.
+ */
+static int write_targets(struct cli *c, const struct map_info *mi, int pid, struct map_write *w,
+			 const uint8_t *key, size_t ks, const uint8_t *val, size_t vs)
+{
+	struct name_pids np = { .name = mi->name };
+	struct nbpf_ctl_buf rec = { .max = NBPF_CTL_MAX_REQUEST };
+	char summary[256];
+	int rc = CLI_OK;
+
+	if (w->all && all_with_map(mi->name, &np) < 0) {
+		free(np.pids);
+		return cli_err(CLI_NO, "%s", ncclbpf_errmsg());
+	}
+	if (!w->all && (np.pids = malloc(sizeof(int))))
+		np.pids[np.n++] = pid;
+	if (!np.n) {
+		free(np.pids);
+		return cli_err(CLI_NO, "no process has a map named '%s'", mi->name);
+	}
+	if (!mi->decides || w->now) {
+		for (int i = 0; i < np.n; i++)
+			if (write_one(np.pids[i], mi->name, key, val, w))
+				rc = CLI_NO;
+		if (rc == CLI_OK && c->json)
+			puts("{\"ok\":true}");
+		free(np.pids);
+		return rc;
+	}
+	nbpf_ctl_buf_rec(&rec, "op");
+	nbpf_ctl_buf_str(&rec, "map", mi->name);
+	put_hex(&rec, "key", key, ks);
+	if (!w->del)
+		put_hex(&rec, "value", val, vs);
+	snprintf(summary, sizeof(summary), "%s %s", w->del ? "deleted a key of" : "wrote", mi->name);
+	w->ch.verb = w->del ? "map delete" : "map update";
+	w->ch.summary = summary;
+	w->ch.records = rec.data;
+	w->ch.skip_gone = w->all;
+	if (c->json)
+		c->doc_open = true;
+	rc = rec.err ? cli_usage_error("the write does not fit in one request")
+		     : cli_change_run(c, &w->ch, np.pids, np.n);
+	nbpf_ctl_buf_free(&rec);
+	free(np.pids);
+	return rc;
+}
+
 int cmd_map(struct cli *c, int argc, char **argv)
 {
 	struct ncclbpf_map *map = NULL;
@@ -391,7 +545,8 @@ int cmd_map(struct cli *c, int argc, char **argv)
 	const char *verb;
 	uint8_t *key = NULL, *next = NULL, *val = NULL;
 	uint64_t flags = NCCLBPF_ANY;
-	bool have_key = false, have_val = false, writable, first = true;
+	bool have_key = false, have_val = false, writable, first = true, have_at = false;
+	struct map_write w = { .ch = { .when = CLI_AT_SYNC } };
 	size_t val_bytes;
 	int pid = 0, rc = CLI_OK, err, i;
 
@@ -412,6 +567,16 @@ int cmd_map(struct cli *c, int argc, char **argv)
 			return err < 0 ? cli_err(CLI_NO, "%s", ncclbpf_errmsg())
 				       : cli_err(CLI_NO, "no map has id %s (ncclbpf map show lists them)",
 						 argv[2]);
+	} else if (!strcmp(argv[1], "all") && (!strcmp(verb, "update") || !strcmp(verb, "delete"))) {
+		struct name_pids np = { .name = argc > 2 ? argv[2] : "" };
+
+		/* Every process whose policy has the map; the first one describes it. */
+		err = each_map(NULL, 0, collect_pid, &np);
+		pid = np.n ? np.pids[0] : 0;
+		free(np.pids);
+		if (err < 0 || !pid)
+			return cli_err(CLI_NO, "no process has a map named '%s'", np.name);
+		w.all = true;
 	} else {
 		pid = cli_parse_pid(argv[1]);
 		if (pid < 0)
@@ -473,10 +638,65 @@ int cmd_map(struct cli *c, int argc, char **argv)
 				goto out;
 			}
 			i += 2;
+		} else if (writable && !strcmp(argv[i], "--sync")) {
+			i++; /* the default for a decision map */
+		} else if (writable && !strcmp(argv[i], "--now")) {
+			w.now = true;
+			w.ch.when = CLI_AT_NOW;
+			i++;
+		} else if (writable && !strcmp(argv[i], "--at-call") && i + 1 < argc) {
+			char *end;
+
+			errno = 0;
+			w.ch.at_call = strtoull(argv[i + 1], &end, 0);
+			if (errno || *end || !*argv[i + 1] || argv[i + 1][0] == '-') {
+				rc = cli_usage_error("--at-call needs a call number");
+				goto out;
+			}
+			w.ch.when = CLI_AT_CALL;
+			have_at = true;
+			i += 2;
+		} else if (writable && !strcmp(argv[i], "--id") && i + 1 < argc) {
+			if (!*argv[i + 1] || strlen(argv[i + 1]) >= 64) {
+				rc = cli_usage_error("--id is 1 to 63 characters");
+				goto out;
+			}
+			w.ch.id = argv[i + 1];
+			i += 2;
+		} else if (writable && !strcmp(argv[i], "--timeout") && i + 1 < argc) {
+			char *end;
+			double t = strtod(argv[i + 1], &end);
+
+			if (*end || !(t > 0) || t > 40) {
+				rc = cli_usage_error("--timeout needs seconds in (0, 40] (a staged change holds new communicators back for three times that)");
+				goto out;
+			}
+			w.ch.timeout_ms = (int)(t * 1000);
+			i += 2;
 		} else {
 			rc = cli_usage_error("unexpected argument '%s'", argv[i]);
 			goto out;
 		}
+	}
+	if (w.now && have_at) {
+		rc = cli_usage_error("map %s: --now and --at-call exclude each other", verb);
+		goto out;
+	}
+	if (writable && have_key && (have_val || !strcmp(verb, "delete")) && (w.all || (mi.decides && !w.now))) {
+		if (flags != NCCLBPF_ANY && !w.now) {
+			rc = cli_usage_error("map %s: flags apply to a direct write (--now); %s decides, so its writes are agreed",
+					     verb, mi.name);
+			goto out;
+		}
+		w.del = !strcmp(verb, "delete");
+		w.flags = flags;
+		rc = write_targets(c, &mi, pid, &w, key, ncclbpf_map__key_size(map), val, val_bytes);
+		goto out;
+	}
+	if (writable && !w.now && have_at) {
+		rc = cli_usage_error("map %s: --at-call is for a decision map; %s decides nothing", verb,
+				     mi.name);
+		goto out;
 	}
 	if (!strcmp(verb, "dump")) {
 		const uint8_t *prev = NULL;

@@ -4,16 +4,20 @@
  * is a pid, "all", or the processes that --exe, --policy and --comm select.
  *
  * Rank consistency: every rank of a communicator must switch on the same
- * collective.  --at-call N makes each communicator of the target processes
+ * collective.  The change is agreed in two phases (change_run.c): every
+ * target process loads and verifies it (staged), then every one publishes
+ * it at one call, or, when one refused or did not answer in time, none
+ * does.  --at-call N makes each communicator of the target processes
  * switch when its own call number reaches N; --sync, the default, picks N
- * for you: it asks every local process for each communicator's current
- * call number, measures how fast they advance, and takes the highest + a
- * margin that covers the time the reload itself needs.  --now switches
- * each communicator on its next call: ranks in different processes may then
+ * for you: the highest call number the processes reported when staging,
+ * plus a margin from how fast they advance.  --now switches each
+ * communicator on its next call: ranks in different processes may then
  * decide one collective differently, so it must be asked for by name.  A
  * process whose communicator was already past N when the new image arrived
  * reports it ("late"): that communicator switched on its next call and its
- * ranks may disagree, so the command fails loudly.
+ * ranks may disagree, so the command fails loudly.  --timeout S bounds the
+ * stage (default NCCLBPF_CTL_TIMEOUT_MS): a process that has not staged by
+ * then refuses the change when it reads it later.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -33,56 +37,6 @@ static uint64_t get_u64(const struct nbpf_ctl_rec *r, const char *k)
 	uint64_t v = 0;
 
 	return nbpf_ctl_rec_u64(r, k, &v) ? 0 : v;
-}
-
-/* Highest tuner call number over every communicator of every live process. */
-static int max_calls(uint64_t *max)
-{
-	int *pids = NULL, n = nbpf_ctl_list_pids(&pids);
-
-	*max = 0;
-	if (n < 0)
-		return n;
-	for (int i = 0; i < n; i++) {
-		struct nbpf_ctl_msg m;
-		const char *em;
-
-		if (!nbpf_ctl_call_pid(pids[i], NBPF_CTL_CALLS, NULL, &m, &em)) {
-			for (uint32_t k = 0; k < m.n_recs; k++)
-				if (!strcmp(m.recs[k].kind, "comm")) {
-					uint64_t v = get_u64(&m.recs[k], "calls");
-
-					if (v > *max)
-						*max = v;
-				}
-		}
-		nbpf_ctl_msg_free(&m);
-	}
-	free(pids);
-	return n;
-}
-
-/*
- * Two samples 200 ms apart give the fastest rate; the margin covers one
- * second of calls at that rate (reloading every process takes far less)
- * plus a floor for jobs that are momentarily idle.
- */
-static int sync_point(uint64_t margin, uint64_t *at_call)
-{
-	uint64_t a, b;
-	int err = max_calls(&a);
-
-	if (err < 0)
-		return err;
-	if (!margin) {
-		usleep(200 * 1000);
-		if ((err = max_calls(&b)) < 0)
-			return err;
-		margin = (b - a) * 5 + 1000;
-		a = b;
-	}
-	*at_call = a + margin;
-	return 0;
 }
 
 /* Processes chosen by --exe, --policy or --comm instead of a pid or "all". */
@@ -138,7 +92,7 @@ static bool selected(const struct nbpf_ctl_msg *m, const struct selector *sel)
  */
 static int select_pids(const char *target, const struct selector *sel, int **pids)
 {
-	int n, kept = 0;
+	int n, kept = 0, err;
 
 	if (target && strcmp(target, "all"))
 		return cli_target_pids(1, (char **)&target, pids);
@@ -155,8 +109,14 @@ static int select_pids(const char *target, const struct selector *sel, int **pid
 			kept = n;
 			break;
 		}
-		/* A process that went away meanwhile is not a target, and no failure. */
-		if (!nbpf_ctl_call_pid((*pids)[i], NBPF_CTL_PS, NULL, &m, &em) && selected(&m, sel))
+		/*
+		 * A process that went away meanwhile is not a target, and no failure.
+		 * One that does not answer (stopped) may match: it stays a target,
+		 * so its stage fails and the change is aborted everywhere, instead
+		 * of the others switching without it.
+		 */
+		err = nbpf_ctl_call_pid((*pids)[i], NBPF_CTL_PS, NULL, &m, &em);
+		if (err == -ETIMEDOUT || (!err && selected(&m, sel)))
 			(*pids)[kept++] = (*pids)[i];
 		nbpf_ctl_msg_free(&m);
 	}
@@ -208,31 +168,34 @@ static int reload_or_rollback(struct cli *c, int argc, char **argv, bool reload)
 		{ "exe", required_argument, NULL, 'e' },
 		{ "policy", required_argument, NULL, 'p' },
 		{ "comm", required_argument, NULL, 'c' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "id", required_argument, NULL, 'i' },
 		{ 0 },
 	};
 	const char *verb = reload ? "reload" : "rollback";
 	const char *target = NULL, *spec = NULL;
 	struct selector sel = { 0 };
-	uint64_t at_call = 0, margin = 0;
-	bool sync = true, have_at = false, now = false, have_sync = false;
-	char *abs = NULL, *end;
-	int *pids = NULL, n, rc = CLI_OK, opt, want, skipped = 0, shown = 0;
-	struct nbpf_ctl_buf req = { .max = NBPF_CTL_MAX_REQUEST };
+	struct cli_change ch = { .verb = verb, .when = CLI_AT_SYNC };
+	bool have_at = false, now = false, have_sync = false;
+	char *abs = NULL, *end, summary[4200];
+	int *pids = NULL, n, rc = CLI_OK, opt, want;
+	struct nbpf_ctl_buf fields = { .max = NBPF_CTL_MAX_REQUEST };
+	double t;
 
 	/* argv[-1] is the object name: getopt's argv[0]. */
 	while ((opt = cli_getopt(argc + 1, argv - 1, "", lo, verb)) != -1) {
 		switch (opt) {
 		case 'a':
 			errno = 0;
-			at_call = strtoull(optarg, &end, 0);
+			ch.at_call = strtoull(optarg, &end, 0);
 			if (errno || *end || !*optarg || optarg[0] == '-')
 				return cli_usage_error("%s: --at-call needs a call number, got '%s'", verb, optarg);
 			have_at = true;
 			break;
 		case 'm':
 			errno = 0;
-			margin = strtoull(optarg, &end, 0);
-			if (errno || *end || !margin || optarg[0] == '-')
+			ch.margin = strtoull(optarg, &end, 0);
+			if (errno || *end || !ch.margin || optarg[0] == '-')
 				return cli_usage_error("%s: --margin needs a positive number of calls, got '%s'",
 						       verb, optarg);
 			break;
@@ -256,6 +219,18 @@ static int reload_or_rollback(struct cli *c, int argc, char **argv, bool reload)
 						       verb, optarg);
 			sel.by_comm = true;
 			break;
+		case 'i':
+			if (!*optarg || strlen(optarg) >= 64)
+				return cli_usage_error("%s: --id is 1 to 63 characters", verb);
+			ch.id = optarg;
+			break;
+		case 't':
+			t = strtod(optarg, &end);
+			if (*end || !(t > 0) || t > 40)
+				return cli_usage_error("%s: --timeout needs seconds in (0, 40] (a staged change holds new communicators back for three times that), got '%s'", verb,
+						       optarg);
+			ch.timeout_ms = (int)(t * 1000);
+			break;
 		default:
 			return CLI_USAGE;
 		}
@@ -276,10 +251,10 @@ static int reload_or_rollback(struct cli *c, int argc, char **argv, bool reload)
 				       verb);
 	if (have_at + have_sync + now > 1)
 		return cli_usage_error("%s: --at-call, --sync and --now exclude each other", verb);
-	if (margin && (have_at || now))
+	if (ch.margin && (have_at || now))
 		return cli_usage_error("%s: --margin goes with --sync", verb);
 	/* The agreed call is the default; --now and --at-call opt out of measuring. */
-	sync = !have_at && !now;
+	ch.when = now ? CLI_AT_NOW : have_at ? CLI_AT_CALL : CLI_AT_SYNC;
 	if (reload && !(abs = absolute_spec(spec)))
 		return CLI_USAGE;
 	n = select_pids(target, &sel, &pids);
@@ -287,96 +262,25 @@ static int reload_or_rollback(struct cli *c, int argc, char **argv, bool reload)
 		rc = n == 0 ? CLI_NO : CLI_USAGE;
 		goto out;
 	}
-	if (sync) {
-		int err = sync_point(margin, &at_call);
-
-		if (err < 0) {
-			cli_err(CLI_NO, "%s: cannot read call numbers: %s", verb, strerror(-err));
-			rc = CLI_NO;
-			goto out;
-		}
+	if (reload) {
+		nbpf_ctl_buf_str(&fields, "path", abs);
+		snprintf(summary, sizeof(summary), "loaded %s", abs);
+	} else {
+		nbpf_ctl_buf_u64(&fields, "rollback", 1);
+		snprintf(summary, sizeof(summary), "rolled back to the previous image");
 	}
-	nbpf_ctl_buf_rec(&req, reload ? "reload" : "rollback");
-	if (reload)
-		nbpf_ctl_buf_str(&req, "path", abs);
-	nbpf_ctl_buf_u64(&req, "at_call", at_call);
-	if (req.err) {
+	if (fields.err) {
 		rc = cli_usage_error("request too large");
 		goto out;
 	}
-	if (c->json) {
-		putchar('[');
-		c->doc_open = true;
-	}
-	for (int i = 0; i < n; i++) {
-		struct nbpf_ctl_msg m;
-		const char *em;
-		int err = nbpf_ctl_call_pid(pids[i], reload ? NBPF_CTL_RELOAD : NBPF_CTL_ROLLBACK,
-					    req.data, &m, &em);
-		const struct nbpf_ctl_rec *r = NULL;
-		uint64_t late = 0;
-
-		/*
-		 * Choosing processes (all, a selector): a socket nobody serves is a
-		 * process that stopped running the plugin, not a refusal.
-		 */
-		if ((err == -ECONNREFUSED || err == -ENOENT || err == -ESRCH) && !m.n_recs &&
-		    (!target || !strcmp(target, "all"))) {
-			nbpf_ctl_msg_free(&m);
-			skipped++;
-			continue;
-		}
-		for (uint32_t k = 0; !err && k < m.n_recs && !r; k++)
-			if (!strcmp(m.recs[k].kind, "reload") || !strcmp(m.recs[k].kind, "image"))
-				r = &m.recs[k];
-		if (r && !strcmp(r->kind, "reload"))
-			late = get_u64(r, "late");
-		if (c->json) {
-			printf("%s{\"pid\":%d,\"ok\":%s,\"at_call\":%" PRIu64, shown ? "," : "", pids[i],
-			       err ? "false" : "true", at_call);
-			if (err) {
-				printf(",\"error\":");
-				cli_json_str(stdout, em);
-			} else if (r) {
-				putchar(',');
-				cli_rec_json_fields(stdout, r);
-			}
-			putchar('}');
-		} else if (err && !m.n_recs) {
-			cli_pid_err(CLI_NO, pids[i], err, em);
-		} else if (err) {
-			cli_err(0, "pid %d: %s failed, nothing changed:\n%s", pids[i],
-				reload ? "reload" : "rollback", em);
-		} else {
-			char when[48];
-
-			if (at_call)
-				snprintf(when, sizeof(when), "from call %" PRIu64, at_call);
-			else
-				snprintf(when, sizeof(when), "now");
-			if (reload)
-				printf("pid %d: loaded %s in %.3f ms, active %s\n", pids[i], abs,
-				       (double)(r ? get_u64(r, "load_ns") : 0) / 1e6, when);
-			else
-				printf("pid %d: rolled back to image %s, active %s\n", pids[i],
-				       r ? nbpf_ctl_rec_get(r, "gen") : "?", when);
-		}
-		if (late)
-			cli_err(0,
-				"pid %d: %" PRIu64 " communicators were already past call %" PRIu64
-				": they switched at their next call and their ranks may disagree",
-				pids[i], late, at_call);
-		shown++;
-		if (err || late)
-			rc = CLI_NO;
-		nbpf_ctl_msg_free(&m);
-	}
+	ch.fields = fields.data;
+	ch.summary = summary;
+	ch.skip_gone = !target || !strcmp(target, "all");
 	if (c->json)
-		puts("]");
-	if (!shown && skipped)
-		rc = cli_err(CLI_NO, "no process is running the plugin (%d stale sockets skipped)", skipped);
+		c->doc_open = true;
+	rc = cli_change_run(c, &ch, pids, n);
 out:
-	nbpf_ctl_buf_free(&req);
+	nbpf_ctl_buf_free(&fields);
 	free(abs);
 	free(pids);
 	return rc;

@@ -157,6 +157,9 @@ int cmd_loop_kernel(struct cli *c, int argc, char **argv)
 		{ "pids", required_argument, NULL, 'p' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "share-dir", required_argument, NULL, 'd' },
+		{ "etcd", required_argument, NULL, 'E' },
+		{ "job", required_argument, NULL, 'J' },
+		{ "take-over", no_argument, NULL, 'O' },
 		{ "node", required_argument, NULL, 'n' },
 		{ "nodes", required_argument, NULL, 'N' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -214,6 +217,9 @@ int cmd_loop_kernel(struct cli *c, int argc, char **argv)
 			lo.pids = pids;
 			break;
 		case 'd': lo.share_dir = optarg; break;
+		case 'E': lo.etcd = optarg; break;
+		case 'J': lo.job = optarg; break;
+		case 'O': lo.take_over = true; break;
 		case 'n': lo.node = optarg; break;
 		case 'N': lo.nodes = atoi(optarg); break;
 		case 'q': lo.log = NULL; break;
@@ -223,8 +229,10 @@ int cmd_loop_kernel(struct cli *c, int argc, char **argv)
 	}
 	if (cli_optind != argc + 1)
 		return cli_usage_error("loop: unexpected argument '%s'", argv[cli_optind - 1]);
-	if (lo.share_dir && (!lo.node || lo.nodes < 1))
-		return cli_usage_error("--share-dir needs --node NAME and --nodes K");
+	if (lo.share_dir && lo.etcd)
+		return cli_usage_error("--share-dir and --etcd exclude each other");
+	if ((lo.share_dir || lo.etcd) && (!lo.node || lo.nodes < 1))
+		return cli_usage_error("--share-dir and --etcd need --node NAME and --nodes K");
 	if (interval_ms < 10 || duration < 0 || lo.timeout_ms < 1 || ko.hold_s < 0)
 		return cli_usage_error("--interval is at least 10 ms; --duration, --hold and --timeout "
 				       "are not negative");

@@ -78,7 +78,7 @@ static int io_all(int fd, void *buf, size_t len, bool wr, int64_t deadline)
  * NCCLBPF_CTL_TIMEOUT_MS for the client side; a bad value is named once on
  * stderr (the client runs in the command, not in NCCL's process).
  */
-static int client_timeout_ms(void)
+int nbpf_ctl_client_timeout_ms(void)
 {
 	static _Atomic int warned;
 	const char *v = getenv("NCCLBPF_CTL_TIMEOUT_MS");
@@ -100,8 +100,15 @@ static int client_timeout_ms(void)
 int nbpf_ctl_call_path(const char *path, int type, const char *payload,
 		       struct nbpf_ctl_msg *resp, const char **errmsg)
 {
+	return nbpf_ctl_call_path_ms(path, type, payload, nbpf_ctl_client_timeout_ms(), resp,
+				     errmsg);
+}
+
+int nbpf_ctl_call_path_ms(const char *path, int type, const char *payload, int timeout_ms,
+			  struct nbpf_ctl_msg *resp, const char **errmsg)
+{
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int64_t deadline = now_ms() + client_timeout_ms();
+	int64_t deadline = now_ms() + timeout_ms;
 	size_t plen = payload ? strlen(payload) : 0;
 	uint8_t hdr[NBPF_CTL_HDR_SIZE];
 	struct nbpf_ctl_hdr h;
@@ -303,26 +310,185 @@ static int lookup(int pid, char *path, size_t n)
 	return err;
 }
 
+int nbpf_ctl_pid_path(int pid, char *path, size_t n)
+{
+	struct nbpf_ctl_proc *all = NULL;
+	int k;
+
+	if (!lookup(pid, path, n))
+		return 0;
+	k = nbpf_ctl_list(&all);
+	free(all);
+	if (k < 0)
+		return k;
+	if (lookup(pid, path, n))
+		return nbpf_err(-ESRCH, "no control socket of uid %u answers for pid %d (is it running ncclbpf, as you, with the same NCCLBPF_CTL_DIR?)",
+				(unsigned)geteuid(), pid);
+	return 0;
+}
+
 int nbpf_ctl_call_pid(int pid, int type, const char *payload, struct nbpf_ctl_msg *resp,
 		      const char **errmsg)
 {
-	struct nbpf_ctl_proc *all = NULL;
 	char path[108];
-	int n;
+	int err;
 
 	memset(resp, 0, sizeof(*resp));
-	if (lookup(pid, path, sizeof(path))) {
-		n = nbpf_ctl_list(&all);
-		free(all);
-		if (n < 0 || lookup(pid, path, sizeof(path))) {
-			if (n >= 0)
-				nbpf_err(-ESRCH, "no control socket of uid %u answers for pid %d (is it running ncclbpf, as you, with the same NCCLBPF_CTL_DIR?)",
-					 (unsigned)geteuid(), pid);
-			*errmsg = ncclbpf_errmsg();
-			return n < 0 ? n : -ESRCH;
-		}
+	if ((err = nbpf_ctl_pid_path(pid, path, sizeof(path)))) {
+		*errmsg = ncclbpf_errmsg();
+		return err;
 	}
 	return nbpf_ctl_call_path(path, type, payload, resp, errmsg);
+}
+
+/* ---- many requests at once ------------------------------------------------------ */
+
+struct call_io {
+	int fd;
+	uint8_t hdr[NBPF_CTL_HDR_SIZE];
+	uint8_t *out, *in;
+	size_t out_len, out_off, in_len, in_off;
+	bool done;
+};
+
+static void call_fail(struct nbpf_ctl_call *c, struct call_io *io, int err, const char *fmt,
+		      const char *why)
+{
+	snprintf(c->errbuf, sizeof(c->errbuf), fmt, c->path, why);
+	c->err = err;
+	c->errmsg = c->errbuf;
+	io->done = true;
+}
+
+/* Connects and queues the request frame; a failure here is certain: nothing was sent. */
+static void call_open(struct nbpf_ctl_call *c, struct call_io *io)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	size_t plen = c->payload ? strlen(c->payload) : 0;
+
+	io->fd = -1;
+	if (strlen(c->path) >= sizeof(sa.sun_path) || plen > NBPF_CTL_MAX_REQUEST) {
+		call_fail(c, io, -EINVAL, "%s: %s", "bad socket path or request too large");
+		return;
+	}
+	memcpy(sa.sun_path, c->path, strlen(c->path) + 1);
+	io->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (io->fd < 0 || connect(io->fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		call_fail(c, io, -errno, "%s: %s", strerror(errno));
+		return;
+	}
+	io->out = malloc(NBPF_CTL_HDR_SIZE + plen);
+	if (!io->out) {
+		call_fail(c, io, -ENOMEM, "%s: %s", "out of memory");
+		return;
+	}
+	nbpf_ctl_hdr_encode(io->out, (uint16_t)c->type, (uint32_t)plen);
+	if (plen)
+		memcpy(io->out + NBPF_CTL_HDR_SIZE, c->payload, plen);
+	io->out_len = NBPF_CTL_HDR_SIZE + plen;
+}
+
+/* Moves what the socket allows; sets done once the response is parsed. */
+static void call_step(struct nbpf_ctl_call *c, struct call_io *io, short rev)
+{
+	struct nbpf_ctl_hdr h;
+	ssize_t n;
+
+	if ((rev & POLLOUT) && io->out_off < io->out_len) {
+		n = send(io->fd, io->out + io->out_off, io->out_len - io->out_off, MSG_NOSIGNAL);
+		if (n > 0)
+			io->out_off += (size_t)n;
+		if (io->out_off == io->out_len)
+			c->sent = true;
+		if (n < 0 && errno != EAGAIN && errno != EINTR && errno != EPIPE && errno != ECONNRESET)
+			return call_fail(c, io, -errno, "%s: %s", strerror(errno));
+	}
+	if (!(rev & (POLLIN | POLLHUP | POLLERR)))
+		return;
+	if (!io->in) {
+		n = recv(io->fd, io->hdr + io->in_off, NBPF_CTL_HDR_SIZE - io->in_off, 0);
+		if (n == 0)
+			return call_fail(c, io, -ECONNRESET, "%s: %s", "connection closed by the process");
+		if (n < 0)
+			return (errno == EAGAIN || errno == EINTR) ? (void)0
+				: call_fail(c, io, -errno, "%s: %s", strerror(errno));
+		io->in_off += (size_t)n;
+		if (io->in_off < NBPF_CTL_HDR_SIZE)
+			return;
+		if (nbpf_ctl_hdr_decode(io->hdr, NBPF_CTL_MAX_RESPONSE, &h))
+			return call_fail(c, io, -EPROTO, "%s: %s", ncclbpf_errmsg());
+		io->in_len = h.len;
+		io->in_off = 0;
+		io->in = malloc(h.len ? h.len : 1);
+		if (!io->in)
+			return call_fail(c, io, -ENOMEM, "%s: %s", "out of memory");
+	}
+	if (io->in_off < io->in_len) {
+		n = recv(io->fd, io->in + io->in_off, io->in_len - io->in_off, 0);
+		if (n == 0)
+			return call_fail(c, io, -ECONNRESET, "%s: %s", "connection closed mid-answer");
+		if (n < 0)
+			return (errno == EAGAIN || errno == EINTR) ? (void)0
+				: call_fail(c, io, -errno, "%s: %s", strerror(errno));
+		io->in_off += (size_t)n;
+	}
+	if (io->in_off < io->in_len)
+		return;
+	if (nbpf_ctl_msg_parse((uint16_t)(c->type | NBPF_CTL_REPLY), io->in, io->in_len, &c->resp))
+		return call_fail(c, io, -EPROTO, "%s: %s", ncclbpf_errmsg());
+	c->err = nbpf_ctl_msg_status(&c->resp, &c->errmsg);
+	c->answered = true;
+	io->done = true;
+}
+
+int nbpf_ctl_call_all(struct nbpf_ctl_call *calls, int n, int timeout_ms)
+{
+	struct call_io *io = calloc((size_t)(n ? n : 1), sizeof(*io));
+	struct pollfd *pfd = calloc((size_t)(n ? n : 1), sizeof(*pfd));
+	int64_t deadline = now_ms() + timeout_ms;
+	int answered = 0;
+
+	for (int i = 0; i < n; i++) {
+		memset(&calls[i].resp, 0, sizeof(calls[i].resp));
+		calls[i].err = -ETIMEDOUT;
+		calls[i].answered = false;
+		calls[i].sent = false;
+		calls[i].errmsg = calls[i].errbuf;
+		snprintf(calls[i].errbuf, sizeof(calls[i].errbuf),
+			 "%s: no answer within %d ms (the process may still read the request)",
+			 calls[i].path, timeout_ms);
+		if (io && pfd)
+			call_open(&calls[i], &io[i]);
+	}
+	for (;;) {
+		int64_t left = deadline - now_ms();
+		int k = 0;
+
+		for (int i = 0; io && pfd && i < n; i++)
+			if (!io[i].done)
+				pfd[k++] = (struct pollfd){ .fd = io[i].fd, .events = (short)(POLLIN |
+							    (io[i].out_off < io[i].out_len ? POLLOUT : 0)) };
+		if (!k || left <= 0)
+			break;
+		if (poll(pfd, (nfds_t)k, (int)left) < 0 && errno != EINTR)
+			break;
+		k = 0;
+		for (int i = 0; i < n; i++)
+			if (!io[i].done)
+				call_step(&calls[i], &io[i], pfd[k++].revents);
+	}
+	for (int i = 0; i < n; i++) {
+		answered += calls[i].answered;
+		if (io) {
+			if (io[i].fd >= 0)
+				close(io[i].fd);
+			free(io[i].out);
+			free(io[i].in);
+		}
+	}
+	free(io);
+	free(pfd);
+	return answered;
 }
 
 int nbpf_ctl_list_pids(int **pids)

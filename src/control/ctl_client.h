@@ -7,6 +7,7 @@
 #ifndef NCCLBPF_CTL_CLIENT_H
 #define NCCLBPF_CTL_CLIENT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -26,6 +27,39 @@
  */
 int nbpf_ctl_call_path(const char *path, int type, const char *payload,
 		       struct nbpf_ctl_msg *resp, const char **errmsg);
+/* Same, with the whole exchange bounded by timeout_ms instead of the default. */
+int nbpf_ctl_call_path_ms(const char *path, int type, const char *payload, int timeout_ms,
+			  struct nbpf_ctl_msg *resp, const char **errmsg);
+
+/*
+ * One request of nbpf_ctl_call_all.  In: path, type, payload.  Out: resp
+ * (free with nbpf_ctl_msg_free), err (the process's answer, or a transport
+ * error), errmsg, and answered: a whole response came back, so err is
+ * what the process did; otherwise nothing is known of what it did with
+ * the request (it may have read it, or may read it later).
+ */
+struct nbpf_ctl_call {
+	const char *path;
+	int type;
+	const char *payload;
+	struct nbpf_ctl_msg resp;
+	int err;
+	bool answered;
+	bool sent;            /* the whole request reached the socket (else it cannot be read) */
+	const char *errmsg;   /* points into resp or errbuf */
+	char errbuf[256];
+};
+
+/*
+ * Sends every request at once (one connection each) and waits for the
+ * answers, all within timeout_ms: a process that is stopped or slow holds
+ * up only its own call.  Returns how many were answered.
+ */
+int nbpf_ctl_call_all(struct nbpf_ctl_call *calls, int n, int timeout_ms);
+
+/* The client's default exchange time ($NCCLBPF_CTL_TIMEOUT_MS, else NBPF_CTL_CLIENT_TIMEOUT_MS). */
+int nbpf_ctl_client_timeout_ms(void);
+
 /*
  * Same, to the process with this pid (as this process sees it), found by
  * its socket in the runtime directories.
@@ -53,5 +87,8 @@ int nbpf_ctl_list(struct nbpf_ctl_proc **procs);
 
 /* The visible pids of nbpf_ctl_list, ascending; *pids malloc'ed. */
 int nbpf_ctl_list_pids(int **pids);
+
+/* Socket path of the process with this (visible) pid, scanning when needed: 0 or -ESRCH. */
+int nbpf_ctl_pid_path(int pid, char *path, size_t n);
 
 #endif

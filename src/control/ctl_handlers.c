@@ -134,6 +134,8 @@ static void put_maps(struct nbpf_ctl_buf *b, const struct nbpf_image *img)
 			nbpf_ctl_buf_u64(b, "value_size", ncclbpf_map__value_size(map));
 			nbpf_ctl_buf_u64(b, "max_entries", ncclbpf_map__max_entries(map));
 			nbpf_ctl_buf_str(b, "path", ncclbpf_map__path(map) ? ncclbpf_map__path(map) : "");
+			/* A write must reach every rank at an agreed call (ncclbpf map update). */
+			nbpf_ctl_buf_u64(b, "decides", nbpf_host_map_decides(img, map));
 			if (!ncclbpf_map__lock_stats(map, &ls)) {
 				nbpf_ctl_buf_u64(b, "lock_timeouts", ls.timeouts);
 				nbpf_ctl_buf_u64(b, "lock_recoveries", ls.recoveries);
@@ -291,6 +293,24 @@ static void put_prog_stats(struct nbpf_ctl_buf *b)
 	}
 }
 
+/* -ETIMEDOUT once a requester's deadline (CLOCK_REALTIME ns, 0: none) has passed. */
+static int deadline_passed(uint64_t deadline, const char *what, char *errmsg, size_t errlen)
+{
+	if (!deadline || nbpf_realtime_ns() < deadline)
+		return 0;
+	snprintf(errmsg, errlen,
+		 "%s: the request's deadline passed before this process could apply it (stopped or slow): nothing changed",
+		 what);
+	return -ETIMEDOUT;
+}
+
+static uint64_t get_deadline(const struct nbpf_ctl_msg *req)
+{
+	uint64_t d = 0;
+
+	return req->n_recs && !nbpf_ctl_rec_u64(&req->recs[0], "deadline", &d) ? d : 0;
+}
+
 static int get_at_call(const struct nbpf_ctl_msg *req, uint64_t *at_call, char *errmsg,
 		       size_t errlen)
 {
@@ -312,8 +332,8 @@ static int get_at_call(const struct nbpf_ctl_msg *req, uint64_t *at_call, char *
  * changed when loading fails: the requester gets the loader's or the
  * verifier's message verbatim.  b may be NULL (watch-triggered reloads).
  */
-int nbpf_ctl_reload(const char *spec, uint64_t at_call, struct nbpf_ctl_buf *b, char *errmsg,
-		    size_t errlen)
+int nbpf_ctl_reload(const char *spec, uint64_t at_call, uint64_t deadline,
+		    struct nbpf_ctl_buf *b, char *errmsg, size_t errlen)
 {
 	struct nbpf_image *img = NULL;
 	struct comm_walk w = { 0 };
@@ -324,11 +344,18 @@ int nbpf_ctl_reload(const char *spec, uint64_t at_call, struct nbpf_ctl_buf *b, 
 		snprintf(errmsg, errlen, "reload: no object path given");
 		return -EINVAL;
 	}
+	if ((err = deadline_passed(deadline, "reload", errmsg, errlen)))
+		return err;
 	t0 = nbpf_now_ns();
 	err = nbpf_host_load_image(spec, &img, errmsg, errlen);
 	if (err)
 		return err;
 	t1 = nbpf_now_ns();
+	/* The requester stopped waiting at the deadline: a later publish would be news to it. */
+	if ((err = deadline_passed(deadline, "reload", errmsg, errlen))) {
+		nbpf_host_image_free(img);
+		return err;
+	}
 	if (at_call) {
 		w.at_call = at_call;
 		nbpf_host_comm_foreach(put_comm, &w);
@@ -388,7 +415,7 @@ static int do_reload(const struct nbpf_ctl_msg *req, struct nbpf_ctl_buf *b, cha
 	if ((err = get_at_call(req, &at_call, errmsg, errlen)))
 		return err;
 	return nbpf_ctl_reload(req->n_recs ? nbpf_ctl_rec_get(&req->recs[0], "path") : NULL, at_call,
-			       b, errmsg, errlen);
+			       get_deadline(req), b, errmsg, errlen);
 }
 
 int nbpf_ctl_handle(const struct nbpf_ctl_msg *req, struct nbpf_ctl_buf *b, char *errmsg,
@@ -439,8 +466,15 @@ int nbpf_ctl_handle(const struct nbpf_ctl_msg *req, struct nbpf_ctl_buf *b, char
 		return 0;
 	case NBPF_CTL_RELOAD:
 		return do_reload(req, b, errmsg, errlen);
+	case NBPF_CTL_STAGE:
+	case NBPF_CTL_COMMIT:
+	case NBPF_CTL_ABORT:
+	case NBPF_CTL_CHANGES:
+	case NBPF_CTL_LEASE:
+		return nbpf_ctl_handle_change(req, b, errmsg, errlen);
 	case NBPF_CTL_ROLLBACK:
-		if ((err = get_at_call(req, &at_call, errmsg, errlen)))
+		if ((err = get_at_call(req, &at_call, errmsg, errlen)) ||
+		    (err = deadline_passed(get_deadline(req), "rollback", errmsg, errlen)))
 			return err;
 		err = nbpf_host_rollback(at_call);
 		if (err) {

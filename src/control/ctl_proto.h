@@ -47,10 +47,25 @@ enum nbpf_ctl_type {
 	NBPF_CTL_PROGS     = 3, /* programs with statistics */
 	NBPF_CTL_MAPS      = 4, /* maps: name, shape, shared-memory path */
 	NBPF_CTL_TELEMETRY = 5, /* per communicator x collective counters and histograms */
-	NBPF_CTL_RELOAD    = 6, /* req: "reload path=... [path=...] [at_call=N]" */
-	NBPF_CTL_ROLLBACK  = 7, /* re-publish the previous image */
+	NBPF_CTL_RELOAD    = 6, /* req: "reload path=... [at_call=N] [deadline=T]" */
+	NBPF_CTL_ROLLBACK  = 7, /* re-publish the previous image [at_call=N] [deadline=T] */
 	NBPF_CTL_CALLS     = 8, /* current call number of each communicator */
-	NBPF_CTL_TYPE_MAX  = 8,
+	/*
+	 * Agreed changes (docs/operations.md): stage everywhere, then commit
+	 * at one call everywhere or abort.  Times are CLOCK_REALTIME ns set by
+	 * the coordinator: a stage read after its deadline is refused, a
+	 * staged change not decided by its hold is dropped.
+	 *   stage  id= deadline= hold= owner= (path=SPEC | rollback=1 | op records)
+	 *          op map= key=HEX [value=HEX]  (no value: delete the key)
+	 *   commit id= at_call= [known=ID,ID,...]  (decimal comm ids)
+	 *   abort  id=
+	 */
+	NBPF_CTL_STAGE     = 9,
+	NBPF_CTL_COMMIT    = 10,
+	NBPF_CTL_ABORT     = 11,
+	NBPF_CTL_CHANGES   = 12, /* the staged change and the recent decisions */
+	NBPF_CTL_LEASE     = 13, /* "lease name= owner= until= [take=1]" (until 0: release) */
+	NBPF_CTL_TYPE_MAX  = 13,
 };
 
 struct nbpf_ctl_hdr {

@@ -127,7 +127,7 @@ void nbpf_ctl_watch_event(void *arg)
 	drain(w);
 	after = nbpf_ctl_max_calls();
 	at = after + (after - before) * 10 + 1000;
-	err = nbpf_ctl_reload(w->spec, at, NULL, errmsg, sizeof(errmsg));
+	err = nbpf_ctl_reload(w->spec, at, 0, NULL, errmsg, sizeof(errmsg));
 	if (err) {
 		w->failures++;
 		nbpf_host_log(NBPF_NCCL_LOG_WARN, NBPF_NCCL_INIT,

@@ -20,6 +20,7 @@
 #include "epoch.h"
 #include "file.h"
 #include "host_env.h"
+#include "host_priv.h"
 #include "load_status.h"
 
 extern char **environ;
@@ -58,7 +59,7 @@ uint64_t nbpf_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static uint64_t realtime_ns(void)
+uint64_t nbpf_realtime_ns(void)
 {
 	struct timespec ts;
 
@@ -68,6 +69,9 @@ static uint64_t realtime_ns(void)
 
 void nbpf_host_lock(void) { pthread_mutex_lock(&g_lock); }
 void nbpf_host_unlock(void) { pthread_mutex_unlock(&g_lock); }
+void nbpf_host_load_lock(void) { pthread_mutex_lock(&g_load_lock); }
+void nbpf_host_load_unlock(void) { pthread_mutex_unlock(&g_load_lock); }
+pthread_mutex_t *nbpf_host_mutex(void) { return &g_lock; }
 
 /* ---- logging ----------------------------------------------------------- */
 
@@ -267,16 +271,39 @@ struct reuse_ctx {
 	const struct nbpf_image *cur;  /* published image (host lock held) */
 	const char *path;              /* the object being opened */
 	char conflict[512];            /* two objects of one image disagree on a map */
+	/* A derived image: base's maps of the same object, except the fresh ones. */
+	const struct nbpf_image *base;
+	uint32_t obj;                  /* index of the object being opened */
+	const char *const *fresh;
+	uint32_t n_fresh;
 };
+
+static bool name_in(const char *const *names, uint32_t n, const char *name)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (!strcmp(names[i], name))
+			return true;
+	return false;
+}
+
+static struct ncclbpf_map *find_map_obj(struct ncclbpf_object *obj, const char *name,
+					uint32_t type, uint32_t ks, uint32_t vs, uint32_t me)
+{
+	struct ncclbpf_map *m = ncclbpf_object__find_map(obj, name);
+
+	if (m && (uint32_t)ncclbpf_map__type(m) == type && ncclbpf_map__key_size(m) == ks &&
+	    ncclbpf_map__value_size(m) == vs && ncclbpf_map__max_entries(m) == me)
+		return m;
+	return NULL;
+}
 
 static struct ncclbpf_map *find_map_in(const struct nbpf_image *img, const char *name,
 				       uint32_t type, uint32_t ks, uint32_t vs, uint32_t me)
 {
 	for (uint32_t i = 0; img && i < img->n_objs; i++) {
-		struct ncclbpf_map *m = ncclbpf_object__find_map(img->objs[i], name);
+		struct ncclbpf_map *m = find_map_obj(img->objs[i], name, type, ks, vs, me);
 
-		if (m && (uint32_t)ncclbpf_map__type(m) == type && ncclbpf_map__key_size(m) == ks &&
-		    ncclbpf_map__value_size(m) == vs && ncclbpf_map__max_entries(m) == me)
+		if (m)
 			return m;
 	}
 	return NULL;
@@ -294,6 +321,15 @@ static struct ncclbpf_map *map_reuse(void *user, const char *name, uint32_t type
 
 	if (!name || strchr(name, '.'))
 		return NULL;
+	if (rc->base) {
+		/* A fresh map is one per image, like any map shared by name. */
+		if (name_in(rc->fresh, rc->n_fresh, name))
+			m = find_map_in(rc->img, name, type, key_size, value_size, max_entries);
+		else
+			m = find_map_obj(rc->base->objs[rc->obj], name, type, key_size, value_size,
+					 max_entries);
+		return m ? ncclbpf_map__get(m) : NULL;
+	}
 	/*
 	 * One name, two shapes in one image: the objects were written to share
 	 * the map and would each get their own, silently.  Refuse the load; the
@@ -328,14 +364,17 @@ void nbpf_host_image_free(struct nbpf_image *img)
 {
 	if (!img)
 		return;
+	free(img->known);
 	if (img->base) {
-		/* Objects, maps and env strings belong to the base. */
+		/* Objects, maps, object bytes and env strings belong to the base. */
 		free(img->spec);
 		free(img);
 		return;
 	}
-	for (uint32_t i = 0; i < img->n_objs; i++)
+	for (uint32_t i = 0; i < img->n_objs; i++) {
 		ncclbpf_object__close(img->objs[i]);
+		free(img->obj_buf[i]);
+	}
 	for (uint32_t i = 0; i < img->n_env; i++) {
 		free(img->env[i].name);
 		free(img->env[i].value);
@@ -477,9 +516,18 @@ static void load_error(const char *path, char *errbuf, size_t errlen)
 	snprintf(errbuf, errlen, "%s: cannot load: %s", path, why);
 }
 
-/* Builds an image with g_load_lock held and g_lock not held. */
-static int load_image(const char *paths, struct nbpf_image **out, char *errbuf, size_t errlen)
+/*
+ * Builds an image with g_load_lock held and g_lock not held: from the files
+ * of paths, maps shared by name and shape with the published image; or
+ * (base not NULL, a map write) from base's object bytes, base's maps shared
+ * except the fresh ones.  A map write is no load attempt of the operator's:
+ * it is not recorded in the load status.
+ */
+static int load_image(const char *paths, const struct nbpf_image *base,
+		      const char *const *fresh, uint32_t n_fresh, struct nbpf_image **out,
+		      char *errbuf, size_t errlen)
 {
+	const struct nbpf_image *src = base;
 	struct nbpf_image *img;
 	struct reuse_ctx rc;
 	uint64_t t0 = nbpf_now_ns();
@@ -490,6 +538,8 @@ static int load_image(const char *paths, struct nbpf_image **out, char *errbuf, 
 	*out = NULL;
 	if (errlen)
 		errbuf[0] = 0;
+	if (base)
+		paths = base->spec;
 	img = calloc(1, sizeof(*img));
 	if (!img || !(img->spec = strdup(paths ? paths : ""))) {
 		free(img);
@@ -508,6 +558,9 @@ static int load_image(const char *paths, struct nbpf_image **out, char *errbuf, 
 	memset(&rc, 0, sizeof(rc));
 	rc.img = img;
 	rc.cur = atomic_load_explicit(&nbpf_host_published, memory_order_acquire);
+	rc.base = base;
+	rc.fresh = fresh;
+	rc.n_fresh = n_fresh;
 	for (path = strtok_r(list, ":", &save); path; path = strtok_r(NULL, ":", &save)) {
 		struct ncclbpf_open_opts oo = { .sz = sizeof(oo), .map_reuse = map_reuse,
 						.map_reuse_user = &rc,
@@ -521,14 +574,23 @@ static int load_image(const char *paths, struct nbpf_image **out, char *errbuf, 
 			continue;
 		bad_obj = path;
 		rc.path = path;
-		if (img->n_objs >= NBPF_HOST_MAX_OBJS) {
+		rc.obj = img->n_objs;
+		if (img->n_objs >= NBPF_HOST_MAX_OBJS || (base && img->n_objs >= base->n_objs)) {
 			err = -E2BIG;
 			snprintf(errbuf, errlen, "more than %d objects", NBPF_HOST_MAX_OBJS);
 			goto out;
 		}
 		/* One read per file: the object and its env table come from the same bytes. */
 		oo.object_name = slash ? slash + 1 : path;
-		err = nbpf_read_regular_file(path, NBPF_HOST_MAX_FILE, &buf, &len);
+		if (base) {
+			len = base->obj_len[img->n_objs];
+			buf = malloc(len ? len : 1);
+			err = buf ? 0 : -ENOMEM;
+			if (buf)
+				memcpy(buf, base->obj_buf[img->n_objs], len);
+		} else {
+			err = nbpf_read_regular_file(path, NBPF_HOST_MAX_FILE, &buf, &len);
+		}
 		if (!err)
 			err = ncclbpf_object__open_mem(buf, len, &oo, &obj);
 		if (err && rc.conflict[0]) {
@@ -541,23 +603,25 @@ static int load_image(const char *paths, struct nbpf_image **out, char *errbuf, 
 			load_error(path, errbuf, errlen);
 			goto out;
 		}
+		img->obj_buf[img->n_objs] = buf;
+		img->obj_len[img->n_objs] = len;
 		img->objs[img->n_objs++] = obj;
 		err = image_add_programs(img, obj, path, &bad_prog, errbuf, errlen);
 		if (!err)
 			err = nbpf_env_read_overrides(path, buf, len, img, errbuf, errlen);
-		free(buf);
 		if (err)
 			goto out;
 	}
+	nbpf_host_find_dmaps(img);
 	img->load_ns = nbpf_now_ns() - t0;
-	img->loaded_at = realtime_ns();
+	img->loaded_at = nbpf_realtime_ns();
 out:
 	pthread_mutex_lock(&g_lock);
-	if (err)
+	if (err && !src)
 		/* Recorded before the free: bad_obj points into list, bad_prog into img. */
 		nbpf_load_status_refused_locked(img->spec, err, bad_obj, bad_prog,
 						errlen ? errbuf : "", nbpf_now_ns() - t0);
-	else
+	else if (!src)
 		nbpf_load_status_loaded_locked(img);
 	pthread_mutex_unlock(&g_lock);
 	free(list);
@@ -569,6 +633,12 @@ out:
 	return 0;
 }
 
+int nbpf_host_load_from(const struct nbpf_image *base, const char *const *fresh, uint32_t n_fresh,
+			struct nbpf_image **out, char *errbuf, size_t errlen)
+{
+	return load_image(NULL, base, fresh, n_fresh, out, errbuf, errlen);
+}
+
 int nbpf_host_load_image(const char *paths, struct nbpf_image **out, char *errbuf,
 			 size_t errlen)
 {
@@ -577,7 +647,7 @@ int nbpf_host_load_image(const char *paths, struct nbpf_image **out, char *errbu
 	if (!out)
 		return -EINVAL;
 	pthread_mutex_lock(&g_load_lock);
-	err = load_image(paths, out, errbuf, errlen);
+	err = load_image(paths, NULL, NULL, 0, out, errbuf, errlen);
 	pthread_mutex_unlock(&g_load_lock);
 	return err;
 }
@@ -589,7 +659,7 @@ const struct nbpf_image *nbpf_host_image_fill(struct nbpf_image_cache *cache, ui
 	uint64_t ver = atomic_load_explicit(&nbpf_host_chain.v, memory_order_acquire);
 	const struct nbpf_image *img =
 		nbpf_host_image_walk(atomic_load_explicit(&nbpf_host_published, memory_order_acquire),
-				     call, &cache->until);
+				     call, cache->comm_id, &cache->until);
 
 	cache->ver = ver;
 	cache->img = img;
@@ -604,19 +674,18 @@ struct nbpf_image *nbpf_host_current(void)
 	return atomic_load_explicit(&nbpf_host_published, memory_order_acquire);
 }
 
-/* Lowest call number among live tuner comms (UINT64_MAX if none); lock held. */
-static uint64_t min_live_calls(void)
+/*
+ * Some live tuner comm may still need what lies below img: it follows
+ * img's at_call and is below it.  Comms that do not follow it switched to
+ * img at once, so they never walk past it.  Lock held.
+ */
+static bool chain_needed(const struct nbpf_image *img, uint64_t at)
 {
-	uint64_t min = UINT64_MAX;
-
 	for (struct nbpf_comm *c = g_comms; c; c = c->next)
-		if (c->kind == NBPF_COMM_TUNER) {
-			uint64_t v = atomic_load_explicit(&c->calls, memory_order_relaxed);
-
-			if (v < min)
-				min = v;
-		}
-	return min;
+		if (c->kind == NBPF_COMM_TUNER && nbpf_host_image_follows(img, c->comm_id) &&
+		    atomic_load_explicit(&c->calls, memory_order_relaxed) < at)
+			return true;
+	return false;
 }
 
 static bool chain_contains(struct nbpf_image *head, const struct nbpf_image *img)
@@ -627,10 +696,12 @@ static bool chain_contains(struct nbpf_image *head, const struct nbpf_image *img
 	return false;
 }
 
-/* Readers reach img, or a live record borrows its objects; lock held. */
+/* Readers reach img, or a live record (or the staged change) borrows its objects; lock held. */
 static bool image_live(struct nbpf_image *pub, const struct nbpf_image *img)
 {
-	if (chain_contains(pub, img) || img == g_rollback)
+	const struct nbpf_image *staged = nbpf_change_staged_locked();
+
+	if (chain_contains(pub, img) || img == g_rollback || (staged && staged->base == img))
 		return true;
 	for (struct nbpf_image *i = g_owned; i; i = i->owned_next)
 		if (i->base == img && (chain_contains(pub, i) || i == g_rollback))
@@ -656,12 +727,11 @@ static void collect_locked(void)
 {
 	struct nbpf_image *pub = atomic_load_explicit(&nbpf_host_published, memory_order_relaxed);
 	struct nbpf_image **pp, *dead = NULL;
-	uint64_t min = min_live_calls();
 
 	for (struct nbpf_image *i = pub; i; i = atomic_load_explicit(&i->prev, memory_order_relaxed)) {
 		uint64_t at = atomic_load_explicit(&i->at_call, memory_order_relaxed);
 
-		if (at && min >= at) {
+		if (at && !chain_needed(i, at)) {
 			atomic_store_explicit(&i->at_call, 0, memory_order_relaxed);
 			atomic_store_explicit(&i->prev, NULL, memory_order_release);
 			chain_changed();
@@ -706,9 +776,55 @@ void nbpf_host_collect(void)
 	pthread_mutex_unlock(&g_lock);
 }
 
-static int publish_locked(struct nbpf_image *img, uint64_t at_call)
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * img->known: the ids the change was agreed for plus this process's tuner
+ * comms, sorted, without repeats; *late counts comms already at at_call.
+ * Lock held.
+ */
+static int set_known(struct nbpf_image *img, const struct nbpf_host_publish_opts *o,
+		     uint64_t *late)
+{
+	uint32_t n = o->n_known, k = 0;
+	uint64_t *ids;
+
+	for (struct nbpf_comm *c = g_comms; c; c = c->next)
+		if (c->kind == NBPF_COMM_TUNER) {
+			n++;
+			if (atomic_load_explicit(&c->calls, memory_order_relaxed) >= o->at_call)
+				(*late)++;
+		}
+	ids = malloc((n ? n : 1) * sizeof(*ids));
+	if (!ids)
+		return -ENOMEM;
+	if (o->n_known)
+		memcpy(ids, o->known, o->n_known * sizeof(*ids));
+	n = o->n_known;
+	for (struct nbpf_comm *c = g_comms; c; c = c->next)
+		if (c->kind == NBPF_COMM_TUNER)
+			ids[n++] = c->comm_id;
+	qsort(ids, n, sizeof(*ids), cmp_u64);
+	for (uint32_t i = 0; i < n; i++)
+		if (!k || ids[k - 1] != ids[i])
+			ids[k++] = ids[i];
+	free(img->known);
+	img->known = ids;
+	img->n_known = k;
+	return 0;
+}
+
+int nbpf_host_publish_locked(struct nbpf_image *img, const struct nbpf_host_publish_opts *o,
+			     uint64_t *late)
 {
 	struct nbpf_image *cur = atomic_load_explicit(&nbpf_host_published, memory_order_relaxed);
+	uint64_t at_call = o->at_call, n_late = 0;
+	bool holder = false;
 
 	if (img && img == cur)
 		return -EINVAL;
@@ -721,30 +837,77 @@ static int publish_locked(struct nbpf_image *img, uint64_t at_call)
 		for (struct nbpf_image *i = g_owned; i; i = i->owned_next)
 			if (i == img)
 				return -EINVAL;
-		img->owned_next = g_owned;
-		g_owned = img;
-		img->generation = g_next_gen++;
-		atomic_store_explicit(&img->at_call, at_call, memory_order_relaxed);
-		atomic_store_explicit(&img->prev, at_call ? cur : NULL, memory_order_relaxed);
 	}
 	/* Unpublishing with at_call needs a holder for the "nothing" image. */
 	if (!img && at_call && cur) {
 		img = calloc(1, sizeof(*img));
-		if (!img)
+		if (!img || !(img->spec = strdup(""))) {
+			free(img);
 			return -ENOMEM;
-		img->spec = strdup("");
-		img->generation = g_next_gen++;
-		atomic_store_explicit(&img->at_call, at_call, memory_order_relaxed);
-		atomic_store_explicit(&img->prev, cur, memory_order_relaxed);
+		}
+		holder = true;
+	}
+	if (img && at_call && set_known(img, o, &n_late)) {
+		if (holder)
+			nbpf_host_image_free(img);
+		return -ENOMEM;
+	}
+	if (img) {
 		img->owned_next = g_owned;
 		g_owned = img;
+		img->generation = g_next_gen++;
+		img->orig_at = at_call;
+		snprintf(img->change_id, sizeof(img->change_id), "%s", o->change_id ? o->change_id : "");
+		atomic_store_explicit(&img->at_call, at_call, memory_order_relaxed);
+		atomic_store_explicit(&img->prev, at_call ? cur : NULL, memory_order_relaxed);
 	}
 	atomic_store_explicit(&nbpf_host_published, img, memory_order_release);
 	chain_changed();
-	if (cur && cur->n_objs + cur->n_env)
+	if (cur && cur->n_objs + cur->n_env && !(img && img->derived))
 		g_rollback = cur;
 	collect_locked();
+	if (late)
+		*late = n_late;
 	return 0;
+}
+
+static int publish_locked(struct nbpf_image *img, uint64_t at_call)
+{
+	struct nbpf_host_publish_opts o = { .sz = sizeof(o), .at_call = at_call };
+
+	return nbpf_host_publish_locked(img, &o, NULL);
+}
+
+int nbpf_host_publish(struct nbpf_image *img, uint64_t at_call)
+{
+	struct nbpf_host_publish_opts o = { .sz = sizeof(o), .at_call = at_call };
+
+	return nbpf_host_publish_opts(img, &o, NULL);
+}
+
+int nbpf_host_publish_opts(struct nbpf_image *img, const struct nbpf_host_publish_opts *o,
+			   uint64_t *late)
+{
+	int err;
+
+	/* The load lock too: a derived image being built reads the published one. */
+	pthread_mutex_lock(&g_load_lock);
+	pthread_mutex_lock(&g_lock);
+	err = nbpf_host_publish_locked(img, o, late);
+	pthread_mutex_unlock(&g_lock);
+	pthread_mutex_unlock(&g_load_lock);
+	return err;
+}
+
+struct nbpf_image *nbpf_host_rollback_target_locked(void)
+{
+	return g_rollback;
+}
+
+void nbpf_host_rollback_done_locked(const struct nbpf_image *src)
+{
+	if (g_rollback == src)
+		g_rollback = NULL; /* replaced nothing loaded: no further target */
 }
 
 /*
@@ -752,7 +915,7 @@ static int publish_locked(struct nbpf_image *img, uint64_t at_call)
  * borrowed by reference from src's base (never copied or re-verified):
  * what rollback publishes.  Lock held.  NULL on allocation failure.
  */
-static struct nbpf_image *image_borrow(const struct nbpf_image *src)
+struct nbpf_image *nbpf_host_image_borrow(const struct nbpf_image *src)
 {
 	struct nbpf_image *img = malloc(sizeof(*img));
 
@@ -767,6 +930,11 @@ static struct nbpf_image *image_borrow(const struct nbpf_image *src)
 	img->base = src->base ? src->base : (struct nbpf_image *)src;
 	img->generation = 0;
 	img->owned_next = NULL;
+	img->known = NULL;
+	img->n_known = 0;
+	img->orig_at = 0;
+	img->change_id[0] = 0;
+	img->derived = false;
 	atomic_store_explicit(&img->at_call, 0, memory_order_relaxed);
 	atomic_store_explicit(&img->prev, NULL, memory_order_relaxed);
 	/* Dispatch pointers point into src->progs; rebase them on our copy. */
@@ -775,16 +943,6 @@ static struct nbpf_image *image_borrow(const struct nbpf_image *src)
 	for (uint32_t i = 0; i < src->n_profilers; i++)
 		img->profilers[i] = &img->progs[src->profilers[i] - src->progs];
 	return img;
-}
-
-int nbpf_host_publish(struct nbpf_image *img, uint64_t at_call)
-{
-	int err;
-
-	pthread_mutex_lock(&g_lock);
-	err = publish_locked(img, at_call);
-	pthread_mutex_unlock(&g_lock);
-	return err;
 }
 
 int nbpf_host_rollback(uint64_t at_call)
@@ -799,16 +957,16 @@ int nbpf_host_rollback(uint64_t at_call)
 	if (!src)
 		goto out;
 	err = -ENOMEM;
-	img = image_borrow(src);
+	img = nbpf_host_image_borrow(src);
 	if (!img)
 		goto out;
 	err = publish_locked(img, at_call);
-	if (err)
+	if (err) {
 		nbpf_host_image_free(img);
-	else
+	} else {
 		nbpf_load_status_rolled_back_locked();
-	if (!err && g_rollback == src)
-		g_rollback = NULL; /* replaced nothing loaded: no further target */
+		nbpf_host_rollback_done_locked(src);
+	}
 out:
 	pthread_mutex_unlock(&g_lock);
 	pthread_mutex_unlock(&g_load_lock);
@@ -876,7 +1034,7 @@ void nbpf_host_acquire(nbpf_host_logger_t logger, const char *const *extra_setti
 	pthread_mutex_unlock(&g_lock);
 
 	pthread_mutex_lock(&g_load_lock);
-	if (load_image(g_settings.policy, &img, err, sizeof(err)))
+	if (load_image(g_settings.policy, NULL, NULL, 0, &img, err, sizeof(err)))
 		nbpf_host_log(NBPF_NCCL_LOG_WARN, NBPF_NCCL_INIT,
 			      "policy not loaded, NCCL's defaults apply: %s", err);
 	else
@@ -903,6 +1061,7 @@ void nbpf_host_release(void)
 	pthread_mutex_lock(&g_load_lock);
 	pthread_mutex_lock(&g_lock);
 	if (g_refs > 0 && --g_refs == 0) {
+		nbpf_change_reset_locked();
 		atomic_store_explicit(&nbpf_host_published, NULL, memory_order_release);
 		chain_changed();
 		g_rollback = NULL;
@@ -917,6 +1076,29 @@ void nbpf_host_release(void)
 }
 
 /* ---- registry ---------------------------------------------------------- */
+
+/*
+ * A communicator the change was agreed for, created here only after this
+ * process dropped what its calls below the agreed call would use (every
+ * other comm of it had passed that call): its ranks elsewhere may have
+ * started on the old image.  Rare (a rank created long after its peers);
+ * said once per communicator.  Lock held.
+ */
+static void warn_settled_locked(uint64_t comm_id)
+{
+	struct nbpf_image *pub = atomic_load_explicit(&nbpf_host_published, memory_order_relaxed);
+
+	for (struct nbpf_image *i = pub; i; i = atomic_load_explicit(&i->prev, memory_order_relaxed))
+		if (i->orig_at && !atomic_load_explicit(&i->at_call, memory_order_relaxed) &&
+		    nbpf_host_image_follows(i, comm_id)) {
+			nbpf_host_log(NBPF_NCCL_LOG_WARN, NBPF_NCCL_INIT,
+				      "communicator 0x%llx was created after this process finished change %s (agreed from call %llu): it starts on image %llu at call 0, its ranks created earlier elsewhere switch at call %llu",
+				      (unsigned long long)comm_id, i->change_id[0] ? i->change_id : "-",
+				      (unsigned long long)i->orig_at, (unsigned long long)i->generation,
+				      (unsigned long long)i->orig_at);
+			return;
+		}
+}
 
 struct nbpf_comm *nbpf_host_comm_add(enum nbpf_comm_kind kind, int abi_version,
 				     uint64_t comm_id, int rank, uint32_t n_ranks,
@@ -933,11 +1115,15 @@ struct nbpf_comm *nbpf_host_comm_add(enum nbpf_comm_kind kind, int abi_version,
 	c->rank = rank;
 	c->n_ranks = n_ranks;
 	c->n_nodes = n_nodes;
-	c->created_at = realtime_ns();
+	c->created_at = nbpf_realtime_ns();
 	pthread_mutex_lock(&g_lock);
+	if (kind == NBPF_COMM_TUNER)
+		nbpf_change_wait_locked();
 	c->id = g_next_comm++;
 	c->next = g_comms;
 	g_comms = c;
+	if (kind == NBPF_COMM_TUNER)
+		warn_settled_locked(comm_id);
 	pthread_mutex_unlock(&g_lock);
 	return c;
 }

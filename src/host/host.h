@@ -44,6 +44,9 @@
 #define NBPF_HOST_MAX_PROGS  32  /* programs in one image */
 #define NBPF_HOST_MAX_ENV    64  /* env overrides in one image */
 #define NBPF_HOST_ERRLEN     512
+#define NBPF_HOST_MAX_DMAPS  16  /* decision maps of one image (maps its tuner reads) */
+#define NBPF_HOST_CHANGE_ID  64  /* bytes of a change id, NUL included */
+#define NBPF_HOST_OWNER      128 /* bytes of a change's or lease's owner text */
 
 /* ---- logging ----------------------------------------------------------- */
 
@@ -106,7 +109,16 @@ struct nbpf_image {
 	 */
 	_Atomic uint64_t at_call;     /* comms switch to it at this call number (0: at once) */
 	struct nbpf_image *_Atomic prev; /* image comms below at_call keep using (may be NULL) */
-	struct nbpf_image *owned_next;   /* host's list of every image it owns */
+	/*
+	 * The communicators that follow at_call: sorted comm ids, fixed before
+	 * publishing.  Every other communicator (one created after the
+	 * change, whose id no process of the job held when it was agreed)
+	 * starts on this image at its call 0.  Set by the publish: the ids
+	 * the change was agreed for plus this process's tuner comms then.
+	 */
+	uint64_t *known;
+	uint32_t n_known;
+	uint64_t orig_at;             /* at_call as published (collect zeroes at_call) */
 	/*
 	 * Non-NULL for a record that rollback published: it borrows base's
 	 * objects, maps and env strings (never a borrowed record itself), so
@@ -114,12 +126,30 @@ struct nbpf_image {
 	 * freed only once no owned record borrows from it.
 	 */
 	struct nbpf_image *base;
+	char change_id[NBPF_HOST_CHANGE_ID]; /* the agreed change that published it ("": none) */
+	struct nbpf_image *owned_next;   /* host's list of every image it owns */
 	uint64_t load_ns;             /* CLOCK_MONOTONIC time spent loading+verifying+JIT */
 	uint64_t loaded_at;           /* CLOCK_REALTIME ns when loaded */
 	char *spec;                   /* the ':'-separated path list it was loaded from */
 
 	struct ncclbpf_object *objs[NBPF_HOST_MAX_OBJS];
+	/*
+	 * Each object's file as it was read (owned; a borrowed record uses
+	 * its base's): a map write at an agreed call rebuilds the image from
+	 * these bytes, never from a file that may have changed since.
+	 */
+	void *obj_buf[NBPF_HOST_MAX_OBJS];
+	size_t obj_len[NBPF_HOST_MAX_OBJS];
 	uint32_t n_objs;
+	/*
+	 * Decision maps: the maps the tuner program reads, less those the
+	 * policy declares NCCLBPF_MAP_IMMEDIATE.  A write from outside must
+	 * reach every rank at one agreed call (nbpf_host_load_derived).
+	 */
+	const struct ncclbpf_map *dmaps[NBPF_HOST_MAX_DMAPS];
+	uint32_t n_dmaps;
+	/* Map writes on the image it replaces: rollback's target stays what it was. */
+	bool derived;
 	struct nbpf_host_prog progs[NBPF_HOST_MAX_PROGS];
 	uint32_t n_progs;
 
@@ -198,11 +228,154 @@ void nbpf_host_image_free(struct nbpf_image *img);
 int nbpf_host_publish(struct nbpf_image *img, uint64_t at_call);
 
 /*
+ * nbpf_host_publish with the communicators that follow at_call named:
+ * known (n_known ids, any order) are the comm ids every process of the
+ * job held when the change was agreed; this process's tuner comms now are
+ * added.  A communicator whose id is in neither switches to img at once
+ * (it was created after the change everywhere, so every rank starts it on
+ * img).  *late (may be NULL): tuner comms already at or past at_call.
+ */
+struct nbpf_host_publish_opts {
+	size_t sz;
+	uint64_t at_call;
+	const uint64_t *known;
+	uint32_t n_known;
+	const char *change_id;   /* recorded on img (NULL: none) */
+};
+int nbpf_host_publish_opts(struct nbpf_image *img, const struct nbpf_host_publish_opts *o,
+			   uint64_t *late);
+
+/*
  * Re-publishes the image that the last publish replaced (with at_call as
- * above).  -ENOENT if there is none.  The current one becomes the
- * rollback target in turn.
+ * above), as it was: its programs and the maps it held (a decision map
+ * written since has a new copy that it does not see).  -ENOENT if there is
+ * none.  The current one becomes the rollback target in turn; publishing
+ * map writes (a derived image) does not change the rollback target.
  */
 int nbpf_host_rollback(uint64_t at_call);
+
+/* ---- agreed changes: stage everywhere, then commit or abort -------------- */
+
+/*
+ * A change (a new image, a rollback, or map writes) is first staged:
+ * loaded, verified and compiled, kept unpublished until `hold`
+ * (CLOCK_REALTIME ns, set by whoever coordinates the change, so it means
+ * the same on every node).  Then the coordinator commits it everywhere at
+ * one agreed call, or aborts it everywhere.  One change is staged at a
+ * time per process: a second one is refused with -EBUSY naming the first.
+ * While a change is staged, a tuner communicator created in this process
+ * waits (at most until hold) for the decision, so that a communicator
+ * whose ranks are created on both sides of a commit still starts on one
+ * image everywhere.  A staged change not decided by hold is aborted.
+ */
+enum nbpf_change_state {
+	NBPF_CHANGE_STAGED = 1,
+	NBPF_CHANGE_COMMITTED,
+	NBPF_CHANGE_ABORTED,
+	NBPF_CHANGE_EXPIRED,   /* hold passed before a decision: aborted here */
+};
+
+#define NBPF_CHANGE_KNOWN_MAX 256 /* known ids a committed change's record keeps */
+
+struct nbpf_change_info {
+	char id[NBPF_HOST_CHANGE_ID];
+	char owner[NBPF_HOST_OWNER];
+	char what[256];        /* "reload SPEC", "rollback", "map NAME: N writes" */
+	enum nbpf_change_state state;
+	uint64_t staged_at, hold, decided_at; /* CLOCK_REALTIME ns */
+	uint64_t at_call;      /* committed: the agreed call */
+	uint64_t gen;          /* committed: the image generation it published */
+	uint64_t late;         /* committed: tuner comms already past at_call */
+	/*
+	 * committed: the communicators that follow at_call (as published),
+	 * so a coordinator that died mid-commit can be completed with the
+	 * same set (`ncclbpf change commit ID`); n_known > NBPF_CHANGE_KNOWN_MAX:
+	 * too many to keep, give them again.
+	 */
+	uint64_t known[NBPF_CHANGE_KNOWN_MAX];
+	uint32_t n_known;
+};
+
+const char *nbpf_change_state_name(enum nbpf_change_state s);
+
+/*
+ * Stages img (ownership passes to the host) as change id.  -EBUSY when
+ * another change is staged, -EEXIST when id was staged before (a change id
+ * is used once), -ETIMEDOUT when hold has passed, -EINVAL when it is more
+ * than 120 s ahead.  On error img is freed and errbuf says why.
+ */
+int nbpf_host_stage(const char *id, const char *owner, const char *what,
+		    struct nbpf_image *img, uint64_t hold, char *errbuf, size_t errlen);
+/* Stages a rollback (the image the last publish replaced); -ENOENT without one. */
+int nbpf_host_stage_rollback(const char *id, const char *owner, uint64_t hold, char *errbuf,
+			     size_t errlen);
+/*
+ * Publishes staged change id with o (change_id is taken from id).  A
+ * commit is never refused for time: once every process staged it, the
+ * decision is the coordinator's.  -ENOENT for an id never staged here,
+ * -ESTALE when it was aborted or expired (info says when), -EALREADY when
+ * it is committed already (a retry: info has the result).  info may be NULL.
+ */
+int nbpf_host_commit(const char *id, const struct nbpf_host_publish_opts *o,
+		     struct nbpf_change_info *info);
+/*
+ * Drops staged change id: 0 (also for an id never staged here: it is
+ * spent, so a stage of it that comes later is refused), -ESTALE (aborted
+ * or expired already) or -EALREADY (committed: info says how).
+ */
+int nbpf_host_abort(const char *id, struct nbpf_change_info *info);
+/*
+ * The staged change (if any) then the latest decided ones, newest first:
+ * fills at most max records, returns how many.  Expires a staged change
+ * whose hold passed.
+ */
+int nbpf_host_changes(struct nbpf_change_info *out, int max);
+/*
+ * Tuner comms of this process (comm id and call number), for a stage
+ * reply: what the coordinator merges into the agreed call and the known
+ * set.  Fills at most max, returns the total.
+ */
+struct nbpf_comm_calls {
+	uint64_t comm_id, calls;
+};
+int nbpf_host_comm_calls(struct nbpf_comm_calls *out, int max);
+
+/*
+ * A lease on a name (a map a loop writes): one owner at a time until
+ * `until` (CLOCK_REALTIME ns); the owner renews by asking again, until 0
+ * releases.  -EBUSY with holder (owner and expiry) when another owner holds
+ * it; take = true takes it over anyway.  Map writes staged by another
+ * owner while it is held are refused.
+ */
+int nbpf_host_lease(const char *name, const char *owner, uint64_t until, bool take,
+		    char *holder, size_t n);
+
+/* One write of a staged map change. */
+struct nbpf_host_map_op {
+	const char *map;
+	const void *key;      /* key_len bytes: the map's key size */
+	const void *value;    /* value_len bytes: its value size (x NCCLBPF_NR_SLOTS
+			       * for a per-thread map); NULL: delete the key */
+	size_t key_len, value_len;
+};
+
+/*
+ * The published image rebuilt from the same object bytes, with a fresh
+ * copy of every map the ops name (its entries copied, then the ops
+ * applied) and every other map shared: published at an agreed call, the
+ * writes take effect on every rank at that call, while calls before it
+ * keep reading the old copy.  Refused (-EBUSY) when a lease on one of the
+ * maps is held by someone other than owner.  Nothing is published.
+ */
+int nbpf_host_load_derived(const struct nbpf_host_map_op *ops, uint32_t n_ops,
+			   const char *owner, struct nbpf_image **out, char *errbuf,
+			   size_t errlen);
+
+/* Whether map is a decision map of img (see nbpf_image.dmaps). */
+bool nbpf_host_map_decides(const struct nbpf_image *img, const struct ncclbpf_map *map);
+
+/* CLOCK_REALTIME in ns: the clock agreed changes' deadlines are written in. */
+uint64_t nbpf_realtime_ns(void);
 
 /*
  * The currently published image (acquire load), or NULL.  Only valid
@@ -335,22 +508,44 @@ struct nbpf_comm *nbpf_host_comm_add(enum nbpf_comm_kind kind, int abi_version,
  */
 void nbpf_host_comm_remove(struct nbpf_comm *c);
 
+/* Whether comm_id follows img's at_call (is in its known set). */
+static inline bool nbpf_host_image_follows(const struct nbpf_image *img, uint64_t comm_id)
+{
+	uint32_t lo = 0, hi = img->n_known;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (img->known[mid] == comm_id)
+			return true;
+		if (img->known[mid] < comm_id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
 /*
- * The image a comm must use for its call number call: the published one,
- * or along its ->prev chain the newest whose at_call <= call.  Call inside
- * nbpf_epoch_enter/exit; the pointer is valid until exit.  *until (when
- * not NULL) receives the lowest at_call that was skipped: the answer is
- * the same for every call below it while the chain does not change.
+ * The image communicator comm_id must use for its call number call: the
+ * published one, or along its ->prev chain the newest that applies to it
+ * (at_call <= call, or comm_id not among the ones it was agreed for).
+ * Call inside nbpf_epoch_enter/exit; the pointer is valid until exit.
+ * *until (when not NULL) receives the lowest at_call that was skipped:
+ * the answer is the same for every call below it while the chain does not
+ * change.  A pure function of the chain, the id and the call: never of
+ * which communicators this process happens to hold.
  */
 static inline const struct nbpf_image *nbpf_host_image_walk(struct nbpf_image *cur,
-							    uint64_t call, uint64_t *until)
+							    uint64_t call, uint64_t comm_id,
+							    uint64_t *until)
 {
 	uint64_t lim = UINT64_MAX;
 
 	while (cur) {
 		uint64_t at = atomic_load_explicit(&cur->at_call, memory_order_relaxed);
 
-		if (call >= at)
+		if (call >= at || !nbpf_host_image_follows(cur, comm_id))
 			break;
 		if (at < lim)
 			lim = at;
@@ -362,9 +557,9 @@ static inline const struct nbpf_image *nbpf_host_image_walk(struct nbpf_image *c
 }
 
 static inline const struct nbpf_image *nbpf_host_image_for(struct nbpf_image *cur,
-							   uint64_t call)
+							   uint64_t call, uint64_t comm_id)
 {
-	return nbpf_host_image_walk(cur, call, NULL);
+	return nbpf_host_image_walk(cur, call, comm_id, NULL);
 }
 
 /* Published image pointer (what nbpf_host_current returns), for inlining. */
@@ -390,6 +585,7 @@ extern struct nbpf_host_chain_ver nbpf_host_chain;
  */
 struct nbpf_image_cache {
 	uint64_t ver;                 /* chain version it was filled at (0: empty) */
+	uint64_t comm_id;             /* whose cache: set once by the owner (the walk needs it) */
 	uint64_t until;               /* first call number it does not cover */
 	const struct nbpf_image *img; /* resolved image (NULL: none) */
 	/* img's tuner program, its JIT entry and img's generation, so a hit

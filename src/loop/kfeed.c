@@ -27,6 +27,7 @@
 #include "error.h"
 #include "loop.h"
 #include "ncclbpf/runtime.h"
+#include "xchg.h"
 
 enum { M_PEER, M_PLAN };
 
@@ -88,7 +89,7 @@ int nbpf_kfeed_open(const struct nbpf_loop_opts *lo, const struct nbpf_kfeed_opt
 	if (ko->retrans_per_s < 0 || ko->retrans_per_mib < 0 || ko->hold_s < 0 ||
 	    (ko->retrans_per_s == 0 && ko->retrans_per_mib == 0 && !ko->srtt_us))
 		return nbpf_err(-EINVAL, "a retransmit bound (per second or per MiB) or an RTT bound is needed");
-	if (lo->share_dir && !tuner)
+	if ((lo->share_dir || lo->etcd) && !tuner)
 		return nbpf_err(-EINVAL, "a shared directory agrees on the tuner plan: it needs the plan map");
 	f = calloc(1, sizeof(*f));
 	if (!f)
@@ -106,6 +107,18 @@ int nbpf_kfeed_open(const struct nbpf_loop_opts *lo, const struct nbpf_kfeed_opt
 	if (err) {
 		free(f);
 		return err;
+	}
+	/* The plan the ranks run now (a loop run before may have left the lossy one). */
+	if (tuner) {
+		static const uint32_t keys[2] = { NBPF_KFEED_PLAN_CHANNELS, NBPF_KFEED_PLAN_PROTO };
+
+		err = nbpf_loop_ranks_plan(&f->rk, M_PLAN, keys, 2, f->cur);
+		if (err) {
+			nbpf_loop_ranks_close(&f->rk);
+			free(f);
+			return err;
+		}
+		f->degraded = f->cur[0] || f->cur[1];
 	}
 	f->t_last = nbpf_loop_now_s();
 	*out = f;
@@ -248,28 +261,18 @@ static int job_view(struct nbpf_kfeed *f, bool mine, bool past, uint64_t *hi, bo
 		    bool *ready)
 {
 	struct nbpf_loop_share me = { .calls = *hi, .rate = f->rk.rate, .n_keys = 2 }, all;
-	char old[4096];
 	int err;
 
 	*lossy = mine;
 	*ready = past;
-	if (!f->lo.share_dir)
+	if (!f->rk.x)
 		return 0;
 	me.key[0] = 0, me.mean_ns[0] = mine;
 	me.key[1] = 1, me.mean_ns[1] = !past;
-	err = nbpf_loop_share_step(f->lo.share_dir, f->lo.node, f->lo.nodes, f->step, &me, &all,
-				   f->lo.timeout_ms);
+	err = nbpf_loop_share_step(f->rk.x, f->step, &me, &all);
 	if (err)
-		return nbpf_err(err, "%s: step %d: %s", f->lo.share_dir, f->step,
+		return nbpf_err(err, "%s: step %d: %s", nbpf_xchg_where(f->rk.x), f->step,
 				err == -ETIMEDOUT ? "not every node reported in time" : strerror(-err));
-	/*
-	 * Every node has read step - 1's files (it wrote this step's after
-	 * them), so this node's file of step - 2 is read by all: remove it.
-	 */
-	if (f->step >= 2) {
-		snprintf(old, sizeof(old), "%s/step%d.%s", f->lo.share_dir, f->step - 2, f->lo.node);
-		unlink(old);
-	}
 	for (int k = 0; k < all.n_keys; k++) {
 		if (all.key[k] == 0)
 			*lossy = all.mean_ns[k] > 0;
@@ -325,8 +328,7 @@ int nbpf_kfeed_step(struct nbpf_kfeed *f, const struct nbpf_kfeed_sock *socks, i
 			job && f->ko.lossy_proto >= 0 ? f->ko.lossy_proto + 1 : 0,
 		};
 
-		err = nbpf_loop_ranks_activate(&f->rk, M_PLAN, keys, want, f->cur, 2, hi, &rep->at,
-					       &rep->late);
+		err = nbpf_loop_ranks_activate(&f->rk, M_PLAN, keys, want, 2, &rep->at, &rep->late);
 		if (err)
 			return err;
 		f->cur[0] = want[0];

@@ -14,6 +14,7 @@
 #include "error.h"
 #include "loop.h"
 #include "ncclbpf/runtime.h"
+#include "xchg.h"
 
 /* The policy's maps, in the order of struct nbpf_loop_rank's map[]. */
 enum { M_TELE, M_PLAN };
@@ -67,7 +68,7 @@ static int find_keys(struct lstate *s)
 				}
 			}
 		}
-		if (s->n_keys || s->o->share_dir)
+		if (s->n_keys || s->rk.x)
 			return 0; /* with other nodes, their keys count too */
 		if (nbpf_loop_now_s() > t_end)
 			return nbpf_err(-ETIMEDOUT, "no telemetry yet: is the profiler plugin loaded?");
@@ -161,15 +162,14 @@ int nbpf_loop_run(const struct nbpf_loop_opts *o, struct nbpf_loop_result *res)
 			mean[k] = 0;
 		if (step > 0)
 			measure(&s, o->cand[step - 1], mean);
-		if (o->share_dir) {
+		if (s.rk.x) {
 			struct nbpf_loop_share mine = { .calls = hi, .rate = s.rk.rate, .n_keys = s.n_keys }, all;
 
 			for (int k = 0; k < s.n_keys; k++)
 				mine.key[k] = s.key[k], mine.mean_ns[k] = mean[k];
-			err = nbpf_loop_share_step(o->share_dir, o->node, o->nodes, step, &mine, &all,
-						   o->timeout_ms);
+			err = nbpf_loop_share_step(s.rk.x, step, &mine, &all);
 			if (err) {
-				err = nbpf_err(err, "%s: step %d: %s", o->share_dir, step,
+				err = nbpf_err(err, "%s: step %d: %s", nbpf_xchg_where(s.rk.x), step,
 					       err == -ETIMEDOUT ? "not every node reported in time"
 								 : strerror(-err));
 				goto out;
@@ -194,6 +194,9 @@ int nbpf_loop_run(const struct nbpf_loop_opts *o, struct nbpf_loop_result *res)
 				err = nbpf_err(-ENODATA, "no telemetry on any node");
 				goto out;
 			}
+			/* What the ranks run now, read back from them: the plan kept when nothing measures better. */
+			if ((err = nbpf_loop_ranks_plan(&s.rk, M_PLAN, s.key, s.n_keys, cur)))
+				goto out;
 		} else {
 			for (int k = 0; k < s.n_keys; k++)
 				res->keys[k].mean_ns[step - 1] = mean[k];
@@ -217,7 +220,7 @@ int nbpf_loop_run(const struct nbpf_loop_opts *o, struct nbpf_loop_result *res)
 			}
 			res->keys[k].best = want[k];
 		}
-		err = nbpf_loop_ranks_activate(&s.rk, M_PLAN, s.key, want, cur, s.n_keys, hi, &at, &late);
+		err = nbpf_loop_ranks_activate(&s.rk, M_PLAN, s.key, want, s.n_keys, &at, &late);
 		if (err)
 			goto out;
 		for (int k = 0; k < s.n_keys; k++)

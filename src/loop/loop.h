@@ -49,10 +49,13 @@ struct nbpf_loop_opts {
 	const int *pids;     /* only these local processes (NULL: every one with the maps) */
 	int n_pids;
 	int timeout_ms;      /* per step: waiting for processes, samples or other nodes */
-	/* Shared-file mode (several nodes): NULL for one node. */
+	/* Several nodes agree through a shared directory or etcd (xchg.h): both NULL for one node. */
 	const char *share_dir;
+	const char *etcd;    /* endpoints */
+	const char *job;     /* the exchange's scope (NULL: "loop"): one per job */
 	const char *node;    /* this node's name, unique in the job */
 	int nodes;           /* aggregators taking part, this one included */
+	bool take_over;      /* take the plan map's lease from a loop that died (kill -9) */
 	FILE *log;           /* progress lines, or NULL */
 };
 
@@ -106,6 +109,15 @@ struct nbpf_loop_ranks {
 	uint64_t last_calls;
 	double last_t, rate;   /* calls per second of the fastest rank */
 	char why[256];         /* why the last process passed over was */
+	/*
+	 * The loop owns the maps it writes on every rank (a lease in each
+	 * process, renewed every step): a second loop is refused, naming this
+	 * one.  Its plan writes are agreed changes (agree.h), with the other
+	 * nodes through x when there are any.
+	 */
+	char owner[128];
+	struct nbpf_xchg *x;
+	int changes;
 };
 
 double nbpf_loop_now_s(void);
@@ -116,7 +128,9 @@ double nbpf_loop_now_s(void);
  * waiting up to o->timeout_ms.  Processes without them are passed over
  * (they run another policy); if too few are found the error names the
  * maps and why the last process was passed over (no such map, another
- * key or value size).  On failure nothing is left open.
+ * key or value size).  Then takes the lease of every map the loop writes
+ * on every one (-EBUSY naming the loop that holds one), and opens the
+ * exchange with the other nodes.  On failure nothing is left open.
  */
 int nbpf_loop_ranks_find(struct nbpf_loop_ranks *s, const struct nbpf_loop_opts *o,
 			 const struct nbpf_loop_map_spec *spec, int n_maps);
@@ -127,16 +141,22 @@ void nbpf_loop_ranks_close(struct nbpf_loop_ranks *s);
  */
 int nbpf_loop_ranks_calls(struct nbpf_loop_ranks *s, uint64_t *max, uint64_t *min);
 /*
- * Writes, into map m of every rank, the plan word of each key: want[k]
- * from the activation call on, cur[k] before it.  The activation call is
- * hi (the highest call of every rank taking part, other nodes' included)
- * plus o->margin, or o->margin_s seconds of calls at the fastest rate
- * measured plus 1000.  *late: a rank was already at the call after the
- * write, so it may have switched on another call than the others.
+ * Writes, into map m of every rank, the plan word of each key (want[k]),
+ * as one agreed change (agree.h): every rank of this node and, through the
+ * exchange, of every node switches to it at one call, the highest any
+ * rank reported when staging plus o->margin, or o->margin_s seconds of
+ * calls at the fastest rate measured plus 1000; or, when a rank or node
+ * could not stage it, no rank does (an error).  *late: a rank was already
+ * past the call when it committed, so its ranks may disagree.
  */
 int nbpf_loop_ranks_activate(struct nbpf_loop_ranks *s, int m, const uint32_t *keys,
-			     const int *want, const int *cur, int n_keys, uint64_t hi,
-			     uint64_t *at, bool *late);
+			     const int *want, int n_keys, uint64_t *at, bool *late);
+/*
+ * The plan value every rank runs now for each key (read from the map the
+ * rank's current image holds); -EPROTO when ranks run different plans.
+ */
+int nbpf_loop_ranks_plan(struct nbpf_loop_ranks *s, int m, const uint32_t *keys, int n_keys,
+			 int *cur);
 
 /* ---- shared-file exchange (loop_share.c) ---------------------------------- */
 
@@ -150,15 +170,15 @@ struct nbpf_loop_share {
 };
 
 /*
- * Writes this node's record for step (atomically: temporary + rename),
- * waits until `nodes` records of the step exist, and merges them into
- * out: calls and rate are the maxima, keys the union, means the worst.
- * Every node reads the same files, so every node computes the same plan.
- * 0, -ETIMEDOUT, or a negative errno.
+ * Writes this node's record for step into the exchange, waits until every
+ * node's record of the step is there, and merges them into out: calls and
+ * rate are the maxima, keys the union, means the worst.  Every node reads
+ * the same records, so every node computes the same plan.  0, -ETIMEDOUT,
+ * or a negative errno.
  */
-int nbpf_loop_share_step(const char *dir, const char *node, int nodes, int step,
-			 const struct nbpf_loop_share *mine, struct nbpf_loop_share *out,
-			 int timeout_ms);
+struct nbpf_xchg;
+int nbpf_loop_share_step(struct nbpf_xchg *x, int step, const struct nbpf_loop_share *mine,
+			 struct nbpf_loop_share *out);
 
 
 /* ---- closed loop 2: kernel signals -> net policy and tuner (kfeed.c) ----- */

@@ -10,8 +10,15 @@
  * collectives but not in lock step, so a plan that took effect "now"
  * would land on rank 0 at call 1000 and on rank 1 at call 1003, and the
  * three calls between would run with different channel counts: a hang in
- * NCCL.  The activation call is the highest call any rank has made plus a
- * margin; the tuner compares it with its own per-communicator counter.
+ * NCCL.  A plan write is an agreed change (agree.h): every rank stages the
+ * new plan and switches to it at one call, the highest any rank has made
+ * plus a margin; the host keeps the plan before it for calls below.  What
+ * "before" is comes from the ranks themselves, never from the loop's
+ * memory, so a loop run again, or killed and started anew, cannot make
+ * ranks that switch at different calls read different plans.
+ *
+ * One writer: the loop takes a lease on the maps it writes in every rank
+ * process, so a second loop is refused with the first one's name.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -19,11 +26,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agree.h"
 #include "control/ctl_client.h"
+#include "control/ctl_coord.h"
 #include "control/ctl_proto.h"
 #include "error.h"
 #include "loop.h"
 #include "ncclbpf/runtime.h"
+#include "xchg.h"
 
 double nbpf_loop_now_s(void)
 {
@@ -94,13 +104,86 @@ out:
 	return err;
 }
 
+static uint64_t rt_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The lease on every written map of rank i until `until` (0: release); -EBUSY says whose. */
+static int lease_rank(struct nbpf_loop_ranks *s, int i, uint64_t until, bool take)
+{
+	for (int j = 0; j < s->n_maps; j++) {
+		struct nbpf_ctl_buf b = { .max = NBPF_CTL_MAX_REQUEST };
+		struct nbpf_ctl_msg m;
+		const char *em;
+		int err;
+
+		if (!s->spec[j].write)
+			continue;
+		nbpf_ctl_buf_rec(&b, "lease");
+		nbpf_ctl_buf_str(&b, "name", s->spec[j].name);
+		nbpf_ctl_buf_str(&b, "owner", s->owner);
+		nbpf_ctl_buf_u64(&b, "until", until);
+		if (take)
+			nbpf_ctl_buf_u64(&b, "take", 1);
+		err = b.err ? b.err : nbpf_ctl_call_pid(s->r[i].pid, NBPF_CTL_LEASE, b.data, &m, &em);
+		nbpf_ctl_buf_free(&b);
+		if (err)
+			err = nbpf_err(err, "pid %d: %s", s->r[i].pid, em);
+		nbpf_ctl_msg_free(&m);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* How long a lease lasts unrenewed: a loop killed with -9 frees its maps then. */
+static uint64_t lease_ns(const struct nbpf_loop_opts *o)
+{
+	uint64_t ms = (uint64_t)(o->timeout_ms > 0 ? o->timeout_ms : 10000) * 3;
+
+	return (ms < 30000 ? 30000 : ms) * 1000000ull;
+}
+
+static int lease_all(struct nbpf_loop_ranks *s, bool take)
+{
+	uint64_t until = rt_ns() + lease_ns(s->o);
+	int err = 0;
+
+	for (int i = 0; i < s->n && !err; i++)
+		err = lease_rank(s, i, until, take);
+	return err;
+}
+
 void nbpf_loop_ranks_close(struct nbpf_loop_ranks *s)
 {
-	for (int i = 0; i < s->n; i++)
+	for (int i = 0; i < s->n; i++) {
+		if (s->owner[0])
+			lease_rank(s, i, 0, false);
 		put_maps(&s->r[i]);
+	}
 	free(s->r);
 	s->r = NULL;
 	s->n = 0;
+	nbpf_xchg_close(s->x);
+	s->x = NULL;
+	s->owner[0] = 0;
+}
+
+/* The exchange with the other nodes, when there are any. */
+static int open_xchg(struct nbpf_loop_ranks *s)
+{
+	const struct nbpf_loop_opts *o = s->o;
+	/* A node votes on a plan write as late as its stage deadline (timeout_ms): wait twice that. */
+	struct nbpf_xchg_opts xo = { .dir = o->share_dir, .etcd = o->etcd, .scope = o->job ? o->job : "loop",
+				     .node = o->node, .nodes = o->nodes, .timeout_ms = 2 * o->timeout_ms };
+
+	if (!o->share_dir && !o->etcd)
+		return 0;
+	return nbpf_xchg_open(&xo, &s->x);
 }
 
 int nbpf_loop_ranks_find(struct nbpf_loop_ranks *s, const struct nbpf_loop_opts *o,
@@ -139,8 +222,32 @@ int nbpf_loop_ranks_find(struct nbpf_loop_ranks *s, const struct nbpf_loop_opts 
 			if (!open_rank(s, pids[i], &s->r[s->n]))
 				s->n++;
 		free(pids);
-		if (s->n >= want)
+		if (s->n >= want) {
+			char host[64] = "";
+			int err;
+
+			gethostname(host, sizeof(host) - 1);
+			snprintf(s->owner, sizeof(s->owner), "loop@%.40s:%d", host, (int)getpid());
+			err = lease_all(s, o->take_over);
+			if (err == -EBUSY) {
+				char who[512];
+
+				snprintf(who, sizeof(who), "%s", ncclbpf_errmsg());
+				err = nbpf_err(err, "%s: another `ncclbpf loop` writes this job's plan: stop it first "
+						    "(one killed with -9 frees it when its lease ends, or take it over with --take-over)",
+					       who);
+			}
+			if (!err)
+				err = open_xchg(s);
+			if (err) {
+				char why[512];
+
+				snprintf(why, sizeof(why), "%s", ncclbpf_errmsg());
+				nbpf_loop_ranks_close(s);
+				return nbpf_err(err, "%s", why);
+			}
 			return 0;
+		}
 		if (nbpf_loop_now_s() > t_end) {
 			char names[160] = "";
 			int found = s->n;
@@ -204,27 +311,112 @@ int nbpf_loop_ranks_calls(struct nbpf_loop_ranks *s, uint64_t *max, uint64_t *mi
 	return 0;
 }
 
+static void put_hex(struct nbpf_ctl_buf *b, const char *k, const void *p, size_t n)
+{
+	char h[64];
+
+	for (size_t i = 0; i < n && i < 31; i++)
+		snprintf(h + 2 * i, 3, "%02x", ((const uint8_t *)p)[i]);
+	nbpf_ctl_buf_str(b, k, h);
+}
+
 int nbpf_loop_ranks_activate(struct nbpf_loop_ranks *s, int m, const uint32_t *keys,
-			     const int *want, const int *cur, int n_keys, uint64_t hi,
-			     uint64_t *at, bool *late)
+			     const int *want, int n_keys, uint64_t *at, bool *late)
 {
 	const struct nbpf_loop_opts *o = s->o;
-	uint64_t margin = o->margin ? o->margin : (uint64_t)(s->rate * o->margin_s) + 1000, lo;
-	int err;
+	struct nbpf_ctl_buf rec = { .max = NBPF_CTL_MAX_REQUEST };
+	struct nbpf_agree_opts ao = { .margin = o->margin,
+				      .margin_s = o->margin_s };
+	struct nbpf_agree_result res;
+	struct nbpf_coord co;
+	char step[32], id[64];
+	int *pids = calloc((size_t)(s->n ? s->n : 1), sizeof(int)), err;
 
-	*at = hi + margin;
+	*at = 0;
 	*late = false;
+	if (!pids)
+		return -ENOMEM;
 	for (int i = 0; i < s->n; i++)
-		for (int k = 0; k < n_keys; k++) {
-			uint64_t w = nbpf_loop_plan_word((unsigned)want[k], (unsigned)cur[k], *at);
+		pids[i] = s->r[i].pid;
+	/* The word applies from call 0 of the image that holds it: the image switches at the agreed call. */
+	for (int k = 0; k < n_keys; k++) {
+		uint64_t w = nbpf_loop_plan_word((unsigned)want[k], (unsigned)want[k], 0);
 
-			err = ncclbpf_map__update(s->r[i].map[m], &keys[k], &w, NCCLBPF_ANY);
-			if (err)
-				return nbpf_err(err, "pid %d: %s write: %s", s->r[i].pid, s->spec[m].name,
-						ncclbpf_errmsg());
+		nbpf_ctl_buf_rec(&rec, "op");
+		nbpf_ctl_buf_str(&rec, "map", s->spec[m].name);
+		put_hex(&rec, "key", &keys[k], sizeof(keys[k]));
+		put_hex(&rec, "value", &w, sizeof(w));
+	}
+	if (!o->margin)
+		ao.margin = (uint64_t)(s->rate * o->margin_s) + 1000;
+	snprintf(step, sizeof(step), "p%d", s->changes);
+	snprintf(id, sizeof(id), "%.40s-%s-%d", s->owner, o->node ? o->node : "n", s->changes++);
+	ao.step = step;
+	ao.records = rec.data;
+	err = rec.err ? rec.err : lease_all(s, false);
+	if (!err)
+		err = nbpf_coord_init(&co, id, s->owner, pids, s->n, o->timeout_ms > 0 ? o->timeout_ms : 5000);
+	free(pids);
+	if (!err) {
+		err = nbpf_agree(&co, s->x, &ao, &res);
+		for (int i = 0; !err && i < co.n; i++) {
+			if (co.p[i].commit == NBPF_COORD_OK)
+				*late |= co.p[i].late > 0;
+			else if (res.committed)
+				err = nbpf_err(-EIO, "pid %d: %s write not applied (%s): %s", co.p[i].pid,
+					       s->spec[m].name, nbpf_coord_res_name(co.p[i].commit), co.p[i].msg);
 		}
-	if ((err = nbpf_loop_ranks_calls(s, &hi, &lo)))
-		return err;
-	*late = hi >= *at;
+		if (!err && !res.committed) {
+			char why[600] = "";
+
+			for (int i = 0; i < co.n && !why[0]; i++)
+				if (co.p[i].stage != NBPF_COORD_OK)
+					snprintf(why, sizeof(why), "pid %d: %s", co.p[i].pid, co.p[i].msg);
+			err = nbpf_err(-EAGAIN, "%s write aborted everywhere, nothing changed: %s", s->spec[m].name,
+				       why[0] ? why : res.why);
+		}
+		*at = res.at_call;
+		nbpf_coord_free(&co);
+	}
+	nbpf_ctl_buf_free(&rec);
+	return err;
+}
+
+int nbpf_loop_ranks_plan(struct nbpf_loop_ranks *s, int m, const uint32_t *keys, int n_keys,
+			 int *cur)
+{
+	for (int i = 0; i < s->n; i++) {
+		struct ncclbpf_map *map = NULL;
+		struct nbpf_ctl_msg msg;
+		const char *em, *path = NULL;
+		int err = nbpf_ctl_call_pid(s->r[i].pid, NBPF_CTL_MAPS, NULL, &msg, &em);
+
+		/* The map the rank's current image holds (a plan write makes a new copy). */
+		for (uint32_t r = 0; !err && r < msg.n_recs && !path; r++)
+			if (!strcmp(msg.recs[r].kind, "map") &&
+			    !strcmp(nbpf_ctl_rec_get(&msg.recs[r], "name") ?: "", s->spec[m].name))
+				path = nbpf_ctl_rec_get(&msg.recs[r], "path");
+		if (!err && (!path || ncclbpf_map__open_path(path, false, &map)))
+			err = -ENOENT;
+		for (int k = 0; !err && k < n_keys; k++) {
+			uint64_t w = 0;
+			int v;
+
+			ncclbpf_map__lookup(map, &keys[k], &w);
+			/* What a rank past the word's call runs (a word an old loop wrote may still switch). */
+			v = (int)(w & 0xff);
+			if (i && v != cur[k])
+				err = nbpf_err(-EPROTO, "ranks run different plans for key %u (%d on pid %d, %d on pid %d): "
+							"an aggregator of another version wrote them; reload the policy to start afresh",
+					       keys[k], cur[k], s->r[0].pid, v, s->r[i].pid);
+			cur[k] = v;
+		}
+		if (map)
+			ncclbpf_map__put(map);
+		nbpf_ctl_msg_free(&msg);
+		if (err)
+			return err == -ENOENT ? nbpf_err(err, "pid %d: %s: cannot read it", s->r[i].pid,
+							 s->spec[m].name) : err;
+	}
 	return 0;
 }

@@ -59,6 +59,7 @@ static nbpf_nccl_result_t tuner_init_common(void **ctx, int abi, uint64_t comm_i
 	nbpf_plugin_acquire(logger);
 	t->abi = abi;
 	t->comm_id = comm_id;
+	t->cache.comm_id = comm_id; /* which images this comm follows */
 	t->n_ranks = (uint32_t)n_ranks;
 	t->n_nodes = (uint32_t)n_nodes;
 	if (nvl) {

@@ -221,9 +221,32 @@ static void test_swaps(void)
 	CHECK_MSG(p == 0, "call %" PRIu64 ": proto %d at the switch", total_calls - 1, p);
 	CHECK_EQ_U64(map_u64("ctl_runs", 0), 2 * total_calls);
 
-	/* ctl_cfg (A's shape) is operator-written: the CLI updates it, decisions follow. */
-	CHECK(cli(NULL, 0, "map update %d ctl_cfg key 0 0 0 0 value 4 0 0 0", getpid()) == 0);
-	CHECK(step(&ch) == 0 && ch == 4);
+	/*
+	 * ctl_cfg (A's shape) is operator-written and A's tuner reads it: a
+	 * decision map.  The CLI agrees the write like a reload (no call
+	 * advances while it samples, so at the margin's floor of 1000): every
+	 * rank reads the old value up to the agreed call and the new one from it.
+	 */
+	{
+		char out[8192], *at_s;
+		uint64_t at_w = 0;
+
+		CHECK(cli(out, sizeof(out), "-j map update %d ctl_cfg key 0 0 0 0 value 4 0 0 0",
+			  getpid()) == 0);
+		at_s = strstr(out, "\"at_call\":");
+		CHECK(at_s && sscanf(at_s, "\"at_call\":%" SCNu64, &at_w) == 1);
+		CHECK_MSG(at_w == total_calls + 1000, "map update at %" PRIu64 " calls %" PRIu64, at_w,
+			  total_calls);
+		while (total_calls < at_w) {
+			CHECK(step(&ch) == 0);
+			if (ch == 4) {
+				CHECK_MSG(ch != 4, "call %" PRIu64 " saw the write before %" PRIu64,
+					  total_calls - 1, at_w);
+				break;
+			}
+		}
+		CHECK(step(&ch) == 0 && ch == 4);
+	}
 	CHECK(cli(msg, sizeof(msg), "map lookup %d ctl_cfg key 00000000", getpid()) == 0);
 	CHECK_STR_CONTAINS(msg, "key: 0  value: 4\n"); /* formatted with the map's BTF */
 	CHECK(cli(NULL, 0, "map lookup %d ctl_cfg key 0 0 0", getpid()) == 2); /* wrong size */

@@ -28,6 +28,7 @@
 #include "emu_prof.h"
 #include "emu_test.h"
 #include "loop.h"
+#include "loop_test.h"
 #include "ncclbpf/runtime.h"
 
 #define N_RANKS   4
@@ -309,13 +310,7 @@ static void test_shared_dir(void)
 	CHECK_EQ_U64(disagreements(n), 0);
 	if (n > sh->agg[0].final_call)
 		CHECK_EQ_U64(sh->ch[3][sh->agg[0].final_call], 12);
-	for (int step = 0; step <= 3; step++)
-		for (int a = 0; a < 2; a++) {
-			char path[128];
-
-			snprintf(path, sizeof(path), "%s/step%d.node-%c", share, step, 'a' + a);
-			unlink(path);
-		}
+	loop_share_clean(share);
 	CHECK_EQ_U64(rmdir(share), 0);
 }
 

@@ -19,7 +19,6 @@
  *                       sees the net process's retransmits and reacts
  */
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <errno.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -37,6 +36,7 @@
 #include "check.h"
 #include "emu_test.h"
 #include "loop.h"
+#include "loop_test.h"
 #include "ncclbpf/runtime.h"
 #include "net_drv.h"
 
@@ -576,13 +576,7 @@ static void test_fake_share(void)
 	CHECK_EQ_U64(disagreements(n), 0);
 	if (n > sh->agg[0].at)
 		check_switch(sh->agg[0].at, true, n);
-	for (int step = 0; step < 2; step++)
-		for (int a = 0; a < 2; a++) {
-			char path[128];
-
-			snprintf(path, sizeof(path), "%s/step%d.node-%c", share, step, 'a' + a);
-			unlink(path);
-		}
+	loop_share_clean(share);
 	CHECK_EQ_U64(rmdir(share), 0);
 }
 
