@@ -429,8 +429,16 @@ int check_mem_access(struct venv *e, uint32_t pc, uint8_t regno, int32_t off, ui
 			break;
 		}
 		err = stack_access(e, pc, regno, &base, off, size, write, &out, stored, false);
-		if (!err && !write && value_regno >= 0 && sign && out.type == VT_SCALAR && size < 8)
+		if (!err && !write && value_regno >= 0 && sign && out.type == VT_SCALAR && size < 8) {
+			/*
+			 * A filled spill keeps its id and derivation only while it
+			 * is the spilled value; sign extension changes it whenever
+			 * the width's sign bit may be set.
+			 */
+			if (out.umax >> (8 * size - 1))
+				reg_forget_links(&out);
 			scalar_sext(&out, size, false);
+		}
 		break;
 	case VT_MAP_VALUE:
 		m = venv_map(e, base.aux);
