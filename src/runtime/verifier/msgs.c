@@ -148,7 +148,7 @@ const struct vmsg_desc nbpf_vmsgs[VM_COUNT] = {
 	  "pass a string literal and its sizeof (bpf_printk does)"),
 	M(VM_PRINTK_CONV, "unsupported bpf_printk conversion", "The format uses a conversion the helper does not print: %s and %p (they would read or reveal memory), %n, floating point, %lc, widths above 64.",
 	  "print integers with %d, %i, %u, %x, %X or %c (l or ll for 64 bits)"),
-	M(VM_PRINTK_ARGS, "bpf_printk argument missing", "The format has more conversions than value arguments set in r3-r5, or more than 3; the helper would print whatever the registers held. A format that is not a constant (not in .rodata, or stack bytes not all from constant stores) needs all three set.",
+	M(VM_PRINTK_ARGS, "bpf_printk argument missing", "The format has more conversions than value arguments set in r3-r5, or more than 3; the helper would print whatever the registers held. A format outside .rodata (on the stack, which the program can write, or not a constant at all) needs all three set.",
 	  "pass one argument per conversion, at most 3, and keep formats in .rodata (bpf_printk's default)"),
 
 	M(VM_R0_UNINIT, "r0 not initialised at exit", "A function returns without setting r0.",
