@@ -302,8 +302,10 @@ static inline __attribute__((always_inline)) bool regsafe(const struct vreg *o, 
 	if (o->type == VT_SCALAR) {
 		if (!(exact ? range_equal(o, c) : range_within(o, c)))
 			return false;
-		/* An old link between copies must exist in the new state too. */
-		if (o->id && !check_ids(m, o->id, c->id))
+		/* An old link between copies (and its delta) must exist in the new state too. */
+		if (o->id && (!check_ids(m, o->id, c->id) || o->off != c->off))
+			return false;
+		if (exact && o->off != c->off)
 			return false;
 		/* and so must a derivation (links.c): later copies join its class */
 		if (o->pad && (o->pad != c->pad || (o->aux >> 24) != (c->aux >> 24) ||
@@ -616,9 +618,7 @@ static void join_reg(struct vreg *c, const struct vreg *o, int level)
 		c->smin = INT64_MIN;
 		c->smax = INT64_MAX;
 		c->taint |= o->taint;
-		c->id = 0;
-		c->pad = 0;
-		c->aux = 0;
+		reg_forget_links(c);
 		reg_bounds_sync(c);
 		return;
 	}
@@ -627,8 +627,10 @@ static void join_reg(struct vreg *c, const struct vreg *o, int level)
 	c->smin = o->smin < c->smin ? o->smin : c->smin;
 	c->smax = o->smax > c->smax ? o->smax : c->smax;
 	c->taint |= o->taint;
-	if (c->id != o->id)
-		c->id = 0;
+	if (c->id != o->id || c->off != o->off) {
+		c->id = 0; /* the join holds either side's relation */
+		c->off = 0;
+	}
 	if (c->pad != o->pad || c->aux != o->aux) {
 		c->pad = 0; /* the join holds values of either derivation */
 		c->aux = 0;

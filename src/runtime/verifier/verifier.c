@@ -220,6 +220,57 @@ static int ptr_arith(struct venv *e, uint32_t pc, const struct nbpf_insn *in, st
 	return 0;
 }
 
+/*
+ * Whether an extending move (mov32: off 0; movsx: off 8, 16 or 32, into
+ * 64 or 32 bits) gives back its source's value for every value the source
+ * may hold: only then may the copy keep the source's identity (id,
+ * derivation, delta).
+ */
+static bool ext_unchanged(const struct vreg *r, int16_t off, bool is64)
+{
+	int64_t half;
+
+	if (!off)
+		return r->umax <= UINT32_MAX;
+	half = (int64_t)1 << (off - 1);
+	if (!is64) /* the sign-extended low half, zero-extended: non-negative values only */
+		return r->umax < (uint64_t)half;
+	return r->smin >= -half && r->smax < half;
+}
+
+/*
+ * dst = from + k (or - k) with k constant: dst is from's linked value plus
+ * a delta, so a check on either bounds the other (the kernel's
+ * BPF_ADD_CONST links).  64-bit, or 32-bit when the addition wraps for no
+ * value from may hold (then it is the 64-bit one).  Deltas stay within
+ * int32 so that differences of two of them cannot overflow.
+ */
+static void link_delta(const struct vreg *from, struct vreg *dst, bool sub, uint64_t k, bool is64)
+{
+	int64_t d, delta;
+
+	if (from->type != VT_SCALAR || !from->id || reg_is_const(from) || reg_is_const(dst))
+		return;
+	if (is64) {
+		d = (int64_t)k;
+	} else {
+		d = (int64_t)(int32_t)(uint32_t)k;
+		if (from->umax > UINT32_MAX)
+			return;
+	}
+	if (d < INT32_MIN + 1 || d > INT32_MAX)
+		return;
+	if (sub)
+		d = -d;
+	if (!is64 && ((int64_t)from->umin + d < 0 || (int64_t)from->umax + d > (int64_t)UINT32_MAX))
+		return; /* some value wraps: a 32-bit sum is not the 64-bit one */
+	delta = (int64_t)from->off + d;
+	if (delta < INT32_MIN + 1 || delta > INT32_MAX)
+		return;
+	dst->id = from->id;
+	dst->off = (int32_t)delta;
+}
+
 static uint64_t bswap_const(uint64_t v, int32_t bits, bool to_be_or_swap)
 {
 	if (!to_be_or_swap)
@@ -263,6 +314,13 @@ static int do_alu(struct venv *e, uint32_t pc, const struct nbpf_insn *in)
 			if (is_ptr(&src))
 				return verr(e, pc, VM_PTR_ARITH, regs, in->off ? "sign extension of a pointer"
 									: "32-bit move of a pointer");
+			if (ext_unchanged(&src, in->off, is64)) {
+				/* the same value: a copy, linked as mov links */
+				if (!src.id && !reg_is_const(&src))
+					src.id = f->regs[in->src].id = ++e->next_id;
+				*dst = src;
+				return 0;
+			}
 			/* an id on the source lets later extensions of it join this one's class */
 			if (!src.id && !src.pad && !reg_is_const(&src))
 				src.id = f->regs[in->src].id = ++e->next_id;
@@ -361,7 +419,13 @@ static int do_alu(struct venv *e, uint32_t pc, const struct nbpf_insn *in)
 			links_after_alu(e, in, &from, dst);
 		return 0;
 	}
-	scalar_alu(dst, &src, op, !is64, in->off);
+	{
+		struct vreg from = *dst;
+
+		scalar_alu(dst, &src, op, !is64, in->off);
+		if ((op == NBPF_ADD || op == NBPF_SUB) && reg_is_const(&src))
+			link_delta(&from, dst, op == NBPF_SUB, src.var_off.value, is64);
+	}
 	if (op == NBPF_SUB && x) {
 		uint64_t k = mod_idiom(e, pc, in);
 
@@ -423,15 +487,8 @@ struct copyarg {
 
 static void copy_bounds(struct vreg *r, void *arg)
 {
-	const struct vreg *from = ((struct copyarg *)arg)->from;
-
-	if (r->type != VT_SCALAR)
-		return;
-	r->var_off = from->var_off;
-	r->smin = from->smin;
-	r->smax = from->smax;
-	r->umin = from->umin;
-	r->umax = from->umax;
+	if (r->type == VT_SCALAR)
+		reg_linked_bounds(r, ((struct copyarg *)arg)->from);
 }
 
 /* Refines the state s for the branch outcome taken; false if infeasible. */

@@ -38,10 +38,13 @@ enum vtype {
 
 /*
  * One register.  A pointer's address is base + off + (a value in var_off
- * and [smin, smax] / [umin, umax]); a scalar is exactly var_off/bounds with
- * off 0.  id ties copies together (null checks, bounds checks, references).
- * A scalar's pad (DV_*) and aux describe how it derives from another
- * value's id (links.c); a pointer's aux is its map or record size.
+ * and [smin, smax] / [umin, umax]); a scalar is exactly var_off/bounds.
+ * id ties copies together (null checks, bounds checks, references); a
+ * scalar with an id holds the id's value plus off (64-bit wrapping: a
+ * constant delta, `r7 = r6; r7 += 5`), so a check on one of them bounds
+ * all (reg_linked_bounds).  A scalar's pad (DV_*) and aux describe how it
+ * derives from another value's id (links.c); a pointer's aux is its map or
+ * record size.
  */
 struct vreg {
 	uint8_t type;
@@ -353,15 +356,21 @@ void scalar_meet(struct vreg *r, const struct vreg *b);
 bool scalar_feasible(const struct vreg *r);
 
 /* ---- links.c ---- */
-/* Clears a register's id and, for a scalar, its derivation. */
+/* Clears a register's id and, for a scalar, its derivation and delta. */
 static inline void reg_forget_links(struct vreg *r)
 {
 	r->id = 0;
 	if (r->type == VT_SCALAR || r->type == VT_NOT_INIT) {
 		r->aux = 0;
 		r->pad = 0;
+		r->off = 0;
 	}
 }
+/*
+ * r, linked to from (same id), takes the bounds from's imply for it: from's
+ * shifted by the difference of their deltas, met with what r knew.
+ */
+void reg_linked_bounds(struct vreg *r, const struct vreg *from);
 /* After a mov32/movsx32/shift computed dst from the value from. */
 void links_after_alu(struct venv *e, const struct nbpf_insn *in, const struct vreg *from,
 		     struct vreg *dst);
