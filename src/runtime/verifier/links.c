@@ -153,8 +153,9 @@ static bool derive(const struct vreg *from, uint8_t op, bool sext, uint32_t k, u
  * Sets r's bounds (a member's: delta 0) on every register and spill of
  * class id, shifted for members plus a delta.
  */
-static void class_set(struct vstate *s, uint32_t id, const struct vreg *r)
+static void class_set(struct venv *e, uint32_t id, const struct vreg *r)
 {
+	struct vstate *s = e->cur;
 	struct vreg m = *r;
 
 	m.off = 0;
@@ -162,6 +163,7 @@ static void class_set(struct vstate *s, uint32_t id, const struct vreg *r)
 		struct vframe *fr = &s->frames[f];
 		bool hit = false;
 
+		e->work += vwork_frame(fr);
 		for (int i = 0; i < NBPF_NREGS; i++)
 			if (fr->regs[i].type == VT_SCALAR && fr->regs[i].id == id) {
 				reg_linked_bounds(&fr->regs[i], &m);
@@ -244,11 +246,12 @@ void links_after_alu(struct venv *e, const struct nbpf_insn *in, const struct vr
 			*dst = b;
 	}
 	bounds_to(l, dst);
-	class_set(s, dst->id, dst);
+	class_set(e, dst->id, dst);
 }
 
-bool links_refined(struct vstate *s, const struct vreg *r)
+bool links_refined(struct venv *e, const struct vreg *r)
 {
+	struct vstate *s = e->cur;
 	struct vlink *l, *sib;
 	struct vreg v, o;
 
@@ -269,7 +272,7 @@ bool links_refined(struct vstate *s, const struct vreg *r)
 	if (!scalar_feasible(&o))
 		return false;
 	bounds_to(sib, &o);
-	class_set(s, sib->id, &o);
+	class_set(e, sib->id, &o);
 	return true;
 }
 
@@ -402,6 +405,6 @@ void links_note32(struct venv *e, struct vstate *s, struct vreg *r, const struct
 				continue;
 		}
 		bounds_to(l, &v);
-		class_set(s, l->id, &v);
+		class_set(e, l->id, &v);
 	}
 }

@@ -152,6 +152,7 @@ static int stack_access(struct venv *e, uint32_t pc, uint8_t regno, const struct
 			    "stack bytes [%lld, %lld) of fp, frame is [-%d, 0)", (long long)lo,
 			    (long long)hi, NBPF_STACK_SIZE);
 	note_depth(e, f, lo);
+	e->work += (uint64_t)(hi - lo) / (8 * VWORK_SLOTS); /* the loops below walk the range */
 	if (write) {
 		if (stored && stored->type != VT_SCALAR) {
 			if (!cst || size != 8 || (lo % 8))

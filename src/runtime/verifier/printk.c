@@ -144,6 +144,7 @@ int check_printk(struct venv *e, uint32_t pc)
 	int n;
 
 	len = read_format(e, fmt, size->umax, buf, sizeof(buf), why, sizeof(why));
+	e->work += (len > 0 ? (uint64_t)len : FMT_MAX) / 64; /* the bytes read and parsed */
 	if (len == -2) {
 		/* not a constant: only all three registers set leaves nothing stale */
 		for (uint8_t r = 3; r <= 5; r++) {
