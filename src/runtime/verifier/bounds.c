@@ -671,15 +671,20 @@ static void meet_if_feasible(struct vreg *v, const struct vreg *b)
 
 void reg_linked_bounds(struct vreg *r, const struct vreg *from)
 {
-	struct vreg t = *from;
+	struct vreg t = *from, d;
 
-	if (r->off != from->off) {
-		struct vreg d;
-
-		memset(&d, 0, sizeof(d));
-		reg_mark_const(&d, (uint64_t)((int64_t)r->off - from->off));
-		alu64(&t, &d, NBPF_ADD, 0);
+	if (r->off == from->off) {
+		/* the same value: from's bounds are the refined ones (the common case, kept fast) */
+		r->var_off = from->var_off;
+		r->smin = from->smin;
+		r->smax = from->smax;
+		r->umin = from->umin;
+		r->umax = from->umax;
+		return;
 	}
+	memset(&d, 0, sizeof(d));
+	reg_mark_const(&d, (uint64_t)((int64_t)r->off - from->off));
+	alu64(&t, &d, NBPF_ADD, 0);
 	/* (an empty meet: the path is dead, and either side is sound) */
 	meet_if_feasible(r, &t);
 }

@@ -498,11 +498,12 @@ static void copy_bounds(struct vreg *r, void *arg)
 }
 
 /*
- * Refines the state s for the branch outcome taken; false if infeasible.
- * dry: only whether the compared registers allow the outcome (s unchanged).
+ * Refines the state s for the branch outcome taken: 1, or 0 when the
+ * compared registers rule it out (s unchanged), -1 when the classes of
+ * extended copies do (s changed: the path ends).  dry: only the first test.
  */
-static bool refine_state(struct venv *e, struct vstate *s, const struct nbpf_insn *in, bool taken,
-			 bool dry)
+static int refine_state(struct venv *e, struct vstate *s, const struct nbpf_insn *in, bool taken,
+			bool dry)
 {
 	struct vframe *f = &s->frames[s->nframes - 1];
 	bool x = NBPF_SRC(in->code) == NBPF_X, is32 = NBPF_CLASS(in->code) == NBPF_JMP32;
@@ -532,9 +533,9 @@ static bool refine_state(struct venv *e, struct vstate *s, const struct nbpf_ins
 	}
 	scalar_refine(&a, &b, NBPF_OP(in->code), is32, taken, la ? alo : NULL, lb ? blo : NULL);
 	if (!scalar_feasible(&a) || !scalar_feasible(&b))
-		return false;
+		return 0;
 	if (dry)
-		return true;
+		return 1;
 	f->regs[in->dst] = a;
 	if (la)
 		links_note32(e, s, &f->regs[in->dst], alo);
@@ -555,8 +556,8 @@ static bool refine_state(struct venv *e, struct vstate *s, const struct nbpf_ins
 	}
 	/* extended copies of the same value (links.c) */
 	if (s->nlinks && (!links_refined(e, &a) || (x && !links_refined(e, &b))))
-		return false;
-	return true;
+		return -1;
+	return 1;
 }
 
 /*
@@ -625,9 +626,10 @@ static int do_cond_jmp(struct venv *e, uint32_t pc, const struct nbpf_insn *in, 
 	uint8_t regs[3] = { in->dst, x ? in->src : 0xff, 0xff };
 	uint32_t target = (uint32_t)((int64_t)pc + 1 + in->off);
 	struct vreg *a = &f->regs[in->dst], b;
-	struct vstate *other;
+	struct vstate *other = NULL;
 	int outcome, err;
-	bool tainted, taken, fall;
+	bool tainted, taken;
+	int fall;
 
 	if (a->type == VT_NOT_INIT)
 		return verr(e, pc, VM_UNINIT_REG, regs, NULL);
@@ -691,26 +693,42 @@ static int do_cond_jmp(struct venv *e, uint32_t pc, const struct nbpf_insn *in, 
 		e->cur->pc = outcome ? target : pc + 1;
 		return 0;
 	}
-	taken = refine_state(e, e->cur, in, true, true);
-	fall = refine_state(e, e->cur, in, false, true);
-	if (!taken || !fall) {
-		/* one side only: a refinement, not a fork (neither cannot happen; keep exploring) */
-		cmp_fact_set(&e->cur->cmp, in, taken);
-		if ((taken || fall) && !refine_state(e, e->cur, in, taken, false))
-			*path_done = true; /* the classes of extended copies rule it out */
-		e->cur->pc = taken ? target : pc + 1;
+	/*
+	 * The taken side is stored as it is, before the fall-through is
+	 * refined, and refined when it resumes (a side the refinement rules
+	 * out then ends at once).  Only a rank-local jump needs to know now
+	 * (both sides enter its region only when both are possible).
+	 */
+	taken = !tainted || refine_state(e, e->cur, in, true, true) > 0;
+	if (taken) {
+		if ((err = push_branch(e, target, &other)))
+			return err;
+		other->defer = (struct vdefer){ .kind = VDEFER_JMP, .insn = pc };
+		cmp_fact_set(&other->cmp, in, true);
+	}
+	fall = refine_state(e, e->cur, in, false, false);
+	if (!fall) {
+		/* the fall-through is impossible (cur unchanged): the taken side only */
+		if (!taken) {
+			e->cur->pc = pc + 1; /* neither cannot happen; keep exploring */
+			return 0;
+		}
+		vstate_drop_top(e);
+		if (!(fall = refine_state(e, e->cur, in, true, false))) {
+			e->cur->pc = pc + 1; /* neither cannot happen; keep exploring */
+			return 0;
+		}
+		cmp_fact_set(&e->cur->cmp, in, true);
+		if (fall < 0)
+			*path_done = true;
+		e->cur->pc = target;
 		return 0;
 	}
-	/* the taken side is stored as it is and refined when it resumes */
-	if ((err = push_branch(e, target, &other)))
-		return err;
-	other->defer = (struct vdefer){ .kind = VDEFER_JMP, .insn = pc };
-	cmp_fact_set(&other->cmp, in, true);
 	cmp_fact_set(&e->cur->cmp, in, false);
-	if (tainted)
+	if (fall < 0)
+		*path_done = true; /* the classes of extended copies rule it out */
+	else if (tainted && taken)
 		ctrl_enter_both(e, other, pc);
-	if (!refine_state(e, e->cur, in, false, false))
-		*path_done = true;
 	e->cur->pc = pc + 1;
 	return 0;
 }
@@ -725,7 +743,7 @@ static bool branch_resume(struct venv *e)
 
 	e->cur->defer.kind = VDEFER_NONE;
 	if (d.kind == VDEFER_JMP)
-		return refine_state(e, e->cur, &e->insns[d.insn], true, false);
+		return refine_state(e, e->cur, &e->insns[d.insn], true, false) > 0;
 	if (d.kind == VDEFER_NULL)
 		refine_null(e, d.id, d.flag);
 	return true;
@@ -941,7 +959,12 @@ static int time_exhausted(struct venv *e, uint32_t pc)
 	uint64_t now;
 
 	e->next_check = e->work + VWORK_CHECK;
-	if (!e->deadline_ns || (now = nbpf_verify_clock()) < e->deadline_ns)
+	if (!e->guard || !e->guard->budget_ns)
+		return 0;
+	now = nbpf_verify_clock();
+	if (!e->guard->deadline_ns)
+		e->guard->deadline_ns = now + e->guard->budget_ns;
+	if (now < e->guard->deadline_ns)
 		return 0;
 	e->timed_out = true;
 	return verr(e, pc, VM_BUDGET_TIME, NULL, "%u instructions processed, %u states, %llu work units",
@@ -1217,9 +1240,9 @@ static uint32_t opts_max_time_ms(const struct ncclbpf_verify_opts *opts)
 	return opts->max_time_ms;
 }
 
-static uint64_t deadline_from(const struct ncclbpf_verify_opts *opts)
+static struct vguard guard_from(const struct ncclbpf_verify_opts *opts)
 {
-	return nbpf_verify_clock() + (uint64_t)opts_max_time_ms(opts) * 1000000ull;
+	return (struct vguard){ .budget_ns = (uint64_t)opts_max_time_ms(opts) * 1000000ull };
 }
 
 /* So did max_work. */
@@ -1233,7 +1256,7 @@ static uint64_t opts_max_work(const struct ncclbpf_verify_opts *opts)
 
 static void venv_setup(struct venv *e, const struct nbpf_verify_input *in,
 		       const struct ncclbpf_hook_desc *hook, const struct ncclbpf_verify_opts *opts,
-		       uint64_t deadline_ns)
+		       struct vguard *guard)
 {
 	memset(e, 0, sizeof(*e));
 	e->insns = in->insns;
@@ -1253,13 +1276,13 @@ static void venv_setup(struct venv *e, const struct nbpf_verify_input *in,
 							 : NBPF_VERIFY_MAX_INSNS;
 	e->max_states = opts && opts->max_states ? opts->max_states : NBPF_VERIFY_MAX_STATES;
 	e->max_work = opts_max_work(opts);
-	e->deadline_ns = deadline_ns;
-	e->next_check = VWORK_CHECK; /* a short program never reads the clock again */
+	e->guard = guard;
+	e->next_check = VWORK_CHECK; /* a short program never reads the clock */
 }
 
 static int verify_insns(const struct nbpf_verify_input *in, const struct ncclbpf_hook_desc *hook,
 			const struct ncclbpf_verify_opts *opts, struct ncclbpf_verify_result *res,
-			uint64_t deadline_ns)
+			struct vguard *guard)
 {
 	struct venv e;
 	int err;
@@ -1267,7 +1290,7 @@ static int verify_insns(const struct nbpf_verify_input *in, const struct ncclbpf
 	if (!in || !hook || !res || (!in->insns && in->n_insns))
 		return nbpf_err(-EINVAL, "verify: instructions, hook and result are required");
 	memset(res, 0, sizeof(*res));
-	venv_setup(&e, in, hook, opts, deadline_ns);
+	venv_setup(&e, in, hook, opts, guard);
 	e.map_writes = in->n_maps ? calloc(in->n_maps, 1) : NULL;
 	err = analyze(&e);
 	if (e.oom || err == -ENOMEM) {
@@ -1310,7 +1333,9 @@ static int verify_insns(const struct nbpf_verify_input *in, const struct ncclbpf
 int nbpf_verify_insns(const struct nbpf_verify_input *in, const struct ncclbpf_hook_desc *hook,
 		      const struct ncclbpf_verify_opts *opts, struct ncclbpf_verify_result *res)
 {
-	return verify_insns(in, hook, opts, res, deadline_from(opts));
+	struct vguard g = guard_from(opts);
+
+	return verify_insns(in, hook, opts, res, &g);
 }
 
 /*
@@ -1322,7 +1347,7 @@ int nbpf_verify_insns(const struct nbpf_verify_input *in, const struct ncclbpf_h
  */
 /* false when an exploration ran out of time: the set may then miss writes. */
 static bool object_map_writes(const struct ncclbpf_object *obj, uint8_t *written, bool fast,
-			      uint64_t deadline_ns)
+			      struct vguard *guard)
 {
 	bool complete = true;
 
@@ -1343,7 +1368,7 @@ static bool object_map_writes(const struct ncclbpf_object *obj, uint8_t *written
 		if (fast && !nbpf_writeset_scan(q->insns, (uint32_t)q->n_insns, obj->maps,
 					(uint32_t)obj->n_maps, written))
 			continue;
-		venv_setup(&e, &in, &any, NULL, deadline_ns);
+		venv_setup(&e, &in, &any, NULL, guard);
 		e.collect = true;
 		e.map_writes = written;
 		analyze(&e);
@@ -1356,7 +1381,7 @@ static bool object_map_writes(const struct ncclbpf_object *obj, uint8_t *written
 
 void nbpf_object_map_writes(const struct ncclbpf_object *obj, uint8_t *written, bool fast)
 {
-	object_map_writes(obj, written, fast, 0);
+	object_map_writes(obj, written, fast, NULL);
 }
 
 /*
@@ -1379,7 +1404,7 @@ static pthread_mutex_t wcache_lock = PTHREAD_MUTEX_INITIALIZER;
  * for time too, so the incomplete set decides nothing.
  */
 static void object_writes(const struct ncclbpf_object *obj, uint8_t *written,
-			  uint64_t deadline_ns)
+			  struct vguard *guard)
 {
 	bool cacheable = obj->tag[0] != 0;
 
@@ -1395,7 +1420,7 @@ static void object_writes(const struct ncclbpf_object *obj, uint8_t *written,
 		}
 		pthread_mutex_unlock(&wcache_lock);
 	}
-	if (!object_map_writes(obj, written, true, deadline_ns))
+	if (!object_map_writes(obj, written, true, guard))
 		cacheable = false;
 	if (cacheable) {
 		uint8_t *copy = malloc(obj->n_maps);
@@ -1430,7 +1455,7 @@ int nbpf_verify(struct ncclbpf_program *prog, const struct ncclbpf_hook_desc *ho
 {
 	struct nbpf_verify_input in;
 	uint8_t *written = NULL;
-	uint64_t deadline_ns = deadline_from(opts); /* one budget for discovery and verification */
+	struct vguard guard = guard_from(opts); /* one guard for discovery and verification */
 	int err;
 
 	if (!prog || !hook || !res)
@@ -1445,10 +1470,10 @@ int nbpf_verify(struct ncclbpf_program *prog, const struct ncclbpf_hook_desc *ho
 		written = calloc(in.n_maps, 1);
 		if (!written)
 			return nbpf_err(-ENOMEM, "verify: out of memory");
-		object_writes(prog->obj, written, deadline_ns);
+		object_writes(prog->obj, written, &guard);
 		in.map_written = written;
 	}
-	err = verify_insns(&in, hook, opts, res, deadline_ns);
+	err = verify_insns(&in, hook, opts, res, &guard);
 	free(written);
 	return err;
 }

@@ -292,6 +292,17 @@ struct vsubprog {
 	uint64_t rel_slots;    /* 8-byte slots whose spilled values may reach an address or size */
 };
 
+/*
+ * The time guard of one ncclbpf_program__verify, shared by the object's
+ * write-set discovery and the verification.  Its clock (a system call for
+ * a thread's CPU time) is first read after VWORK_CHECK units of work, so
+ * the many short verifications never read it.
+ */
+struct vguard {
+	uint64_t budget_ns;   /* 0: no guard */
+	uint64_t deadline_ns; /* 0: not started */
+};
+
 /* The per-run environment. */
 struct venv {
 	const struct nbpf_insn *insns;
@@ -307,7 +318,7 @@ struct venv {
 	bool track_ctrl;       /* the hook has decision fields: follow control dependence */
 	uint32_t max_insns, max_states;
 	uint64_t max_work;       /* the deterministic bound (see VWORK_*) */
-	uint64_t deadline_ns;    /* CLOCK_MONOTONIC; 0: none */
+	struct vguard *guard;    /* the time guard (may be shared, or NULL: none) */
 	uint64_t work, next_check; /* work units done, and when to look at the clock next */
 	bool timed_out;
 
@@ -358,9 +369,9 @@ struct venv {
  * tests/verifier/patho_gen.h and the corpora, a unit costs 20 to 70 ns of
  * CPU on the 2-core development machine, loaded (docs/benchmarks.md), so
  * the default budget is decided in well under a second.  The time
- * guard is read every VWORK_CHECK units.
+ * guard is read every VWORK_CHECK units (about a millisecond).
  */
-#define VWORK_CHECK 1024u
+#define VWORK_CHECK 16384u
 #define VWORK_CMP 8u
 #define VWORK_BYTES 512u
 #define VWORK_SLOTS 8u
