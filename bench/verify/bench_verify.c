@@ -14,8 +14,10 @@
  *
  * -p adds the generated shapes built to be slow to verify
  * (tests/verifier/patho_gen.h), verified through nbpf_verify_insns with the
- * default budgets: median over min(REPEAT, 5) runs, and the verdict.  They
- * are not part of the worst medians of the objects.
+ * default budgets: median over min(REPEAT, 5) runs of the wall and the
+ * thread's CPU time, the work units and the CPU time per unit (what the
+ * work budget's default is calibrated on), and the verdict.  They are not
+ * part of the worst medians of the objects.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,10 +77,12 @@ static void bench_shapes(int repeat)
 		}
 		qsort(t, (size_t)repeat, sizeof(*t), cmp_u64);
 		qsort(c, (size_t)repeat, sizeof(*c), cmp_u64);
-		printf("%-26s %-27s %-8s %4u insns %7u processed %5u states %9.1f ms (cpu %7.1f ms)  %s\n",
+		printf("%-26s %-27s %-8s %4u insns %7u processed %5u states %8llu work %9.1f ms (cpu %7.1f ms, %5.1f ns/unit)  %s\n",
 		       "(generated)", shapes[s].name, err ? "rejected" : "accepted", n,
-		       res.insns_processed, res.states, (double)t[repeat / 2] / 1e6,
-		       (double)c[repeat / 2] / 1e6, err && res.n_findings ? res.findings[0].reason : "");
+		       res.insns_processed, res.states, (unsigned long long)res.work,
+		       (double)t[repeat / 2] / 1e6, (double)c[repeat / 2] / 1e6,
+		       res.work ? (double)c[repeat / 2] / (double)res.work : 0.0,
+		       err && res.n_findings ? res.findings[0].reason : "");
 		free(res.findings);
 	}
 }

@@ -109,7 +109,7 @@ int main(void)
 			spin();
 	printf("verifier_ranks: %d ranks, %d spinning processes on %ld CPUs\n", RANKS, nspin, cpus);
 	ranks_agree(patho_gen(prog, 8, 13, PATHO_SMALL_USES), NULL, "heavy, valid");
-	ranks_agree(patho_forks(prog, 8, 3400), "program too complex: state budget exhausted",
+	ranks_agree(patho_forks(prog, 8, 3400), "program too complex: work budget exhausted",
 		    "too heavy");
 	for (int i = 0; i < nspin; i++)
 		if (spinners[i] > 0) {

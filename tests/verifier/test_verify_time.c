@@ -147,7 +147,7 @@ int main(void)
 
 	/* 3,400 forks of a state of 8 full frames (once 37 KiB each, over 1 s) */
 	n = patho_forks(prog, 8, 3400);
-	same_whatever_clock(n, "program too complex: state budget exhausted", "forks, 3400");
+	same_whatever_clock(n, "program too complex: work budget exhausted", "forks, 3400");
 
 	/* a shallow chain */
 	n = patho_gen(prog, 2, 10, 1);
