@@ -873,7 +873,7 @@ static uint64_t join_key(struct venv *e, const struct vstate *s)
 	uint64_t h = mix64(0x6a09e667f3bcc909ull, (uint64_t)s->nframes << 48 | (uint64_t)s->nrefs << 32 |
 					      (uint64_t)s->nctrl << 16 | f->nslots);
 
-	e->work += vwork_frame(f);
+	e->work += 2 * vwork_frame(f); /* a hash of every register and slot */
 	for (uint32_t i = 0; i < s->nrefs; i++)
 		h = mix64(h, s->refs[i]);
 	for (uint32_t i = 0; i < s->nctrl; i++)
@@ -1109,7 +1109,8 @@ int vstate_visit(struct venv *e)
 			e->work += vwork_frame(&cur->frames[f]);
 		links_prune(e, cur);
 	}
-	e->work += e->n_explored[pc] / 16; /* the walk over the list's headers */
+	/* the walk over the list: ancestors cost a hash compare, the others quick tests */
+	e->work += e->n_explored[pc] / 16;
 	for (link = &e->explored[pc]; (n = *link); link = &n->next) {
 		if (n->branches) {
 			/* the hash is only needed against checkpoints still being explored */
@@ -1127,6 +1128,7 @@ int vstate_visit(struct venv *e)
 			e->work += vwork_frame(&cur->frames[cur->nframes - 1]);
 			have_cv = true;
 		}
+		e->work += complete % 4 == 0; /* a unit per 4 quick tests */
 		if (!const_match(n, &cs)) {
 			/* the quick test is a necessary condition of the full one */
 			if (nbpf_verify_selfcheck && states_equal(e, n->st, cur, false))
