@@ -366,8 +366,8 @@ struct venv {
  * a walk of a frame (compared, joined, searched for linked copies,
  * restamped) 1 plus a unit per VWORK_SLOTS slots in use, a copy of a state
  * or frame a unit per VWORK_BYTES bytes.  Measured on the shapes of
- * tests/verifier/patho_gen.h and the corpora, a unit costs 20 to 70 ns of
- * CPU on the 2-core development machine, loaded (docs/benchmarks.md), so
+ * tests/verifier/patho_gen.h, a unit costs 25 to 65 ns of CPU on the
+ * 2-core development machine, loaded (docs/benchmarks.md), so
  * the default budget is decided in well under a second.  The time
  * guard is read every VWORK_CHECK units (about a millisecond).
  */
