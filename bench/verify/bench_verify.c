@@ -14,8 +14,10 @@
  *
  * -p adds the generated shapes built to be slow to verify
  * (tests/verifier/patho_gen.h), verified through nbpf_verify_insns with the
- * default budgets: median over min(REPEAT, 5) runs, and the verdict.  They
- * are not part of the worst medians of the objects.
+ * default budgets: median over min(REPEAT, 5) runs of the wall and the
+ * thread's CPU time, the work units and the CPU time per unit (what the
+ * work budget's default is calibrated on), and the verdict.  They are not
+ * part of the worst medians of the objects.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +31,15 @@
 #include "../bench_util.h"
 #include "patho_gen.h"
 
+/* The verifying thread's CPU time: what the verifier costs, whatever the machine's load. */
+static uint64_t cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static void bench_shapes(int repeat)
 {
 	static const struct {
@@ -40,31 +51,37 @@ static void bench_shapes(int repeat)
 		{ "innermost-13-long", 8, 13, PATHO_LARGE_USES, false },
 		{ "outer-9", 8, 9, 1, true },
 		{ "outer-13", 8, 13, 1, true },
+		{ "forks-3400", 8, 3400, 0, false },
 	};
 	static struct nbpf_insn p[4096];
 
 	if (repeat > 5)
 		repeat = 5;
 	for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
-		uint32_t n = patho_gen2(p, shapes[s].depth, shapes[s].diamonds, shapes[s].uses,
-					shapes[s].outer);
+		uint32_t n = shapes[s].uses ? patho_gen2(p, shapes[s].depth, shapes[s].diamonds,
+							 shapes[s].uses, shapes[s].outer)
+					    : patho_forks(p, shapes[s].depth, shapes[s].diamonds);
 		struct nbpf_verify_input in = { .insns = p, .n_insns = n };
 		struct ncclbpf_verify_result res;
-		uint64_t t[5];
+		uint64_t t[5], c[5];
 		int err = 0;
 
 		for (int r = 0; r < repeat; r++) {
-			uint64_t t0 = now_ns();
+			uint64_t t0 = now_ns(), c0 = cpu_ns();
 
 			err = nbpf_verify_insns(&in, ncclbpf_hook_find("tuner"), NULL, &res);
 			t[r] = now_ns() - t0;
+			c[r] = cpu_ns() - c0;
 			if (r + 1 < repeat)
 				free(res.findings);
 		}
 		qsort(t, (size_t)repeat, sizeof(*t), cmp_u64);
-		printf("%-26s %-27s %-8s %4u insns %7u processed %5u states %9.1f ms  %s\n",
+		qsort(c, (size_t)repeat, sizeof(*c), cmp_u64);
+		printf("%-26s %-27s %-8s %4u insns %7u processed %5u states %8llu work %9.1f ms (cpu %7.1f ms, %5.1f ns/unit)  %s\n",
 		       "(generated)", shapes[s].name, err ? "rejected" : "accepted", n,
-		       res.insns_processed, res.states, (double)t[repeat / 2] / 1e6,
+		       res.insns_processed, res.states, (unsigned long long)res.work,
+		       (double)t[repeat / 2] / 1e6, (double)c[repeat / 2] / 1e6,
+		       res.work ? (double)c[repeat / 2] / (double)res.work : 0.0,
 		       err && res.n_findings ? res.findings[0].reason : "");
 		free(res.findings);
 	}

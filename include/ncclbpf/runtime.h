@@ -161,11 +161,19 @@ struct ncclbpf_verify_opts {
 	uint32_t max_insns_processed;
 	uint32_t max_states;
 	/*
-	 * Wall-clock budget in milliseconds (0: the default, 1000): a program
-	 * whose verification takes longer is refused ("verification took too
-	 * long"), so a reload never stalls its control thread for seconds.
+	 * Time guard in milliseconds of the verifying thread's CPU time (0:
+	 * the default, 20000): a program whose verification takes longer is
+	 * refused ("verification took too long").  Far above what max_work
+	 * costs: the work budget decides.
 	 */
 	uint32_t max_time_ms;
+	/*
+	 * Work budget (0: the default, see docs/verifier.md): instructions
+	 * processed plus states copied and compared, in units of about one
+	 * instruction's work.  It decides, the same on every machine and
+	 * under any load, so every rank of a job accepts or refuses alike.
+	 */
+	uint64_t max_work;
 };
 
 enum ncclbpf_finding_kind {
@@ -198,6 +206,7 @@ struct ncclbpf_verify_result {
 	 * (false: the hook asks for no check, or the object has no BTF).
 	 */
 	bool ctx_type_checked;
+	uint64_t work;              /* work units done (see ncclbpf_verify_opts.max_work) */
 };
 
 /*

@@ -122,10 +122,12 @@ static void print_json(const char *obj, struct prog_verdict *v, size_t n, bool a
 		fprintf(stdout,
 			",\"verdict\":\"%s\",\"insns\":%u,\"insns_processed\":%u,\"states\":%u,"
 			"\"peak_states\":%u,\"stack_depth\":%u,\"ret_min\":%" PRId64
-			",\"ret_max\":%" PRId64 ",\"time_us\":%" PRIu64 ",\"ctx_type_checked\":%s}",
+			",\"ret_max\":%" PRId64 ",\"time_us\":%" PRIu64 ",\"ctx_type_checked\":%s"
+			",\"work\":%" PRIu64 "}",
 			v[i].accepted ? "accepted" : "rejected", v[i].insns, v[i].res.insns_processed,
 			v[i].res.states, v[i].res.peak_states, v[i].res.stack_depth, v[i].res.ret_min,
-			v[i].res.ret_max, v[i].time_us, v[i].res.ctx_type_checked ? "true" : "false");
+			v[i].res.ret_max, v[i].time_us, v[i].res.ctx_type_checked ? "true" : "false",
+			v[i].res.work);
 		total_us += v[i].time_us;
 		total_insns += v[i].res.insns_processed;
 	}

@@ -143,7 +143,7 @@ static void stack_index(struct gen *g, uint8_t r)
 /* One plausible fragment; pending forward jumps are patched to land here or later. */
 static void fragment(struct gen *g, int depth)
 {
-	uint32_t k = take(g, 26);
+	uint32_t k = take(g, 27);
 	uint8_t r = reg(g), s = reg(g);
 	int small = (int)take(g, 70) - 3;
 
@@ -405,7 +405,9 @@ static void fragment(struct gen *g, int depth)
 		emit(g, NBPF_STX | NBPF_MEM | w[ws], 10, a, off, 0);
 		if (take(g, 4) == 0) /* the register changes after the spill */
 			emit(g, NBPF_ALU64 | NBPF_ADD | NBPF_K, a, 0, 0, 1);
-		emit(g, NBPF_LDX | NBPF_MEM | w[wf], b, 10, (int16_t)(off + (take(g, 4) ? 0 : (int)take(g, 4))), 0);
+		/* sign-extending fills too: a filled value is the spilled one only when no sign bit is set */
+		emit(g, NBPF_LDX | (wf < 3 && take(g, 2) ? NBPF_MEMSX : NBPF_MEM) | w[wf], b, 10,
+		     (int16_t)(off + (take(g, 4) ? 0 : (int)take(g, 4))), 0);
 		if (take(g, 2)) {
 			uint8_t t = a;
 
@@ -453,6 +455,28 @@ static void fragment(struct gen *g, int depth)
 		for (uint32_t i = 0; i < n_skip; i++)
 			if (skip[i] < g->len)
 				g->p[skip[i]].off = (int16_t)(g->len - skip[i] - 1);
+		break;
+	}
+	case 26: { /* a copy plus a constant (linked with a delta), a check on one, an index through the other */
+		uint8_t a = 3, b = 4, cls = take(g, 3) ? NBPF_ALU64 : NBPF_ALU;
+
+		emit(g, NBPF_LDX | NBPF_MEM | sizes[take(g, 4)], a, 6, fz_fields[take(g, 4)].off, 0);
+		if (take(g, 2))
+			emit(g, NBPF_ALU64 | NBPF_AND | NBPF_K, a, 0, 0, (int32_t)take(g, 0x400));
+		emit(g, cls | NBPF_MOV | NBPF_X, b, a, 0, 0);
+		emit(g, cls | (take(g, 2) ? NBPF_ADD : NBPF_SUB) | NBPF_K, b, 0, 0,
+		     (int32_t)take(g, 64) - 32 + (take(g, 8) ? 0 : INT32_MAX - 64));
+		if (take(g, 4) == 0) /* one of them changes after the link */
+			emit(g, NBPF_ALU64 | NBPF_ADD | NBPF_K, take(g, 2) ? a : b, 0, 0, (int32_t)take(g, 16));
+		if (take(g, 2)) {
+			uint8_t t = a;
+
+			a = b;
+			b = t;
+		}
+		emit(g, (take(g, 2) ? NBPF_JMP : NBPF_JMP32) | jmp_ops[take(g, sizeof(jmp_ops))] | NBPF_K,
+		     a, 0, 4, (int32_t)take(g, 24) - 4);
+		stack_index(g, b);
 		break;
 	}
 	default: /* copy between registers / pointers */

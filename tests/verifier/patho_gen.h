@@ -89,6 +89,45 @@ static inline uint32_t patho_gen2(struct nbpf_insn *p, int depth, int diamonds, 
 	return n;
 }
 
+/*
+ * The fork shape: the same chain of depth full frames, and in the innermost
+ * function a row of forks, each a JSET on one context value (a bit of it
+ * set on one side, clear on the other) that both sides leave at once.  The
+ * tested register stays live, so no two paths meet in one state: every
+ * processed instruction is a fork of a state of depth full frames, until
+ * the instruction budget.  Room for 4096 instructions: forks up to
+ * 4096 - 74 * depth.
+ */
+static inline uint32_t patho_forks(struct nbpf_insn *p, int depth, int forks)
+{
+	uint32_t n = 0, call_at[8];
+
+	for (int k = 0; k < depth; k++) {
+		uint32_t start = n;
+
+		if (k)
+			p[call_at[k - 1]].imm = (int32_t)(start - call_at[k - 1] - 1);
+		p[n++] = PG_INS(NBPF_ALU64 | NBPF_MOV | NBPF_X, 6, 1, 0, 0);
+		for (int j = 0; j < 64; j++)
+			p[n++] = PG_INS(NBPF_ST | NBPF_MEM | NBPF_DW, 10, 0, (int16_t)(-8 * (j + 1)), 0);
+		if (k + 1 < depth) {
+			p[n++] = PG_INS(NBPF_ALU64 | NBPF_MOV | NBPF_X, 1, 6, 0, 0);
+			call_at[k] = n;
+			p[n++] = PG_INS(NBPF_OP_CALL, 0, NBPF_PSEUDO_CALL, 0, 0);
+			p[n++] = PG_INS(NBPF_ALU64 | NBPF_MOV | NBPF_K, 0, 0, 0, 0);
+			p[n++] = PG_INS(NBPF_OP_EXIT, 0, 0, 0, 0);
+			continue;
+		}
+		p[n++] = PG_INS(NBPF_LDX | NBPF_MEM | NBPF_W, 7, 6, 24, 0);
+		for (int i = 0; i < forks; i++)
+			p[n++] = PG_INS(NBPF_JMP | NBPF_JSET | NBPF_K, 7, 0, 0, 1 << (i % 31));
+		p[n++] = PG_INS(NBPF_ALU64 | NBPF_MOV | NBPF_X, 0, 7, 0, 0);
+		p[n++] = PG_INS(NBPF_ALU64 | NBPF_AND | NBPF_K, 0, 0, 0, 1);
+		p[n++] = PG_INS(NBPF_OP_EXIT, 0, 0, 0, 0);
+	}
+	return n;
+}
+
 /* The diamonds, at n in the frame of r6 (the context); r0 holds a sum of stack bytes after. */
 static inline uint32_t patho_diamonds(struct nbpf_insn *p, uint32_t n, int diamonds, int uses)
 {

@@ -206,7 +206,7 @@ int main(void)
 					NBPF_JSGT, NBPF_JSGE, NBPF_JSLT, NBPF_JSLE, NBPF_JSET };
 	const char *scale = getenv("NCCLBPF_TEST_SCALE");
 	long iters = (long)(200000 * (scale && atof(scale) > 0 ? atof(scale) : 1.0));
-	long bad_alu = 0, bad_br = 0, bad_out = 0;
+	long bad_alu = 0, bad_br = 0, bad_out = 0, bad_link = 0;
 
 	CHECK(tnum_in(tnum_range(0, 7), tnum_const(5)));
 	CHECK(!tnum_in(tnum_range(0, 7), tnum_const(8)));
@@ -267,6 +267,24 @@ int main(void)
 					(unsigned long long)vb);
 		}
 	}
+	/* a value linked with a delta takes its bounds from the other's, shifted */
+	for (long i = 0; i < iters / 4; i++) {
+		struct vreg a, b;
+		uint64_t va, vb;
+		int32_t da = (int32_t)(rnd() % 4 ? rnd() % 64 - 32 : rnd()), db = (int32_t)(rnd() % 64 - 32);
+
+		make(&a, &va);
+		make(&b, &vb);
+		vb = va - (uint64_t)(int64_t)da + (uint64_t)(int64_t)db; /* base + db */
+		reg_mark_unknown(&b);
+		a.off = da;
+		b.off = db;
+		reg_linked_bounds(&b, &a);
+		if ((!scalar_feasible(&b) || !contains(&b, vb)) && bad_link++ < 5)
+			fprintf(stderr, "linked bounds: %#llx (delta %d) vs %#llx (delta %d) lost\n",
+				(unsigned long long)va, da, (unsigned long long)vb, db);
+	}
+	CHECK_MSG(bad_link == 0, "%ld unsound linked bounds", bad_link);
 	CHECK_MSG(bad_alu == 0, "%ld unsound ALU results", bad_alu);
 	CHECK_MSG(bad_out == 0, "%ld wrong branch outcomes", bad_out);
 	CHECK_MSG(bad_br == 0, "%ld unsound branch refinements", bad_br);

@@ -5,10 +5,15 @@
  *                                    MAX instructions processed, when given)
  *   test_corpus unsafe SRC OBJ       some program of OBJ is rejected and the first
  *                                    error's reason or detail contains the text
- *                                    of SRC's "// EXPECT: <text>" line
+ *                                    of SRC's "// EXPECT: <text>" line (and is at
+ *                                    source line N, given "// LINE: N")
  *   test_corpus asm FILE             FILE is assembler text; "# HOOK: <hook>"
- *                                    (default tuner) and "# EXPECT: <text>" as
+ *                                    (default tuner; "raw": kernel_oracle.h's hook
+ *                                    and maps) and "# EXPECT: <text>" as
  *                                    above, or "# EXPECT: accept"
+ *   test_corpus kernel FILE          FILE (assembler, "# HOOK: raw") loaded into the
+ *                                    running kernel: its verdict is FILE's
+ *                                    "# KERNEL: accept|refuse" line, and ours agrees
  *   test_corpus consistency SRC OBJ  "// EXPECT: warn": every tuner program is
  *                                    accepted with a consistency warning and
  *                                    rejected under strict consistency;
@@ -21,18 +26,18 @@
 
 #include "check.h"
 #include "host/hooks.h"
+#include "kernel_oracle.h"
 #include "ncclbpf/runtime.h"
 #include "text/asm.h"
 #include "text/rawprog.h"
 #include "verifier/verifier.h"
 
 /*
- * The corpus checks verdicts and messages; the wall-clock budget would
- * make a budget-exhausting program's message depend on the machine's load.
+ * The defaults a host passes: work decides, so verdicts and budget
+ * messages do not depend on the machine's load (the time guard is
+ * far above).
  */
-#define VERDICT_TIME_MS 600000
-static const struct ncclbpf_verify_opts untimed = { .sz = sizeof(untimed),
-						    .max_time_ms = VERDICT_TIME_MS };
+static const struct ncclbpf_verify_opts defaults = { .sz = sizeof(defaults) };
 
 /* Text after "EXPECT:" / "HOOK:" on a comment line of the file, trimmed. */
 static int read_tag(const char *path, const char *tag, char *out, size_t len)
@@ -94,14 +99,17 @@ static uint32_t max_processed;
 static int run_objects(const char *mode, const char *src, const char *path)
 {
 	struct ncclbpf_object *obj = NULL;
-	char want[256] = "";
+	char want[256] = "", tag[32];
 	bool any_rejected = false, matched = false;
+	uint32_t want_line = 0, line = 0;
 	int err;
 
 	if (src && read_tag(src, "EXPECT:", want, sizeof(want))) {
 		fprintf(stderr, "%s: no EXPECT line\n", src);
 		return 1;
 	}
+	if (src && !read_tag(src, "LINE:", tag, sizeof(tag)))
+		want_line = (uint32_t)strtoul(tag, NULL, 10);
 	err = ncclbpf_object__open_file(path, NULL, &obj);
 	CHECK_MSG(!err, "open %s: %s", path, ncclbpf_errmsg());
 	if (err)
@@ -109,15 +117,14 @@ static int run_objects(const char *mode, const char *src, const char *path)
 	for (size_t i = 0; i < ncclbpf_object__prog_count(obj); i++) {
 		struct ncclbpf_program *p = ncclbpf_object__prog(obj, i);
 		const struct ncclbpf_hook_desc *h = ncclbpf_hook_find_section(ncclbpf_program__section(p));
-		struct ncclbpf_verify_opts strict = { .sz = sizeof(strict), .strict_consistency = true,
-						      .max_time_ms = VERDICT_TIME_MS };
+		struct ncclbpf_verify_opts strict = { .sz = sizeof(strict), .strict_consistency = true };
 		struct ncclbpf_verify_result r;
 
 		CHECK_MSG(h, "%s: program %s: section %s has no hook", path, ncclbpf_program__name(p),
 			  ncclbpf_program__section(p));
 		if (!h)
 			continue;
-		err = ncclbpf_program__verify(p, h, &untimed, &r);
+		err = ncclbpf_program__verify(p, h, &defaults, &r);
 		if (!strcmp(mode, "safe")) {
 			CHECK_MSG(!err && r.accepted, "%s: %s rejected", path, ncclbpf_program__name(p));
 			if (err)
@@ -129,10 +136,12 @@ static int run_objects(const char *mode, const char *src, const char *path)
 		} else if (!strcmp(mode, "unsafe")) {
 			if (err) {
 				any_rejected = true;
-				if (finding_matches(first_error(&r), want))
+				if (finding_matches(first_error(&r), want)) {
 					matched = true;
-				else
+					line = first_error(&r)->line;
+				} else {
 					print_findings(ncclbpf_program__name(p), &r);
+				}
 			}
 		} else if (strcmp(h->name, "tuner") == 0) {
 			bool warn = !strcmp(want, "warn");
@@ -163,46 +172,113 @@ static int run_objects(const char *mode, const char *src, const char *path)
 	if (!strcmp(mode, "unsafe")) {
 		CHECK_MSG(any_rejected, "%s: every program was accepted", path);
 		CHECK_MSG(matched, "%s: no rejection mentions \"%s\"", path, want);
+		CHECK_MSG(!want_line || line == want_line, "%s: the rejection is at line %u, expected %u",
+			  path, line, want_line);
 	}
 	ncclbpf_object__close(obj);
 	return check_summary(path);
 }
 
-static int run_asm(const char *path)
+/*
+ * Assembles FILE and verifies it against its "# HOOK:" (default tuner;
+ * "raw": the kernel oracle's hook, with its maps).  0 with *r filled, or
+ * a failed check.
+ */
+static int verify_asm(const char *path, struct nbpf_insn **insns, uint32_t *n,
+		      struct ncclbpf_verify_result *r)
 {
-	char want[256] = "", hook_name[64] = "tuner";
-	struct nbpf_insn *insns = NULL;
-	struct ncclbpf_verify_result r;
+	static struct ncclbpf_map *kmaps[KOR_NMAPS];
+	char hook_name[64] = "tuner";
 	const struct ncclbpf_hook_desc *h;
 	struct nbpf_verify_input in;
 	char *text = NULL;
 	size_t len;
-	uint32_t n = 0;
 	int err;
 
-	CHECK_MSG(!read_tag(path, "EXPECT:", want, sizeof(want)), "%s: no EXPECT line", path);
 	read_tag(path, "HOOK:", hook_name, sizeof(hook_name));
-	h = ncclbpf_hook_find(hook_name);
+	h = strcmp(hook_name, "raw") ? ncclbpf_hook_find(hook_name) : &kor_hook;
 	CHECK_MSG(h, "%s: unknown hook %s", path, hook_name);
 	if (!h || nbpf_read_file(path, &text, &len))
-		return check_summary(path);
-	err = nbpf_asm(text, len, &insns, &n);
+		return -ENOENT;
+	err = nbpf_asm(text, len, insns, n);
 	CHECK_MSG(!err, "%s: %s", path, ncclbpf_errmsg());
 	free(text);
 	if (err)
-		return check_summary(path);
+		return err;
 	memset(&in, 0, sizeof(in));
-	in.insns = insns;
-	in.n_insns = n;
-	err = nbpf_verify_insns(&in, h, &untimed, &r);
+	in.insns = *insns;
+	in.n_insns = *n;
+	if (h == &kor_hook) {
+		if (!kmaps[0] && (err = kor_our_maps(kmaps))) {
+			CHECK_MSG(!err, "%s: maps: %s", path, ncclbpf_errmsg());
+			return err;
+		}
+		in.maps = kmaps;
+		in.n_maps = KOR_NMAPS;
+	}
+	nbpf_verify_insns(&in, h, &defaults, r);
+	return 0;
+}
+
+static int run_asm(const char *path)
+{
+	char want[256] = "";
+	struct nbpf_insn *insns = NULL;
+	struct ncclbpf_verify_result r;
+	uint32_t n = 0;
+
+	CHECK_MSG(!read_tag(path, "EXPECT:", want, sizeof(want)), "%s: no EXPECT line", path);
+	if (verify_asm(path, &insns, &n, &r)) {
+		free(insns);
+		return check_summary(path);
+	}
 	if (!strcmp(want, "accept")) {
-		CHECK_MSG(!err && r.accepted, "%s: rejected", path);
+		CHECK_MSG(r.accepted, "%s: rejected", path);
 	} else {
-		CHECK_MSG(err == -EACCES && !r.accepted, "%s: accepted (err %d)", path, err);
+		CHECK_MSG(!r.accepted, "%s: accepted", path);
 		CHECK_MSG(finding_matches(first_error(&r), want), "%s: expected \"%s\"", path, want);
 	}
 	if (check_failed)
 		print_findings(path, &r);
+	free(r.findings);
+	free(insns);
+	return check_summary(path);
+}
+
+/*
+ * The running kernel's verdict on FILE ("# HOOK: raw") is its "# KERNEL:"
+ * line (accept or refuse), and ours is the same unless a "# CONTRACT:"
+ * line names the documented difference that makes ours differ.  Exits 77 (a ctest skip)
+ * when the kernel cannot be asked.
+ */
+static int run_kernel(const char *path)
+{
+	char want[32] = "", why[256];
+	struct nbpf_insn *insns = NULL;
+	struct ncclbpf_verify_result r;
+	uint32_t n = 0;
+	int k;
+
+	CHECK_MSG(!read_tag(path, "KERNEL:", want, sizeof(want)), "%s: no KERNEL line", path);
+	if (!kor_probe()) {
+		printf("%s: SKIP: the kernel's verifier cannot be asked (root and bpf() needed)\n", path);
+		return 77;
+	}
+	if (verify_asm(path, &insns, &n, &r)) {
+		free(insns);
+		return check_summary(path);
+	}
+	k = kor_load(insns, n);
+	CHECK_MSG(k >= 0, "%s: kernel load failed: %s", path, strerror(-k));
+	printf("%s: kernel %s (%s); ours %s (%s)\n", path, k == 1 ? "accepts" : "refuses",
+	       k == 1 ? "-" : kor_reason(), r.accepted ? "accepts" : "refuses",
+	       r.accepted ? "-" : first_error(&r) ? first_error(&r)->reason : "?");
+	CHECK_MSG((k == 1) == !strcmp(want, "accept"), "%s: the kernel %s, expected %s", path,
+		  k == 1 ? "accepts" : "refuses", want);
+	/* a "# CONTRACT:" line names a documented difference: there we decide the other way */
+	CHECK_MSG(r.accepted == (k == 1) || !read_tag(path, "CONTRACT:", why, sizeof(why)),
+		  "%s: the kernel %s, we %s", path, k == 1 ? "accepts" : "refuses",
+		  r.accepted ? "accept" : "refuse");
 	free(r.findings);
 	free(insns);
 	return check_summary(path);
@@ -221,6 +297,8 @@ int main(int argc, char **argv)
 		return run_objects(argv[1], argv[2], argv[3]);
 	if (argc == 3 && !strcmp(argv[1], "asm"))
 		return run_asm(argv[2]);
-	fprintf(stderr, "usage: test_corpus safe OBJ [MAX] | unsafe SRC OBJ | asm FILE | consistency SRC OBJ\n");
+	if (argc == 3 && !strcmp(argv[1], "kernel"))
+		return run_kernel(argv[2]);
+	fprintf(stderr, "usage: test_corpus safe OBJ [MAX] | unsafe SRC OBJ | asm FILE | kernel FILE | consistency SRC OBJ\n");
 	return 2;
 }

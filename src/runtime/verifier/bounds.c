@@ -421,21 +421,32 @@ static void alu64(struct vreg *d, const struct vreg *s, uint8_t op, int16_t off)
 		}
 		d->var_off = tnum_sub(d->var_off, s->var_off);
 		break;
-	case NBPF_MUL:
+	case NBPF_MUL: {
+		/* each view from its own interval: exact products where none overflows */
+		uint64_t ulo = 0, uhi = U64_MAX;
+		int64_t p[4], lo = S64_MIN, hi = S64_MAX;
+
 		d->var_off = tnum_mul(d->var_off, s->var_off);
-		if (d->umax <= U32_MAX && s->umax <= U32_MAX) {
-			d->umin *= s->umin;
-			d->umax *= s->umax;
-			d->smin = S64_MIN;
-			d->smax = S64_MAX;
-			if (d->umax <= (uint64_t)S64_MAX) {
-				d->smin = (int64_t)d->umin;
-				d->smax = (int64_t)d->umax;
+		if (!__builtin_mul_overflow(d->umax, s->umax, &uhi))
+			ulo = d->umin * s->umin;
+		else
+			uhi = U64_MAX;
+		if (!__builtin_mul_overflow(d->smin, s->smin, &p[0]) &&
+		    !__builtin_mul_overflow(d->smin, s->smax, &p[1]) &&
+		    !__builtin_mul_overflow(d->smax, s->smin, &p[2]) &&
+		    !__builtin_mul_overflow(d->smax, s->smax, &p[3])) {
+			lo = hi = p[0];
+			for (int i = 1; i < 4; i++) {
+				lo = smin64(lo, p[i]);
+				hi = smax64(hi, p[i]);
 			}
-		} else {
-			mark_unbounded(d);
 		}
+		d->umin = ulo;
+		d->umax = uhi;
+		d->smin = lo;
+		d->smax = hi;
 		break;
+	}
 	case NBPF_DIV:
 	case NBPF_MOD:
 		if (off == 1) { /* signed: only the divisor check matters */
@@ -528,9 +539,43 @@ static void alu64(struct vreg *d, const struct vreg *s, uint8_t op, int16_t off)
  * caller).  ALU32 works on zero-extended (ARSH: sign-extended) low halves
  * and truncates the result, which is exactly the ISA's semantics.
  */
+static void meet_if_feasible(struct vreg *v, const struct vreg *b);
+
+/*
+ * A 32-bit product's signed view: the operands' low halves as signed
+ * values multiply without overflow in 64 bits; where the product fits in
+ * 32 signed bits, its zero extension is the result (one piece when the
+ * product cannot cross zero).
+ */
+static void mul32_signed(struct vreg *dst, const struct vreg *a, const struct vreg *b)
+{
+	struct vreg x = *a, y = *b, r;
+	int64_t p[4], lo, hi;
+
+	scalar_sext(&x, 4, false);
+	scalar_sext(&y, 4, false);
+	p[0] = x.smin * y.smin;
+	p[1] = x.smin * y.smax;
+	p[2] = x.smax * y.smin;
+	p[3] = x.smax * y.smax;
+	lo = hi = p[0];
+	for (int i = 1; i < 4; i++) {
+		lo = smin64(lo, p[i]);
+		hi = smax64(hi, p[i]);
+	}
+	if (lo < INT32_MIN || hi > INT32_MAX)
+		return;
+	reg_mark_unknown(&r);
+	r.smin = lo;
+	r.smax = hi;
+	reg_bounds_sync(&r);
+	scalar_trunc(&r, 4);
+	meet_if_feasible(dst, &r);
+}
+
 void scalar_alu(struct vreg *dst, const struct vreg *src, uint8_t op, bool alu32, int16_t off)
 {
-	struct vreg s = *src;
+	struct vreg s = *src, d0 = *dst;
 	uint8_t taint = dst->taint | src->taint;
 
 	reg_forget_links(dst);
@@ -550,6 +595,8 @@ void scalar_alu(struct vreg *dst, const struct vreg *src, uint8_t op, bool alu32
 	alu64(dst, &s, op, off);
 	if (alu32)
 		scalar_trunc(dst, 4);
+	if (alu32 && op == NBPF_MUL)
+		mul32_signed(dst, &d0, src);
 	dst->taint = taint;
 }
 
@@ -620,6 +667,26 @@ static void meet_if_feasible(struct vreg *v, const struct vreg *b)
 	scalar_meet(&t, b);
 	if (scalar_feasible(&t))
 		*v = t;
+}
+
+void reg_linked_bounds(struct vreg *r, const struct vreg *from)
+{
+	struct vreg t = *from, d;
+
+	if (r->off == from->off) {
+		/* the same value: from's bounds are the refined ones (the common case, kept fast) */
+		r->var_off = from->var_off;
+		r->smin = from->smin;
+		r->smax = from->smax;
+		r->umin = from->umin;
+		r->umax = from->umax;
+		return;
+	}
+	memset(&d, 0, sizeof(d));
+	reg_mark_const(&d, (uint64_t)((int64_t)r->off - from->off));
+	alu64(&t, &d, NBPF_ADD, 0);
+	/* (an empty meet: the path is dead, and either side is sound) */
+	meet_if_feasible(r, &t);
 }
 
 /*
@@ -698,6 +765,21 @@ static void mark_infeasible(struct vreg *r)
 	r->umax = 0;
 }
 
+/* r != k: only a constant at an interval edge can be cut off. */
+static void ne_cut(struct vreg *r, uint64_t k)
+{
+	if (r->umin == k && r->umin != r->umax)
+		r->umin++;
+	else if (r->umax == k && r->umin != r->umax)
+		r->umax--;
+	else if (r->umin == k)
+		mark_infeasible(r);
+	if (r->smin == (int64_t)k && r->smin != r->smax)
+		r->smin++;
+	else if (r->smax == (int64_t)k && r->smin != r->smax)
+		r->smax--;
+}
+
 static void refine64(struct vreg *a, struct vreg *b, uint8_t op, bool taken)
 {
 	if (!taken) {
@@ -710,8 +792,11 @@ static void refine64(struct vreg *a, struct vreg *b, uint8_t op, bool taken)
 		};
 
 		if (op == NBPF_JSET) {
+			/* no bit of the constant side is set in the other */
 			if (tnum_is_const(b->var_off))
 				a->var_off = tnum_and(a->var_off, tnum_const(~b->var_off.value));
+			if (tnum_is_const(a->var_off))
+				b->var_off = tnum_and(b->var_off, tnum_const(~a->var_off.value));
 			return;
 		}
 		op = inv[op >> 4];
@@ -736,24 +821,15 @@ static void refine64(struct vreg *a, struct vreg *b, uint8_t op, bool taken)
 		break;
 	}
 	case NBPF_JNE:
-		/* Only a constant at an interval edge can be cut off. */
-		if (tnum_is_const(b->var_off)) {
-			uint64_t k = b->var_off.value;
-
-			if (a->umin == k && a->umin != a->umax)
-				a->umin++;
-			else if (a->umax == k && a->umin != a->umax)
-				a->umax--;
-			else if (a->umin == k)
+		/* whichever side is the constant (either order compares alike) */
+		if (tnum_is_const(a->var_off) && tnum_is_const(b->var_off)) {
+			if (a->var_off.value == b->var_off.value)
 				mark_infeasible(a);
-			if (a->smin == (int64_t)k && a->smin != a->smax)
-				a->smin++;
-			else if (a->smax == (int64_t)k && a->smin != a->smax)
-				a->smax--;
+		} else if (tnum_is_const(b->var_off)) {
+			ne_cut(a, b->var_off.value);
+		} else if (tnum_is_const(a->var_off)) {
+			ne_cut(b, a->var_off.value);
 		}
-		if (tnum_is_const(a->var_off) && tnum_is_const(b->var_off) &&
-		    a->var_off.value == b->var_off.value)
-			mark_infeasible(a);
 		break;
 	case NBPF_JGT:
 		if (b->umin == U64_MAX)
@@ -795,8 +871,20 @@ static void refine64(struct vreg *a, struct vreg *b, uint8_t op, bool taken)
 	case NBPF_JSLE:
 		refine64(b, a, NBPF_JSGE, true);
 		break;
-	case NBPF_JSET:
+	case NBPF_JSET: {
+		/* set with a one-bit constant: that bit is set in the other side */
+		const struct tnum *k = tnum_is_const(b->var_off) ? &b->var_off
+				       : tnum_is_const(a->var_off) ? &a->var_off : NULL;
+		struct vreg *r = k == &b->var_off ? a : b;
+
+		if (!k || !k->value || (k->value & (k->value - 1)))
+			break;
+		if (!((r->var_off.value | r->var_off.mask) & k->value))
+			mark_infeasible(r);
+		else
+			r->var_off = tnum_or(r->var_off, *k);
 		break;
+	}
 	}
 }
 

@@ -43,7 +43,7 @@ static int release_ref(struct venv *e, uint32_t pc, uint8_t regno, uint32_t id)
 		if (s->refs[i] != id)
 			continue;
 		s->refs[i] = s->refs[--s->nrefs];
-		for_each_reg_with_id(s, id, mark_released, NULL);
+		for_each_reg_with_id(e, id, mark_released, NULL);
 		return 0;
 	}
 	return verr(e, pc, VM_RB_DOUBLE, regs, NULL);
@@ -240,6 +240,7 @@ int check_subprog_call(struct venv *e, uint32_t pc, const struct nbpf_insn *in)
 		return verr(e, pc, VM_CALL_DEPTH, NULL, "%u frames", s->nframes + 1);
 	callee = &s->frames[s->nframes];
 	memset(callee, 0, sizeof(*callee));
+	e->work += sizeof(*callee) / VWORK_BYTES;
 	callee->callsite = pc;
 	callee->subprog = vsubprog_of(e, target);
 	for (int i = 1; i <= 5; i++)

@@ -35,7 +35,8 @@
 
 static bool dv_get(const struct vreg *r, uint32_t *x, uint8_t *kind, uint32_t *j)
 {
-	if (r->type != VT_SCALAR)
+	/* a value plus a delta is not its id's value: no derivation from it */
+	if (r->type != VT_SCALAR || r->off)
 		return false;
 	if (r->pad) {
 		*x = r->aux & (DV_BASE_MAX - 1);
@@ -148,34 +149,31 @@ static bool derive(const struct vreg *from, uint8_t op, bool sext, uint32_t k, u
 	return false;
 }
 
-/* Sets r's bounds on every register and spill of class id, and in its link. */
-static void class_set(struct vstate *s, uint32_t id, const struct vreg *r)
+/*
+ * Sets r's bounds (a member's: delta 0) on every register and spill of
+ * class id, shifted for members plus a delta.
+ */
+static void class_set(struct venv *e, uint32_t id, const struct vreg *r)
 {
+	struct vstate *s = e->cur;
+	struct vreg m = *r;
+
+	m.off = 0;
 	for (uint32_t f = 0; f < s->nframes; f++) {
 		struct vframe *fr = &s->frames[f];
 		bool hit = false;
 
+		e->work += vwork_frame(fr);
 		for (int i = 0; i < NBPF_NREGS; i++)
 			if (fr->regs[i].type == VT_SCALAR && fr->regs[i].id == id) {
-				struct vreg *d = &fr->regs[i];
-
-				d->var_off = r->var_off;
-				d->umin = r->umin;
-				d->umax = r->umax;
-				d->smin = r->smin;
-				d->smax = r->smax;
+				reg_linked_bounds(&fr->regs[i], &m);
 				hit = true;
 			}
 		for (uint32_t k = 0; k < fr->nslots; k++) {
 			struct vreg *d = &fr->slots[k].spill;
 
-			if (SB_KIND(fr->slots[k].stype[0]) == SB_SPILL && d->type == VT_SCALAR &&
-			    d->id == id) {
-				d->var_off = r->var_off;
-				d->umin = r->umin;
-				d->umax = r->umax;
-				d->smin = r->smin;
-				d->smax = r->smax;
+			if (slot_spill_mask(&fr->slots[k]) && d->type == VT_SCALAR && d->id == id) {
+				reg_linked_bounds(d, &m);
 				hit = true;
 			}
 		}
@@ -207,15 +205,9 @@ void links_after_alu(struct venv *e, const struct nbpf_insn *in, const struct vr
 	} else {
 		return;
 	}
+	/* (an extension that changes nothing is a plain copy: verifier.c, ext_unchanged) */
 	if (!derive(from, op, sext, k, &x, &kind, &j))
 		return;
-	/* an extension that changes nothing is the value itself (the kernel's rule) */
-	if (j == 0 && from->id == x && !from->pad &&
-	    ((kind == DV_ZEXT && from->umax <= UINT32_MAX) ||
-	     (kind == DV_SEXT && from->smin >= INT32_MIN && from->smax <= INT32_MAX))) {
-		dst->id = x;
-		return;
-	}
 	dst->aux = x | j << 24;
 	dst->pad = kind;
 	if (kind != DV_ZEXT && kind != DV_SEXT)
@@ -254,11 +246,12 @@ void links_after_alu(struct venv *e, const struct nbpf_insn *in, const struct vr
 			*dst = b;
 	}
 	bounds_to(l, dst);
-	class_set(s, dst->id, dst);
+	class_set(e, dst->id, dst);
 }
 
-bool links_refined(struct vstate *s, const struct vreg *r)
+bool links_refined(struct venv *e, const struct vreg *r)
 {
+	struct vstate *s = e->cur;
 	struct vlink *l, *sib;
 	struct vreg v, o;
 
@@ -279,7 +272,7 @@ bool links_refined(struct vstate *s, const struct vreg *r)
 	if (!scalar_feasible(&o))
 		return false;
 	bounds_to(sib, &o);
-	class_set(s, sib->id, &o);
+	class_set(e, sib->id, &o);
 	return true;
 }
 
@@ -345,7 +338,7 @@ bool links_lo32(struct vstate *s, const struct vreg *r, struct vreg lo[2])
 	bool more = false;
 
 	/* fast path: no class of this value (lo is then left alone) */
-	if (!s->nlinks || r->type != VT_SCALAR || !r->id || r->id >= DV_BASE_MAX || r->pad ||
+	if (!s->nlinks || r->type != VT_SCALAR || !r->id || r->id >= DV_BASE_MAX || r->pad || r->off ||
 	    (!link_find(s, r->id, DV_ZEXT) && !link_find(s, r->id, DV_SEXT)))
 		return false;
 	links_lo32_plain(r, lo);
@@ -378,8 +371,8 @@ static bool lo_informative(const struct vreg *r, const struct vreg lo[2])
 
 void links_note32(struct venv *e, struct vstate *s, struct vreg *r, const struct vreg lo[2])
 {
-	/* only what says something r's own bounds cannot */
-	if (r->type != VT_SCALAR || r->pad || reg_is_const(r) || !lo_informative(r, lo))
+	/* only what says something r's own bounds cannot (of its id's value: no delta) */
+	if (r->type != VT_SCALAR || r->pad || r->off || reg_is_const(r) || !lo_informative(r, lo))
 		return;
 	if (!r->id) {
 		if (e->next_id + 1 >= DV_BASE_MAX)
@@ -412,6 +405,6 @@ void links_note32(struct venv *e, struct vstate *s, struct vreg *r, const struct
 				continue;
 		}
 		bounds_to(l, &v);
-		class_set(s, l->id, &v);
+		class_set(e, l->id, &v);
 	}
 }

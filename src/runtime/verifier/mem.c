@@ -152,6 +152,7 @@ static int stack_access(struct venv *e, uint32_t pc, uint8_t regno, const struct
 			    "stack bytes [%lld, %lld) of fp, frame is [-%d, 0)", (long long)lo,
 			    (long long)hi, NBPF_STACK_SIZE);
 	note_depth(e, f, lo);
+	e->work += (uint64_t)(hi - lo) / (8 * VWORK_SLOTS); /* the loops below walk the range */
 	if (write) {
 		if (stored && stored->type != VT_SCALAR) {
 			if (!cst || size != 8 || (lo % 8))
@@ -429,8 +430,16 @@ int check_mem_access(struct venv *e, uint32_t pc, uint8_t regno, int32_t off, ui
 			break;
 		}
 		err = stack_access(e, pc, regno, &base, off, size, write, &out, stored, false);
-		if (!err && !write && value_regno >= 0 && sign && out.type == VT_SCALAR && size < 8)
+		if (!err && !write && value_regno >= 0 && sign && out.type == VT_SCALAR && size < 8) {
+			/*
+			 * A filled spill keeps its id and derivation only while it
+			 * is the spilled value; sign extension changes it whenever
+			 * the width's sign bit may be set.
+			 */
+			if (out.umax >> (8 * size - 1))
+				reg_forget_links(&out);
 			scalar_sext(&out, size, false);
+		}
 		break;
 	case VT_MAP_VALUE:
 		m = venv_map(e, base.aux);

@@ -10,8 +10,10 @@
  * which comes from a spilled constant), it is parsed with the helper's
  * own scanner: it must end in a NUL within the size passed, use only
  * conversions the helper prints, at most three, and each conversion's
- * register must hold an initialised scalar.  Any other format must come
- * with all three registers set, so nothing stale can reach the output.
+ * register must hold an initialised scalar.  Only a .rodata format is
+ * trusted to stay what was checked: any other (the stack included, which
+ * the program itself writes) must come with all three registers set, so
+ * nothing stale can reach the output whatever the format is at run time.
  * Pointers never pass: every initialised value argument must be a scalar
  * (checked with the prototype, calls.c).
  */
@@ -142,6 +144,7 @@ int check_printk(struct venv *e, uint32_t pc)
 	int n;
 
 	len = read_format(e, fmt, size->umax, buf, sizeof(buf), why, sizeof(why));
+	e->work += (len > 0 ? (uint64_t)len : FMT_MAX) / 64; /* the bytes read and parsed */
 	if (len == -2) {
 		/* not a constant: only all three registers set leaves nothing stale */
 		for (uint8_t r = 3; r <= 5; r++) {
@@ -179,6 +182,19 @@ int check_printk(struct venv *e, uint32_t pc)
 		return verr(e, pc, VM_PRINTK_ARGS, regs,
 			    "format \"%s\" has %d conversion%s, but r%u (conversion %d) is not set", shown,
 			    n, n == 1 ? "" : "s", r, i + 1);
+	}
+	/*
+	 * What the program can write, it could rewrite before the call in a
+	 * way a verifier bug misses, and the helper prints r3-r5 as the
+	 * format then asks: a stack format is checked, never trusted.
+	 */
+	for (uint8_t r = 3; fmt->type == VT_STACK && r <= 5; r++) {
+		if (f->regs[r].type != VT_NOT_INIT)
+			continue;
+		regs[0] = r;
+		return verr(e, pc, VM_PRINTK_ARGS, regs,
+			    "format \"%s\" is on the stack, which the program can write, so r3-r5 must all be set; r%u is not",
+			    shown, r);
 	}
 	return 0;
 }

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,56 +22,156 @@
 #define MAX_IDMAP 128
 #define JOIN_AFTER 4
 #define WIDEN_AFTER 8
+#define STORE_SPARING 2048
 
-/* Bytes of a compact copy of s: its used bytes, then its class table. */
+/* Bytes of a stored copy of s (working or stored): its used bytes, then its class table. */
 size_t vstate_size(const struct vstate *s)
 {
 	return vstate_used(s) + s->nlinks * sizeof(struct vlink);
 }
 
-/* A compact copy of s (working or compact) into d. */
-static inline void vstate_copy(struct vstate *d, const struct vstate *s)
-{
-	size_t used = vstate_used(s);
+int nbpf_verify_selfcheck;
 
-	memcpy(d, s, used);
-	if (s->nlinks)
-		memcpy((char *)d + used, s->compact ? (const char *)s + used : (const char *)s->links_full,
-		       s->nlinks * sizeof(struct vlink));
-	d->compact = 1;
+/* ---- snapshots of callers' frames ---- */
+
+/* A snapshot nothing refers to goes to the free list of its size, for the next one. */
+static void snap_put(struct venv *e, struct vsnap *p)
+{
+	if (!p || --p->refs)
+		return;
+	if (p->prev)
+		p->prev->next = p->next;
+	else
+		e->snaps = p->next;
+	if (p->next)
+		p->next->prev = p->prev;
+	p->next = e->snap_free[p->f.nslots];
+	e->snap_free[p->f.nslots] = p;
+}
+
+static void snap_release(struct venv *e, struct vstate *s)
+{
+	for (uint32_t i = 0; i + 1 < s->nframes; i++)
+		snap_put(e, s->snap[i]);
 }
 
 /*
- * Every frame of a working state, live or popped, is zero at and above its
- * nslots (init_state zeroes it all, calls zero the new frame, stores grow
- * nslots first).  So only the slots the old content used above the new
- * nslots need clearing, not the whole 4.6 KiB frame.
+ * Makes cur->snap[i] a snapshot of cur's caller frame i: the cached one
+ * while the frame still carries its stamp, else a new one (an unstamped
+ * frame is stamped first).  False when out of memory.
  */
-void vstate_restore(struct vstate *d, const struct vstate *s)
+static bool frame_share(struct venv *e, struct vstate *cur, uint32_t i)
 {
-	uint32_t li = s->nframes - 1, old = d->frames[li].nslots, now = s->frames[li].nslots;
+	struct vframe *f = &cur->frames[i];
+	struct vsnap *p;
 
-	size_t used = vstate_used(s);
+	if (!f->gen)
+		vframe_touch(e, i);
+	if (cur->snap[i] && cur->snap[i]->f.gen == f->gen)
+		return true;
+	p = e->snap_free[f->nslots];
+	if (p)
+		e->snap_free[f->nslots] = p->next;
+	else if (!(p = malloc(offsetof(struct vsnap, f) + vframe_used(f))))
+		return false;
+	memcpy(&p->f, f, vframe_used(f));
+	e->work += vframe_used(f) / VWORK_BYTES;
+	p->refs = 1;
+	p->prev = NULL;
+	p->next = e->snaps;
+	if (p->next)
+		p->next->prev = p;
+	e->snaps = p;
+	snap_put(e, cur->snap[i]);
+	cur->snap[i] = p;
+	return true;
+}
 
-	memcpy(d, s, used);
+/*
+ * A stored copy of the working state cur into d (vstate_size(cur) bytes):
+ * the header, snapshots of the callers' frames (shared, not copied), the
+ * innermost frame's used part and the class table.
+ */
+static bool vstate_copy(struct venv *e, struct vstate *d, struct vstate *cur)
+{
+	uint32_t li = cur->nframes - 1;
+	size_t fu = vframe_used(&cur->frames[li]);
+
+	for (uint32_t i = 0; i < li; i++)
+		if (!frame_share(e, cur, i)) {
+			venv_oom(e);
+			return false;
+		}
+	memcpy(d, cur, offsetof(struct vstate, frames));
+	for (uint32_t i = 0; i < li; i++)
+		d->snap[i]->refs++;
+	memcpy(&d->frames[0], &cur->frames[li], fu);
+	if (cur->nlinks)
+		memcpy((char *)&d->frames[0] + fu, cur->links_full,
+		       cur->nlinks * sizeof(struct vlink));
+	d->compact = 1;
+	return true;
+}
+
+/*
+ * Makes the working state d the stored state s.  Every frame of a working
+ * state, live or popped, is zero at and above its nslots (init_state zeroes
+ * it all, calls zero the new frame, stores grow nslots first), so only the
+ * slots the old content used above the new nslots need clearing.  A
+ * caller's frame of d that carries the stamp of s's snapshot already holds
+ * it (the paths forked below it) and is not copied.
+ */
+static void vstate_restore(struct venv *e, struct vstate *d, const struct vstate *s)
+{
+	uint32_t li = s->nframes - 1, callers = d->nframes - 1;
+	const struct vframe *in = &s->frames[0];
+
+	for (uint32_t i = 0; i < li; i++) {
+		struct vsnap *p = s->snap[i];
+		struct vframe *f = &d->frames[i];
+
+		if (i < callers && f->gen == p->f.gen) {
+			if (nbpf_verify_selfcheck && memcmp(f, &p->f, vframe_used(&p->f)))
+				abort();
+		} else {
+			uint32_t old = f->nslots;
+
+			memcpy(f, &p->f, vframe_used(&p->f));
+			e->work += vframe_used(f) / VWORK_BYTES;
+			if (old > f->nslots)
+				memset(&f->slots[f->nslots], 0, (old - f->nslots) * sizeof(struct vslot));
+		}
+		if (d->snap[i] != p) {
+			p->refs++;
+			snap_put(e, d->snap[i]);
+			d->snap[i] = p;
+		}
+	}
+	{
+		struct vframe *f = &d->frames[li];
+		uint32_t old = f->nslots;
+
+		memcpy(f, in, vframe_used(in));
+		if (old > f->nslots)
+			memset(&f->slots[f->nslots], 0, (old - f->nslots) * sizeof(struct vslot));
+	}
 	if (s->nlinks)
-		memcpy(d->links_full, s->compact ? (const char *)s + used : (const char *)s->links_full,
-		       s->nlinks * sizeof(struct vlink));
+		memcpy(d->links_full, vstate_links(s), s->nlinks * sizeof(struct vlink));
+	memcpy(d, s, offsetof(struct vstate, snap));
 	d->compact = 0;
-	if (old > now)
-		memset(&d->frames[li].slots[now], 0, (old - now) * sizeof(struct vslot));
 }
 
 /*
  * Pending branches live in buffers owned by e->stack[] and reused LIFO: a
  * push copies into the buffer at the top (grown when too small), a pop
  * restores from it and keeps it for the next push.  No allocation happens
- * once the buffers have reached the run's depth and state size.
+ * once the buffers have reached the run's depth and state size.  A pending
+ * copy is never changed: what the branch learns is applied when it
+ * resumes (its defer), so it can share the callers' frames.
  */
 struct vstate *vstate_push(struct venv *e, uint32_t pc)
 {
-	/* room for classes a refinement of the pending copy may add (links.c) */
-	size_t need = vstate_used(e->cur) + MAX_LINKS * sizeof(struct vlink);
+	size_t need = vstate_size(e->cur);
 	struct vstate *s;
 
 	if (e->n_stack == e->cap_stack) {
@@ -107,9 +208,13 @@ struct vstate *vstate_push(struct venv *e, uint32_t pc)
 			return NULL;
 		}
 	}
-	s = e->stack[e->n_stack++];
-	vstate_copy(s, e->cur);
+	s = e->stack[e->n_stack];
+	if (!vstate_copy(e, s, e->cur))
+		return NULL;
+	e->n_stack++;
+	e->work += need / VWORK_BYTES;
 	s->pc = pc;
+	s->defer.kind = VDEFER_NONE;
 	if (s->parent)
 		s->parent->branches++;
 	return s;
@@ -122,12 +227,17 @@ void vstate_drop_top(struct venv *e)
 
 	if (s->parent)
 		s->parent->branches--;
+	snap_release(e, s);
 }
 
 /* Continues with the newest pending branch. */
 void vstate_pop(struct venv *e)
 {
-	vstate_restore(e->cur, e->stack[--e->n_stack]);
+	struct vstate *s = e->stack[--e->n_stack];
+
+	vstate_restore(e, e->cur, s);
+	e->work += vstate_size(s) / VWORK_BYTES;
+	snap_release(e, s);
 }
 
 /*
@@ -302,8 +412,10 @@ static inline __attribute__((always_inline)) bool regsafe(const struct vreg *o, 
 	if (o->type == VT_SCALAR) {
 		if (!(exact ? range_equal(o, c) : range_within(o, c)))
 			return false;
-		/* An old link between copies must exist in the new state too. */
-		if (o->id && !check_ids(m, o->id, c->id))
+		/* An old link between copies (and its delta) must exist in the new state too. */
+		if (o->id && (!check_ids(m, o->id, c->id) || o->off != c->off))
+			return false;
+		if (exact && o->off != c->off)
 			return false;
 		/* and so must a derivation (links.c): later copies join its class */
 		if (o->pad && (o->pad != c->pad || (o->aux >> 24) != (c->aux >> 24) ||
@@ -366,7 +478,6 @@ static bool stack_safe(const struct vframe *o, const struct vframe *c, struct id
 	return true;
 }
 
-int nbpf_verify_selfcheck;
 
 /* One constant spill (slot k holds v), for the sums of const_match. */
 static inline uint64_t slot_mix(uint32_t k, uint64_t v)
@@ -393,6 +504,7 @@ void vframe_touch(struct venv *e, uint32_t fi)
 
 	if (fi + 1 >= s->nframes)
 		return; /* the innermost frame is always compared */
+	e->work += vwork_frame(f);
 	/* the registers the comparison looks at: callee-saved, live after the call */
 	live = e->live[s->frames[fi + 1].callsite + 1] & 0x3c0;
 	for (int r = 6; r <= 9; r++)
@@ -433,7 +545,7 @@ static bool frame_same(const struct vframe *o, const struct vframe *c)
 }
 
 /* Whether every concrete state of c is one of o (exact: the same abstract state). */
-static bool states_equal(const struct venv *e, const struct vstate *o, const struct vstate *c,
+static bool states_equal(struct venv *e, const struct vstate *o, const struct vstate *c,
 			 bool exact)
 {
 	struct idmap m;
@@ -454,7 +566,7 @@ static bool states_equal(const struct venv *e, const struct vstate *o, const str
 		if (!check_ids(&m, o->refs[i], c->refs[i]))
 			return false;
 	for (uint32_t f = 0; f < o->nframes; f++)
-		if (o->frames[f].callsite != c->frames[f].callsite)
+		if (vst_frame(o, f)->callsite != vst_frame(c, f)->callsite)
 			return false;
 	/* o's classes of extended copies (links.c), in order, with bounds as wide */
 	if (o->nlinks > c->nlinks || (exact && o->nlinks != c->nlinks))
@@ -480,11 +592,12 @@ static bool states_equal(const struct venv *e, const struct vstate *o, const str
 	 * same on both sides; a failing test should not walk them first.
 	 */
 	for (uint32_t f = o->nframes; f-- > 0;) {
-		const struct vframe *of = &o->frames[f], *cf = &c->frames[f];
+		const struct vframe *of = vst_frame(o, f), *cf = vst_frame(c, f);
 		uint16_t live;
 
 		if (f + 1 < o->nframes && frame_same(of, cf))
 			continue;
+		e->work += vwork_frame(of->nslots > cf->nslots ? of : cf);
 		if (f + 1 == o->nframes) {
 			uint8_t hr = e->fail_hint ? e->fail_hint[c->pc] : NBPF_REG_FP;
 
@@ -498,7 +611,7 @@ static bool states_equal(const struct venv *e, const struct vstate *o, const str
 			    !regsafe(&of->regs[hr], &cf->regs[hr], &m, exact))
 				return false;
 		} else {
-			live = e->live[o->frames[f + 1].callsite + 1] & 0x3c0;
+			live = e->live[vst_frame(o, f + 1)->callsite + 1] & 0x3c0;
 		}
 		for (uint8_t r = 0; r < NBPF_REG_FP; r++)
 			if ((live & (1u << r)) && !regsafe(&of->regs[r], &cf->regs[r], &m, exact)) {
@@ -515,7 +628,7 @@ static bool states_equal(const struct venv *e, const struct vstate *o, const str
 /* Hash of the live registers of the innermost frame: equal states hash alike. */
 static uint32_t state_hash(const struct venv *e, const struct vstate *s)
 {
-	const struct vframe *f = &s->frames[s->nframes - 1];
+	const struct vframe *f = vst_frame(s, s->nframes - 1);
 	uint16_t live = e->live[s->pc];
 	uint64_t h = 1469598103934665603ull ^ s->nframes;
 
@@ -616,9 +729,7 @@ static void join_reg(struct vreg *c, const struct vreg *o, int level)
 		c->smin = INT64_MIN;
 		c->smax = INT64_MAX;
 		c->taint |= o->taint;
-		c->id = 0;
-		c->pad = 0;
-		c->aux = 0;
+		reg_forget_links(c);
 		reg_bounds_sync(c);
 		return;
 	}
@@ -627,8 +738,10 @@ static void join_reg(struct vreg *c, const struct vreg *o, int level)
 	c->smin = o->smin < c->smin ? o->smin : c->smin;
 	c->smax = o->smax > c->smax ? o->smax : c->smax;
 	c->taint |= o->taint;
-	if (c->id != o->id)
-		c->id = 0;
+	if (c->id != o->id || c->off != o->off) {
+		c->id = 0; /* the join holds either side's relation */
+		c->off = 0;
+	}
 	if (c->pad != o->pad || c->aux != o->aux) {
 		c->pad = 0; /* the join holds values of either derivation */
 		c->aux = 0;
@@ -648,7 +761,7 @@ static bool same_gen(const struct vframe *o, const struct vframe *c, bool outer)
 	return outer && o->gen && o->gen == c->gen;
 }
 
-static inline __attribute__((always_inline)) bool can_join(const struct venv *e,
+static inline __attribute__((always_inline)) bool can_join(struct venv *e,
 							   const struct vstate *o,
 							   const struct vstate *c)
 {
@@ -656,17 +769,18 @@ static inline __attribute__((always_inline)) bool can_join(const struct venv *e,
 	    !eq32s(o->refs, c->refs, o->nrefs) || !eq32s(o->ctrl, c->ctrl, o->nctrl))
 		return false;
 	for (uint32_t f = o->nframes; f-- > 0;) { /* innermost first, as in states_equal */
-		const struct vframe *of = &o->frames[f];
+		const struct vframe *of = vst_frame(o, f);
 		const struct vframe *cf = &c->frames[f];
 
 		if (of->callsite != cf->callsite || of->nslots != cf->nslots)
 			return false;
 		if (same_gen(of, cf, f + 1 < o->nframes))
 			continue; /* identical: joins to itself */
+		e->work += vwork_frame(of);
 		uint16_t rel = f + 1 == o->nframes ? e->relevant[c->pc]
-						    : e->relevant[o->frames[f + 1].callsite + 1];
+						    : e->relevant[vst_frame(o, f + 1)->callsite + 1];
 		uint16_t live = f + 1 == o->nframes ? e->live[c->pc]
-						     : e->live[o->frames[f + 1].callsite + 1];
+						     : e->live[vst_frame(o, f + 1)->callsite + 1];
 
 		for (int r = 0; r < NBPF_NREGS; r++)
 			if ((live & (1u << r)) &&
@@ -693,14 +807,14 @@ static bool try_join(struct venv *e, const struct vstate *o, struct vstate *c, i
 	if (!can_join(e, o, c))
 		return false;
 	for (uint32_t f = 0; f < o->nframes; f++) {
-		const struct vframe *of = &o->frames[f];
+		const struct vframe *of = vst_frame(o, f);
 		struct vframe *cf = &c->frames[f];
 
 		if (same_gen(of, cf, f + 1 < o->nframes))
 			continue;
 		for (int r = 0; r < NBPF_NREGS; r++) {
 			uint16_t live = f + 1 == o->nframes ? e->live[c->pc]
-							     : e->live[o->frames[f + 1].callsite + 1];
+							     : e->live[vst_frame(o, f + 1)->callsite + 1];
 
 			if (live & (1u << r))
 				join_reg(&cf->regs[r], &of->regs[r], level);
@@ -751,14 +865,15 @@ static uint64_t jkey_reg(uint64_t h, const struct vreg *r, bool relevant)
 	return mix64(h, (uint64_t)r->smin ^ ((uint64_t)r->smax << 1));
 }
 
-static uint64_t join_key(const struct venv *e, const struct vstate *s)
+static uint64_t join_key(struct venv *e, const struct vstate *s)
 {
-	const struct vframe *f = &s->frames[s->nframes - 1];
+	const struct vframe *f = vst_frame(s, s->nframes - 1);
 	uint16_t live = e->live[s->pc], rel = e->relevant[s->pc];
 	uint64_t rs = e->subs[f->subprog].rel_slots;
 	uint64_t h = mix64(0x6a09e667f3bcc909ull, (uint64_t)s->nframes << 48 | (uint64_t)s->nrefs << 32 |
 					      (uint64_t)s->nctrl << 16 | f->nslots);
 
+	e->work += 2 * vwork_frame(f); /* a hash of every register and slot */
 	for (uint32_t i = 0; i < s->nrefs; i++)
 		h = mix64(h, s->refs[i]);
 	for (uint32_t i = 0; i < s->nctrl; i++)
@@ -799,7 +914,7 @@ static uint64_t join_key_outer(const struct venv *e, const struct vstate *s)
 	uint64_t h = 0x1f83d9abfb41bd6bull;
 
 	for (uint32_t i = 0; i + 1 < s->nframes; i++) {
-		const struct vframe *f = &s->frames[i];
+		const struct vframe *f = vst_frame(s, i);
 
 		if (!f->gen)
 			return 0;
@@ -852,13 +967,13 @@ struct csum {
  */
 static bool state_big(const struct vstate *s)
 {
-	return s->nframes > 1 || s->frames[0].nslots > 8;
+	return s->nframes > 1 || vst_frame(s, 0)->nslots > 8;
 }
 
 /* full: the slot and caller parts too (else registers only). */
 static void const_values(const struct vstate *s, struct csum *cs, bool full)
 {
-	const struct vframe *f = &s->frames[s->nframes - 1];
+	const struct vframe *f = vst_frame(s, s->nframes - 1);
 
 	cs->rmask = 0;
 	cs->smask = 0;
@@ -895,7 +1010,7 @@ static void const_values(const struct vstate *s, struct csum *cs, bool full)
 	 */
 	cs->okey = s->nframes > 1 ? 0x510e527fade682d1ull : 0;
 	for (uint32_t i = 0; i + 1 < s->nframes; i++) {
-		const struct vframe *of = &s->frames[i];
+		const struct vframe *of = vst_frame(s, i);
 
 		if (!of->gen) {
 			cs->okey = 0;
@@ -965,6 +1080,7 @@ static struct vnode *take_explored(struct venv *e, uint32_t pc, const struct vno
 	n = *pick;
 	*pick = n->next;
 	e->n_explored[pc]--;
+	snap_release(e, n->st);
 	return n;
 }
 
@@ -988,8 +1104,13 @@ int vstate_visit(struct venv *e)
 
 	if (cur->cmp.code && !vcmp_live(&cur->cmp, live))
 		cur->cmp.code = 0; /* useless from here on: do not let it split checkpoints */
-	if (cur->nlinks)
+	if (cur->nlinks) {
+		for (uint32_t f = 0; f < cur->nframes; f++)
+			e->work += vwork_frame(&cur->frames[f]);
 		links_prune(e, cur);
+	}
+	/* the walk over the list: ancestors cost a hash compare, the others quick tests */
+	e->work += e->n_explored[pc] / 16;
 	for (link = &e->explored[pc]; (n = *link); link = &n->next) {
 		if (n->branches) {
 			/* the hash is only needed against checkpoints still being explored */
@@ -1004,8 +1125,10 @@ int vstate_visit(struct venv *e)
 		}
 		if ((n->cmask && !have_cv) || ((n->sflags & NS_SLOTS) && !(have_cv && cs.full))) {
 			const_values(cur, &cs, big || (n->sflags & NS_SLOTS));
+			e->work += vwork_frame(&cur->frames[cur->nframes - 1]);
 			have_cv = true;
 		}
+		e->work += complete % 4 == 0; /* a unit per 4 quick tests */
 		if (!const_match(n, &cs)) {
 			/* the quick test is a necessary condition of the full one */
 			if (nbpf_verify_selfcheck && states_equal(e, n->st, cur, false))
@@ -1076,13 +1199,27 @@ int vstate_visit(struct venv *e)
 	 */
 	if (!n && e->n_explored[pc] >= MAX_PER_INSN && !(e->flags[pc] & (IF_HIT | IF_LOOP)))
 		return 0;
+	/*
+	 * The same, sooner, once the run has stored many states (no program
+	 * of the corpora stores a quarter as many): where JOIN_AFTER explored
+	 * checkpoints never pruned, paths keep differing there, and storing
+	 * more only fills memory (a row of forks of 8-frame states stored
+	 * 16,384 of 4.5 KiB each).
+	 */
+	if (!n && e->states >= STORE_SPARING && e->n_explored[pc] &&
+	    !(e->flags[pc] & (IF_HIT | IF_LOOP)))
+		return 0;
 	if (!n && e->n_explored[pc] >= MAX_PER_INSN)
 		n = take_explored(e, pc, NULL, vstate_size(cur));
 	if (!n) {
 		if (e->n_explored[pc] >= MAX_PER_INSN)
 			return 0;
-		if (e->states >= e->max_states)
-			return verr(e, pc, VM_BUDGET_STATES, NULL, "%u states", e->states);
+		if (e->states >= e->max_states) {
+			char what[32];
+
+			snprintf(what, sizeof(what), "%u states", e->states);
+			return vbudget_refuse(e, pc, VM_LOOP_STATES, VM_BUDGET_STATES, what);
+		}
 		/*
 		 * Headers live apart from the states: the quick tests read only
 		 * headers, and 64 of them packed together stay in cache where
@@ -1102,11 +1239,15 @@ int vstate_visit(struct venv *e)
 		if (e->states > e->peak_states)
 			e->peak_states = e->states;
 	}
-	vstate_copy(n->st, cur);
+	if (!vstate_copy(e, n->st, cur))
+		return -ENOMEM;
+	e->work += vstate_size(cur) / VWORK_BYTES;
 	n->st->parent = NULL;
 	n->hash = hashed ? h : state_hash(e, cur);
-	if (joined || !have_cv || (big && !cs.full))
+	if (joined || !have_cv || (big && !cs.full)) {
 		const_values(cur, &cs, big);
+		e->work += vwork_frame(&cur->frames[cur->nframes - 1]);
+	}
 	n->cmask = cs.rmask & live;
 	n->smask = cs.smask;
 	n->shash = cs.stotal;
@@ -1138,8 +1279,21 @@ static void arena_release(void **arena)
 	*arena = NULL;
 }
 
+static void snap_free_all(struct vsnap **l)
+{
+	while (*l) {
+		struct vsnap *p = *l;
+
+		*l = p->next;
+		free(p);
+	}
+}
+
 void vstate_release_all(struct venv *e)
 {
+	snap_free_all(&e->snaps);
+	for (uint32_t k = 0; k <= NSLOTS; k++)
+		snap_free_all(&e->snap_free[k]);
 	arena_release(&e->arena);
 	e->hslab = NULL;
 	e->hslab_left = 0;

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -39,13 +40,16 @@ struct vreg *vreg_get(struct venv *e, uint8_t regno)
 	return &cur_frame(e)->regs[regno];
 }
 
-void for_each_reg_with_id(struct vstate *s, uint32_t id, void (*fn)(struct vreg *, void *),
+void for_each_reg_with_id(struct venv *e, uint32_t id, void (*fn)(struct vreg *, void *),
 			  void *arg)
 {
+	struct vstate *s = e->cur;
+
 	for (uint32_t f = 0; f < s->nframes; f++) {
 		struct vframe *fr = &s->frames[f];
 		bool hit = false;
 
+		e->work += vwork_frame(fr);
 		for (int r = 0; r < NBPF_NREGS; r++)
 			if (fr->regs[r].id == id && fr->regs[r].type != VT_NOT_INIT) {
 				fn(&fr->regs[r], arg);
@@ -66,7 +70,8 @@ static int push_branch(struct venv *e, uint32_t pc, struct vstate **out)
 {
 	*out = NULL;
 	if (e->n_stack >= MAX_PENDING)
-		return verr(e, e->cur->pc, VM_BUDGET_BRANCHES, NULL, NULL);
+		return vbudget_refuse(e, e->cur->pc, VM_LOOP_BRANCHES, VM_BUDGET_BRANCHES,
+				     "8192 pending branches");
 	*out = vstate_push(e, pc);
 	return *out ? 0 : -ENOMEM;
 }
@@ -220,6 +225,57 @@ static int ptr_arith(struct venv *e, uint32_t pc, const struct nbpf_insn *in, st
 	return 0;
 }
 
+/*
+ * Whether an extending move (mov32: off 0; movsx: off 8, 16 or 32, into
+ * 64 or 32 bits) gives back its source's value for every value the source
+ * may hold: only then may the copy keep the source's identity (id,
+ * derivation, delta).
+ */
+static bool ext_unchanged(const struct vreg *r, int16_t off, bool is64)
+{
+	int64_t half;
+
+	if (!off)
+		return r->umax <= UINT32_MAX;
+	half = (int64_t)1 << (off - 1);
+	if (!is64) /* the sign-extended low half, zero-extended: non-negative values only */
+		return r->umax < (uint64_t)half;
+	return r->smin >= -half && r->smax < half;
+}
+
+/*
+ * dst = from + k (or - k) with k constant: dst is from's linked value plus
+ * a delta, so a check on either bounds the other (the kernel's
+ * BPF_ADD_CONST links).  64-bit, or 32-bit when the addition wraps for no
+ * value from may hold (then it is the 64-bit one).  Deltas stay within
+ * int32 so that differences of two of them cannot overflow.
+ */
+static void link_delta(const struct vreg *from, struct vreg *dst, bool sub, uint64_t k, bool is64)
+{
+	int64_t d, delta;
+
+	if (from->type != VT_SCALAR || !from->id || reg_is_const(from) || reg_is_const(dst))
+		return;
+	if (is64) {
+		d = (int64_t)k;
+	} else {
+		d = (int64_t)(int32_t)(uint32_t)k;
+		if (from->umax > UINT32_MAX)
+			return;
+	}
+	if (d < INT32_MIN + 1 || d > INT32_MAX)
+		return;
+	if (sub)
+		d = -d;
+	if (!is64 && ((int64_t)from->umin + d < 0 || (int64_t)from->umax + d > (int64_t)UINT32_MAX))
+		return; /* some value wraps: a 32-bit sum is not the 64-bit one */
+	delta = (int64_t)from->off + d;
+	if (delta < INT32_MIN + 1 || delta > INT32_MAX)
+		return;
+	dst->id = from->id;
+	dst->off = (int32_t)delta;
+}
+
 static uint64_t bswap_const(uint64_t v, int32_t bits, bool to_be_or_swap)
 {
 	if (!to_be_or_swap)
@@ -263,6 +319,13 @@ static int do_alu(struct venv *e, uint32_t pc, const struct nbpf_insn *in)
 			if (is_ptr(&src))
 				return verr(e, pc, VM_PTR_ARITH, regs, in->off ? "sign extension of a pointer"
 									: "32-bit move of a pointer");
+			if (ext_unchanged(&src, in->off, is64)) {
+				/* the same value: a copy, linked as mov links */
+				if (!src.id && !reg_is_const(&src))
+					src.id = f->regs[in->src].id = ++e->next_id;
+				*dst = src;
+				return 0;
+			}
 			/* an id on the source lets later extensions of it join this one's class */
 			if (!src.id && !src.pad && !reg_is_const(&src))
 				src.id = f->regs[in->src].id = ++e->next_id;
@@ -361,7 +424,13 @@ static int do_alu(struct venv *e, uint32_t pc, const struct nbpf_insn *in)
 			links_after_alu(e, in, &from, dst);
 		return 0;
 	}
-	scalar_alu(dst, &src, op, !is64, in->off);
+	{
+		struct vreg from = *dst;
+
+		scalar_alu(dst, &src, op, !is64, in->off);
+		if ((op == NBPF_ADD || op == NBPF_SUB) && reg_is_const(&src))
+			link_delta(&from, dst, op == NBPF_SUB, src.var_off.value, is64);
+	}
 	if (op == NBPF_SUB && x) {
 		uint64_t k = mod_idiom(e, pc, in);
 
@@ -400,13 +469,14 @@ static void mark_ptr_or_null(struct vreg *r, void *arg)
 	r->type = r->type == VT_MAP_VALUE_OR_NULL ? VT_MAP_VALUE : VT_RINGBUF_MEM;
 }
 
-static void refine_null(struct vstate *s, uint32_t id, bool is_null)
+static void refine_null(struct venv *e, uint32_t id, bool is_null)
 {
+	struct vstate *s = e->cur;
 	struct nullarg a = { is_null, s };
 
 	if (!id)
 		return;
-	for_each_reg_with_id(s, id, mark_ptr_or_null, &a);
+	for_each_reg_with_id(e, id, mark_ptr_or_null, &a);
 	if (is_null) {
 		for (uint32_t i = 0; i < s->nrefs; i++) {
 			if (s->refs[i] == id) {
@@ -423,19 +493,17 @@ struct copyarg {
 
 static void copy_bounds(struct vreg *r, void *arg)
 {
-	const struct vreg *from = ((struct copyarg *)arg)->from;
-
-	if (r->type != VT_SCALAR)
-		return;
-	r->var_off = from->var_off;
-	r->smin = from->smin;
-	r->smax = from->smax;
-	r->umin = from->umin;
-	r->umax = from->umax;
+	if (r->type == VT_SCALAR)
+		reg_linked_bounds(r, ((struct copyarg *)arg)->from);
 }
 
-/* Refines the state s for the branch outcome taken; false if infeasible. */
-static bool refine_state(struct venv *e, struct vstate *s, const struct nbpf_insn *in, bool taken)
+/*
+ * Refines the state s for the branch outcome taken: 1, or 0 when the
+ * compared registers rule it out (s unchanged), -1 when the classes of
+ * extended copies do (s changed: the path ends).  dry: only the first test.
+ */
+static int refine_state(struct venv *e, struct vstate *s, const struct nbpf_insn *in, bool taken,
+			bool dry)
 {
 	struct vframe *f = &s->frames[s->nframes - 1];
 	bool x = NBPF_SRC(in->code) == NBPF_X, is32 = NBPF_CLASS(in->code) == NBPF_JMP32;
@@ -465,14 +533,16 @@ static bool refine_state(struct venv *e, struct vstate *s, const struct nbpf_ins
 	}
 	scalar_refine(&a, &b, NBPF_OP(in->code), is32, taken, la ? alo : NULL, lb ? blo : NULL);
 	if (!scalar_feasible(&a) || !scalar_feasible(&b))
-		return false;
+		return 0;
+	if (dry)
+		return 1;
 	f->regs[in->dst] = a;
 	if (la)
 		links_note32(e, s, &f->regs[in->dst], alo);
 	if (a.id) {
 		struct copyarg c = { &a };
 
-		for_each_reg_with_id(s, a.id, copy_bounds, &c);
+		for_each_reg_with_id(e, a.id, copy_bounds, &c);
 	}
 	if (x && in->src != in->dst) {
 		f->regs[in->src] = b;
@@ -481,13 +551,13 @@ static bool refine_state(struct venv *e, struct vstate *s, const struct nbpf_ins
 		if (b.id) {
 			struct copyarg c = { &b };
 
-			for_each_reg_with_id(s, b.id, copy_bounds, &c);
+			for_each_reg_with_id(e, b.id, copy_bounds, &c);
 		}
 	}
 	/* extended copies of the same value (links.c) */
-	if (s->nlinks && (!links_refined(s, &a) || (x && !links_refined(s, &b))))
-		return false;
-	return true;
+	if (s->nlinks && (!links_refined(e, &a) || (x && !links_refined(e, &b))))
+		return -1;
+	return 1;
 }
 
 /*
@@ -548,7 +618,7 @@ static void ctrl_enter_both(struct venv *e, struct vstate *other, uint32_t pc)
 	ctrl_enter(e, pc);
 	e->cur = save;
 }
-static int do_cond_jmp(struct venv *e, uint32_t pc, const struct nbpf_insn *in)
+static int do_cond_jmp(struct venv *e, uint32_t pc, const struct nbpf_insn *in, bool *path_done)
 {
 	struct vframe *f = cur_frame(e);
 	bool x = NBPF_SRC(in->code) == NBPF_X, is32 = NBPF_CLASS(in->code) == NBPF_JMP32;
@@ -556,9 +626,10 @@ static int do_cond_jmp(struct venv *e, uint32_t pc, const struct nbpf_insn *in)
 	uint8_t regs[3] = { in->dst, x ? in->src : 0xff, 0xff };
 	uint32_t target = (uint32_t)((int64_t)pc + 1 + in->off);
 	struct vreg *a = &f->regs[in->dst], b;
-	struct vstate *other;
+	struct vstate *other = NULL;
 	int outcome, err;
-	bool tainted;
+	bool tainted, taken;
+	int fall;
 
 	if (a->type == VT_NOT_INIT)
 		return verr(e, pc, VM_UNINIT_REG, regs, NULL);
@@ -590,9 +661,9 @@ static int do_cond_jmp(struct venv *e, uint32_t pc, const struct nbpf_insn *in)
 		}
 		if ((err = push_branch(e, target, &other)))
 			return err;
-		/* taken: JEQ means null */
-		refine_null(other, p->id, op == NBPF_JEQ);
-		refine_null(e->cur, p->id, op != NBPF_JEQ);
+		/* taken: JEQ means null (applied when the branch resumes) */
+		other->defer = (struct vdefer){ .kind = VDEFER_NULL, .id = p->id, .flag = op == NBPF_JEQ };
+		refine_null(e, p->id, op != NBPF_JEQ);
 		if (tainted)
 			ctrl_enter_both(e, other, pc);
 		e->cur->pc = pc + 1;
@@ -622,29 +693,60 @@ static int do_cond_jmp(struct venv *e, uint32_t pc, const struct nbpf_insn *in)
 		e->cur->pc = outcome ? target : pc + 1;
 		return 0;
 	}
-	if ((err = push_branch(e, target, &other)))
-		return err;
-	cmp_fact_set(&other->cmp, in, true);
-	cmp_fact_set(&e->cur->cmp, in, false);
-	if (!refine_state(e, other, in, true)) {
-		/* taken side impossible: drop it */
-		vstate_drop_top(e);
-		other = NULL;
+	/*
+	 * The taken side is stored as it is, before the fall-through is
+	 * refined, and refined when it resumes (a side the refinement rules
+	 * out then ends at once).  Only a rank-local jump needs to know now
+	 * (both sides enter its region only when both are possible).
+	 */
+	taken = !tainted || refine_state(e, e->cur, in, true, true) > 0;
+	if (taken) {
+		if ((err = push_branch(e, target, &other)))
+			return err;
+		other->defer = (struct vdefer){ .kind = VDEFER_JMP, .insn = pc };
+		cmp_fact_set(&other->cmp, in, true);
 	}
-	if (!refine_state(e, e->cur, in, false)) {
-		if (!other) {
-			e->cur->pc = pc + 1; /* both infeasible cannot happen; keep exploring */
+	fall = refine_state(e, e->cur, in, false, false);
+	if (!fall) {
+		/* the fall-through is impossible (cur unchanged): the taken side only */
+		if (!taken) {
+			e->cur->pc = pc + 1; /* neither cannot happen; keep exploring */
 			return 0;
 		}
-		/* fall-through impossible: continue with the taken side */
 		vstate_drop_top(e);
-		vstate_restore(e->cur, other);
+		if (!(fall = refine_state(e, e->cur, in, true, false))) {
+			e->cur->pc = pc + 1; /* neither cannot happen; keep exploring */
+			return 0;
+		}
+		cmp_fact_set(&e->cur->cmp, in, true);
+		if (fall < 0)
+			*path_done = true;
+		e->cur->pc = target;
 		return 0;
 	}
-	if (tainted && other)
+	cmp_fact_set(&e->cur->cmp, in, false);
+	if (fall < 0)
+		*path_done = true; /* the classes of extended copies rule it out */
+	else if (tainted && taken)
 		ctrl_enter_both(e, other, pc);
 	e->cur->pc = pc + 1;
 	return 0;
+}
+
+/*
+ * A popped pending branch learns what its side of the fork says (see
+ * vstate_push).  False when that turns out impossible: the path ends.
+ */
+static bool branch_resume(struct venv *e)
+{
+	struct vdefer d = e->cur->defer;
+
+	e->cur->defer.kind = VDEFER_NONE;
+	if (d.kind == VDEFER_JMP)
+		return refine_state(e, e->cur, &e->insns[d.insn], true, false) > 0;
+	if (d.kind == VDEFER_NULL)
+		refine_null(e, d.id, d.flag);
+	return true;
 }
 
 /* ---- one instruction ---- */
@@ -804,7 +906,7 @@ static int do_insn(struct venv *e, bool *path_done)
 		}
 		if (in->code == NBPF_OP_EXIT)
 			return check_exit(e, pc, path_done);
-		return do_cond_jmp(e, pc, in);
+		return do_cond_jmp(e, pc, in, path_done);
 	}
 }
 
@@ -829,50 +931,190 @@ static void init_state(struct venv *e)
 	f->regs[NBPF_REG_FP].type = VT_STACK;
 }
 
-static uint64_t mono_ns(void)
+/*
+ * The clock the time guard reads: the verifying thread's CPU time, which
+ * other processes competing for the CPUs do not advance (a training job's
+ * ranks verify on busy machines).  Tests replace it (verifier.h).
+ */
+static uint64_t thread_cpu_ns(void)
 {
 	struct timespec t;
 
-	clock_gettime(CLOCK_MONOTONIC, &t);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
 	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
+uint64_t (*nbpf_verify_clock)(void) = thread_cpu_ns;
+
 /*
- * The wall-clock budget.  The instruction budget bounds work
- * deterministically, but what one processed instruction costs varies by
- * orders of magnitude (a prune point may compare against 64 checkpoints of
- * 8 frames each), so time is bounded as well: a load or reload must answer
- * quickly whatever the program.  Checked every VWORK_CHECK work units.
+ * The time guard.  The work budget decides, the same way on every machine
+ * and under any load (so that every rank of a job accepts or refuses a
+ * policy alike); the guard only stops a verification that runs far past
+ * what that budget costs on any machine near this one's speed (a bug in
+ * the accounting, a machine many times slower).  Checked every
+ * VWORK_CHECK work units.
  */
 static int time_exhausted(struct venv *e, uint32_t pc)
 {
 	uint64_t now;
 
 	e->next_check = e->work + VWORK_CHECK;
-	if (!e->deadline_ns || (now = mono_ns()) < e->deadline_ns)
+	if (!e->guard || !e->guard->budget_ns)
+		return 0;
+	now = nbpf_verify_clock();
+	if (!e->guard->deadline_ns)
+		e->guard->deadline_ns = now + e->guard->budget_ns;
+	if (now < e->guard->deadline_ns)
 		return 0;
 	e->timed_out = true;
-	return verr(e, pc, VM_BUDGET_TIME, NULL, "%u instructions processed, %u states",
-		    e->insns_processed, e->states);
+	return verr(e, pc, VM_BUDGET_TIME, NULL, "%u instructions processed, %u states, %llu work units",
+		    e->insns_processed, e->states, (unsigned long long)e->work);
 }
 
-/* Names the loop head with the most stored states: where exploration went round. */
-static int budget_exhausted(struct venv *e, uint32_t pc)
-{
-	uint32_t best = pc, most = 0;
+/*
+ * A loop: its head, its body (the natural loop of the back edges to the
+ * head), how many back edges there are and the last one, and its exit test
+ * (the first conditional jump of the body with a way out; UINT32_MAX: none).
+ */
+struct vloop {
+	uint32_t head, back, n_back, test;
+	uint8_t *body;
+};
 
-	for (uint32_t i = 0; i < e->n; i++) {
-		if ((e->flags[i] & IF_LOOP) && e->n_explored[i] > most) {
-			most = e->n_explored[i];
-			best = i;
+/*
+ * The innermost loop holding pos, in pos's function: of the jumps back
+ * from at or after pos to a head at or before it, the shortest, then every
+ * back edge to that head; the body is what reaches one of them without
+ * passing the head (a backward walk, as for any natural loop).  Refusals
+ * only: quadratic in the function's size at worst.
+ */
+static bool loop_at(const struct venv *e, uint32_t pos, struct vloop *l)
+{
+	const struct vsubprog *sp = &e->subs[vsubprog_of(e, pos)];
+	uint32_t span = UINT32_MAX;
+	bool grew = true;
+	int64_t sc[2];
+
+	l->head = UINT32_MAX;
+	for (uint32_t j = pos; j < sp->end; j++) {
+		int ns = (e->flags[j] & IF_LDDW2) ? 0 : vsuccessors(e, j, sc);
+
+		for (int k = 0; k < ns; k++)
+			if (sc[k] >= 0 && sc[k] <= (int64_t)pos && j - (uint32_t)sc[k] < span) {
+				span = j - (uint32_t)sc[k];
+				l->head = (uint32_t)sc[k];
+			}
+	}
+	if (l->head == UINT32_MAX || !(l->body = calloc(e->n, 1)))
+		return false;
+	l->n_back = 0;
+	for (uint32_t j = l->head; j < sp->end; j++) {
+		int ns = (e->flags[j] & IF_LDDW2) ? 0 : vsuccessors(e, j, sc);
+
+		for (int k = 0; k < ns; k++)
+			if (sc[k] == (int64_t)l->head) {
+				l->body[j] = 1;
+				l->back = j;
+				l->n_back++;
+			}
+	}
+	/*
+	 * The body: reached from the head (bit 1), reaching a back edge
+	 * without passing the head (bit 0): the head's strongly connected part.
+	 */
+	l->body[l->head] |= 2;
+	while (grew) {
+		grew = false;
+		for (uint32_t j = sp->start; j < sp->end; j++) {
+			int ns = (e->flags[j] & IF_LDDW2) ? 0 : vsuccessors(e, j, sc);
+
+			for (int k = 0; k < ns; k++) {
+				uint8_t *t = sc[k] >= 0 ? &l->body[sc[k]] : NULL;
+
+				if (t && (l->body[j] & 2) && !(*t & 2)) {
+					*t |= 2;
+					grew = true;
+				}
+				if (t && sc[k] != (int64_t)l->head && (*t & 1) && !(l->body[j] & 1)) {
+					l->body[j] |= 1;
+					grew = true;
+				}
+			}
 		}
 	}
-	return verr(e, best, VM_BUDGET_INSNS, NULL, "%u instructions processed%s", e->max_insns,
-		    best != pc ? "; this loop head was reached most often" : "");
+	for (uint32_t j = sp->start; j < sp->end; j++)
+		l->body[j] = l->body[j] == 3 || j == l->head;
+	if (!l->body[pos]) { /* laid out inside, but not part of it (the code after an exit) */
+		free(l->body);
+		return false;
+	}
+	l->test = UINT32_MAX;
+	for (uint32_t j = sp->start; j < sp->end && l->test == UINT32_MAX; j++) {
+		const struct nbpf_insn *in = &e->insns[j];
+		int ns;
+
+		if (!l->body[j] || (e->flags[j] & IF_LDDW2) ||
+		    (NBPF_CLASS(in->code) != NBPF_JMP && NBPF_CLASS(in->code) != NBPF_JMP32) ||
+		    in->code == NBPF_OP_JA || in->code == NBPF_OP_GOTOL || in->code == NBPF_OP_CALL ||
+		    in->code == NBPF_OP_EXIT)
+			continue;
+		ns = vsuccessors(e, j, sc);
+		for (int k = 0; k < ns; k++)
+			if (sc[k] < 0 || !l->body[sc[k]])
+				l->test = j;
+	}
+	return true;
+}
+
+/*
+ * A budget ran out at pc.  When exploration was inside a loop (of the
+ * current frame, or around the call of one of its callers), the loop's
+ * bound is what was not proven: the refusal names the loop, its back edge,
+ * the times this path went round it and its exit test (where it is
+ * reported: the source line of `while (n > 1)`).  Otherwise the program is
+ * too complex.  what: the budget, e.g. "8192 pending branches".
+ */
+int vbudget_refuse(struct venv *e, uint32_t pc, enum vmsg in_loop, enum vmsg no_loop,
+		   const char *what)
+{
+	const struct vstate *s = e->cur;
+	struct vloop l = { 0 };
+	uint32_t iters = 0, fi = s->nframes - 1;
+
+	/*
+	 * The current frame's loop, else the innermost caller's around its
+	 * call, else (the path was just outside, say at the exit a fork led
+	 * to) the loop whose head stored the most states.
+	 */
+	while (!loop_at(e, fi + 1 == s->nframes ? pc : s->frames[fi + 1].callsite, &l)) {
+		if (fi--)
+			continue;
+		for (uint32_t i = 0, most = 0; i < e->n; i++)
+			if ((e->flags[i] & IF_LOOP) && e->n_explored[i] > most) {
+				most = e->n_explored[i];
+				pc = i;
+			}
+		fi = UINT32_MAX; /* (any frame: counted by the head's pc alone) */
+		if (!(e->flags[pc] & IF_LOOP) || !loop_at(e, pc, &l))
+			return verr(e, pc, no_loop, NULL, "%s", what);
+		break;
+	}
+	free(l.body);
+	/* the path's checkpoints at the head (at most 64 are kept per instruction) */
+	for (const struct vnode *n = s->parent; n; n = n->parent)
+		iters += n->st->pc == l.head && (fi == UINT32_MAX || n->st->nframes == fi + 1);
+	if (l.test == UINT32_MAX)
+		return verr(e, l.back, in_loop, NULL,
+			    "the loop with head insn %u and back edge insn %u%s has no exit; this path went round it at least %u times (%s)",
+			    l.head, l.back, l.n_back > 1 ? " (the last of several)" : "", iters, what);
+	return verr(e, l.test, in_loop, NULL,
+		    "the loop with head insn %u and back edge insn %u%s went round at least %u times on this path, and its exit test (this insn) was never decided: its bound is not proven (%s)",
+		    l.head, l.back, l.n_back > 1 ? " (the last of several)" : "", iters, what);
 }
 
 static int explore(struct venv *e)
 {
+	char what[64];
 	int err = 0;
 
 	init_state(e);
@@ -882,9 +1124,15 @@ static int explore(struct venv *e)
 
 		if (e->oom)
 			return -ENOMEM;
-		if (++e->insns_processed > e->max_insns)
-			return budget_exhausted(e, pc);
-		if (++e->work >= e->next_check && (err = time_exhausted(e, pc)))
+		if (++e->insns_processed > e->max_insns) {
+			snprintf(what, sizeof(what), "%u instructions processed", e->max_insns);
+			return vbudget_refuse(e, pc, VM_BUDGET_INSNS, VM_BUDGET_INSNS_PATHS, what);
+		}
+		if (++e->work > e->max_work) {
+			snprintf(what, sizeof(what), "%llu work units", (unsigned long long)e->max_work);
+			return vbudget_refuse(e, pc, VM_LOOP_WORK, VM_BUDGET_WORK, what);
+		}
+		if (e->work >= e->next_check && (err = time_exhausted(e, pc)))
 			return err;
 		e->flags[pc] |= IF_SEEN;
 		if (e->cur->nctrl)
@@ -904,10 +1152,14 @@ static int explore(struct venv *e)
 		}
 		if (!done)
 			continue;
-		vstate_path_done(e);
-		if (!e->n_stack)
-			return 0;
-		vstate_pop(e);
+		do {
+			vstate_path_done(e);
+			if (!e->n_stack)
+				return 0;
+			vstate_pop(e);
+		} while (!branch_resume(e));
+		if (e->oom)
+			return -ENOMEM;
 	}
 }
 
@@ -988,14 +1240,23 @@ static uint32_t opts_max_time_ms(const struct ncclbpf_verify_opts *opts)
 	return opts->max_time_ms;
 }
 
-static uint64_t deadline_from(const struct ncclbpf_verify_opts *opts)
+static struct vguard guard_from(const struct ncclbpf_verify_opts *opts)
 {
-	return mono_ns() + (uint64_t)opts_max_time_ms(opts) * 1000000ull;
+	return (struct vguard){ .budget_ns = (uint64_t)opts_max_time_ms(opts) * 1000000ull };
+}
+
+/* So did max_work. */
+static uint64_t opts_max_work(const struct ncclbpf_verify_opts *opts)
+{
+	if (!opts || opts->sz < offsetof(struct ncclbpf_verify_opts, max_work) +
+				    sizeof(opts->max_work) || !opts->max_work)
+		return NBPF_VERIFY_MAX_WORK;
+	return opts->max_work;
 }
 
 static void venv_setup(struct venv *e, const struct nbpf_verify_input *in,
 		       const struct ncclbpf_hook_desc *hook, const struct ncclbpf_verify_opts *opts,
-		       uint64_t deadline_ns)
+		       struct vguard *guard)
 {
 	memset(e, 0, sizeof(*e));
 	e->insns = in->insns;
@@ -1014,13 +1275,14 @@ static void venv_setup(struct venv *e, const struct nbpf_verify_input *in,
 	e->max_insns = opts && opts->max_insns_processed ? opts->max_insns_processed
 							 : NBPF_VERIFY_MAX_INSNS;
 	e->max_states = opts && opts->max_states ? opts->max_states : NBPF_VERIFY_MAX_STATES;
-	e->deadline_ns = deadline_ns;
-	e->next_check = VWORK_CHECK; /* a short program never reads the clock again */
+	e->max_work = opts_max_work(opts);
+	e->guard = guard;
+	e->next_check = VWORK_CHECK; /* a short program never reads the clock */
 }
 
 static int verify_insns(const struct nbpf_verify_input *in, const struct ncclbpf_hook_desc *hook,
 			const struct ncclbpf_verify_opts *opts, struct ncclbpf_verify_result *res,
-			uint64_t deadline_ns)
+			struct vguard *guard)
 {
 	struct venv e;
 	int err;
@@ -1028,7 +1290,7 @@ static int verify_insns(const struct nbpf_verify_input *in, const struct ncclbpf
 	if (!in || !hook || !res || (!in->insns && in->n_insns))
 		return nbpf_err(-EINVAL, "verify: instructions, hook and result are required");
 	memset(res, 0, sizeof(*res));
-	venv_setup(&e, in, hook, opts, deadline_ns);
+	venv_setup(&e, in, hook, opts, guard);
 	e.map_writes = in->n_maps ? calloc(in->n_maps, 1) : NULL;
 	err = analyze(&e);
 	if (e.oom || err == -ENOMEM) {
@@ -1039,6 +1301,7 @@ static int verify_insns(const struct nbpf_verify_input *in, const struct ncclbpf
 	}
 	res->accepted = !e.rejected;
 	res->insns_processed = e.insns_processed;
+	res->work = e.work;
 	res->states = e.states;
 	res->peak_states = e.peak_states;
 	if (res->accepted && e.subs) {
@@ -1070,7 +1333,9 @@ static int verify_insns(const struct nbpf_verify_input *in, const struct ncclbpf
 int nbpf_verify_insns(const struct nbpf_verify_input *in, const struct ncclbpf_hook_desc *hook,
 		      const struct ncclbpf_verify_opts *opts, struct ncclbpf_verify_result *res)
 {
-	return verify_insns(in, hook, opts, res, deadline_from(opts));
+	struct vguard g = guard_from(opts);
+
+	return verify_insns(in, hook, opts, res, &g);
 }
 
 /*
@@ -1082,7 +1347,7 @@ int nbpf_verify_insns(const struct nbpf_verify_input *in, const struct ncclbpf_h
  */
 /* false when an exploration ran out of time: the set may then miss writes. */
 static bool object_map_writes(const struct ncclbpf_object *obj, uint8_t *written, bool fast,
-			      uint64_t deadline_ns)
+			      struct vguard *guard)
 {
 	bool complete = true;
 
@@ -1103,7 +1368,7 @@ static bool object_map_writes(const struct ncclbpf_object *obj, uint8_t *written
 		if (fast && !nbpf_writeset_scan(q->insns, (uint32_t)q->n_insns, obj->maps,
 					(uint32_t)obj->n_maps, written))
 			continue;
-		venv_setup(&e, &in, &any, NULL, deadline_ns);
+		venv_setup(&e, &in, &any, NULL, guard);
 		e.collect = true;
 		e.map_writes = written;
 		analyze(&e);
@@ -1116,7 +1381,7 @@ static bool object_map_writes(const struct ncclbpf_object *obj, uint8_t *written
 
 void nbpf_object_map_writes(const struct ncclbpf_object *obj, uint8_t *written, bool fast)
 {
-	object_map_writes(obj, written, fast, 0);
+	object_map_writes(obj, written, fast, NULL);
 }
 
 /*
@@ -1139,7 +1404,7 @@ static pthread_mutex_t wcache_lock = PTHREAD_MUTEX_INITIALIZER;
  * for time too, so the incomplete set decides nothing.
  */
 static void object_writes(const struct ncclbpf_object *obj, uint8_t *written,
-			  uint64_t deadline_ns)
+			  struct vguard *guard)
 {
 	bool cacheable = obj->tag[0] != 0;
 
@@ -1155,7 +1420,7 @@ static void object_writes(const struct ncclbpf_object *obj, uint8_t *written,
 		}
 		pthread_mutex_unlock(&wcache_lock);
 	}
-	if (!object_map_writes(obj, written, true, deadline_ns))
+	if (!object_map_writes(obj, written, true, guard))
 		cacheable = false;
 	if (cacheable) {
 		uint8_t *copy = malloc(obj->n_maps);
@@ -1190,7 +1455,7 @@ int nbpf_verify(struct ncclbpf_program *prog, const struct ncclbpf_hook_desc *ho
 {
 	struct nbpf_verify_input in;
 	uint8_t *written = NULL;
-	uint64_t deadline_ns = deadline_from(opts); /* one budget for discovery and verification */
+	struct vguard guard = guard_from(opts); /* one guard for discovery and verification */
 	int err;
 
 	if (!prog || !hook || !res)
@@ -1205,10 +1470,10 @@ int nbpf_verify(struct ncclbpf_program *prog, const struct ncclbpf_hook_desc *ho
 		written = calloc(in.n_maps, 1);
 		if (!written)
 			return nbpf_err(-ENOMEM, "verify: out of memory");
-		object_writes(prog->obj, written, deadline_ns);
+		object_writes(prog->obj, written, &guard);
 		in.map_written = written;
 	}
-	err = verify_insns(&in, hook, opts, res, deadline_ns);
+	err = verify_insns(&in, hook, opts, res, &guard);
 	free(written);
 	return err;
 }

@@ -38,10 +38,13 @@ enum vtype {
 
 /*
  * One register.  A pointer's address is base + off + (a value in var_off
- * and [smin, smax] / [umin, umax]); a scalar is exactly var_off/bounds with
- * off 0.  id ties copies together (null checks, bounds checks, references).
- * A scalar's pad (DV_*) and aux describe how it derives from another
- * value's id (links.c); a pointer's aux is its map or record size.
+ * and [smin, smax] / [umin, umax]); a scalar is exactly var_off/bounds.
+ * id ties copies together (null checks, bounds checks, references); a
+ * scalar with an id holds the id's value plus off (64-bit wrapping: a
+ * constant delta, `r7 = r6; r7 += 5`), so a check on one of them bounds
+ * all (reg_linked_bounds).  A scalar's pad (DV_*) and aux describe how it
+ * derives from another value's id (links.c); a pointer's aux is its map or
+ * record size.
  */
 struct vreg {
 	uint8_t type;
@@ -178,32 +181,76 @@ static inline bool vcmp_equal(const struct vcmp *a, const struct vcmp *b)
 						   a->taken == b->taken && a->imm == b->imm));
 }
 
-/* One abstract state: a path's knowledge at insn pc. */
+/*
+ * A caller's frame as stored states share it (state.c): immutable once
+ * made, its content is that of every frame stamped with its f.gen, so a
+ * fork or a checkpoint refers to it instead of copying 4.6 KiB per caller.
+ * Only f.nslots slots are allocated.
+ */
+struct vsnap {
+	uint32_t refs;
+	struct vsnap *prev, *next; /* the run's snapshots, all freed at its end */
+	struct vframe f;
+};
+
+/* What a pending branch still has to learn when it resumes (verifier.c). */
+#define VDEFER_NONE 0
+#define VDEFER_JMP  1  /* the conditional jump at insn, taken */
+#define VDEFER_NULL 2  /* the pointers of id are null (flag 1) or not */
+
+struct vdefer {
+	uint32_t insn;
+	uint32_t id;
+	uint8_t kind, flag;
+};
+
+/*
+ * One abstract state: a path's knowledge at insn pc.  The working state
+ * (venv.cur) holds every frame in frames[] and its class table in
+ * links_full.  A stored copy (pending branch, checkpoint; compact set) is
+ * immutable: its callers' frames are snapshots (snap[]), its innermost
+ * frame sits at frames[0] (only the slots in use), and its class table
+ * follows (vstate_links).  Read frames through vst_frame().  In the
+ * working state, snap[i] caches a snapshot of caller frame i, valid while
+ * their stamps (gen) agree.
+ */
 struct vstate {
 	uint32_t pc;
 	uint32_t nframes;
 	uint32_t nrefs;
 	uint32_t nctrl;
 	uint16_t nlinks;
-	uint16_t compact;         /* a copy: the class table follows the used bytes */
+	uint16_t compact;         /* a stored copy (see above) */
 	uint32_t refs[MAX_REFS];  /* live ring buffer reservations (ids) */
 	/* Active rank-local branch conditions: (frame << 24 | immediate post-dominator). */
 	uint32_t ctrl[MAX_CTRL];
 	struct vnode *parent;     /* latest checkpoint on this path */
 	uint32_t last_ckpt;       /* insns_processed when it was stored */
 	struct vcmp cmp;          /* last forked comparison (see struct vcmp) */
+	struct vdefer defer;      /* a pending branch's refinement */
+	struct vsnap *snap[NBPF_MAX_CALL_DEPTH];
 	struct vframe frames[NBPF_MAX_CALL_DEPTH];
 	/* only in a working state; use vstate_links() */
 	struct vlink links_full[MAX_LINKS];
 };
 
-/* Bytes of a state up to its innermost frame's last slot in use. */
+static inline const struct vframe *vst_frame(const struct vstate *s, uint32_t i)
+{
+	if (!s->compact)
+		return &s->frames[i];
+	return i + 1 == s->nframes ? &s->frames[0] : &s->snap[i]->f;
+}
+
+/* Bytes of a frame up to its last slot in use. */
+static inline size_t vframe_used(const struct vframe *f)
+{
+	return offsetof(struct vframe, slots) + f->nslots * sizeof(struct vslot);
+}
+
+/* Bytes of a stored copy of s before its class table: header and innermost frame. */
 static inline size_t vstate_used(const struct vstate *s)
 {
-	const struct vframe *last = &s->frames[s->nframes - 1];
-
-	return offsetof(struct vstate, frames) + (s->nframes - 1) * sizeof(struct vframe) +
-	       offsetof(struct vframe, slots) + last->nslots * sizeof(struct vslot);
+	return offsetof(struct vstate, frames) + vframe_used(vst_frame(s, s->nframes - 1));
 }
 
 /*
@@ -245,6 +292,17 @@ struct vsubprog {
 	uint64_t rel_slots;    /* 8-byte slots whose spilled values may reach an address or size */
 };
 
+/*
+ * The time guard of one ncclbpf_program__verify, shared by the object's
+ * write-set discovery and the verification.  Its clock (a system call for
+ * a thread's CPU time) is first read after VWORK_CHECK units of work, so
+ * the many short verifications never read it.
+ */
+struct vguard {
+	uint64_t budget_ns;   /* 0: no guard */
+	uint64_t deadline_ns; /* 0: not started */
+};
+
 /* The per-run environment. */
 struct venv {
 	const struct nbpf_insn *insns;
@@ -259,7 +317,8 @@ struct venv {
 	bool collect;          /* write-set discovery: no findings, no consistency */
 	bool track_ctrl;       /* the hook has decision fields: follow control dependence */
 	uint32_t max_insns, max_states;
-	uint64_t deadline_ns;    /* CLOCK_MONOTONIC; 0: none */
+	uint64_t max_work;       /* the deterministic bound (see VWORK_*) */
+	struct vguard *guard;    /* the time guard (may be shared, or NULL: none) */
 	uint64_t work, next_check; /* work units done, and when to look at the clock next */
 	bool timed_out;
 
@@ -283,6 +342,8 @@ struct venv {
 	void *arena;             /* checkpoints: bump-allocated, released at the end of the run */
 	struct vnode *hslab;     /* their headers, apart (a prune point walks 64 of them): */
 	uint32_t hslab_left;     /* taken from slabs of 64 in the same arena */
+	struct vsnap *snaps;     /* every live snapshot of a caller's frame */
+	struct vsnap *snap_free[NSLOTS + 1]; /* released ones, by nslots, for reuse */
 	struct vstate *cur;
 	uint32_t next_id;
 	uint32_t next_gen;       /* frame stamps (struct vframe) */
@@ -299,13 +360,27 @@ struct venv {
 };
 
 /*
- * Work units between two looks at the clock: an instruction counts 1, a
- * state comparison VWORK_CMP (it may walk 8 frames).  At about 0.1 to 4 us
- * per 1,000 units here, the wall-clock budget overshoots by well under a
- * millisecond.
+ * Work, the deterministic measure that decides (venv.work against
+ * max_work): a unit is about one processed instruction's cost.  An
+ * instruction counts 1, a state comparison VWORK_CMP plus its frame walks,
+ * a walk of a frame (compared, joined, searched for linked copies,
+ * restamped) 1 plus a unit per VWORK_SLOTS slots in use, a copy of a state
+ * or frame a unit per VWORK_BYTES bytes.  Measured on the shapes of
+ * tests/verifier/patho_gen.h, a unit costs 25 to 65 ns of CPU on the
+ * 2-core development machine, loaded (docs/benchmarks.md), so
+ * the default budget is decided in well under a second.  The time
+ * guard is read every VWORK_CHECK units (about a millisecond).
  */
-#define VWORK_CHECK 1024u
+#define VWORK_CHECK 16384u
 #define VWORK_CMP 8u
+#define VWORK_BYTES 512u
+#define VWORK_SLOTS 8u
+
+/* The work of walking a frame's registers and slots in use. */
+static inline uint64_t vwork_frame(const struct vframe *f)
+{
+	return 1 + f->nslots / VWORK_SLOTS;
+}
 
 /* Per-insn static flags. */
 #define IF_PRUNE   0x01   /* prune point: jump target, after branch/call */
@@ -353,20 +428,26 @@ void scalar_meet(struct vreg *r, const struct vreg *b);
 bool scalar_feasible(const struct vreg *r);
 
 /* ---- links.c ---- */
-/* Clears a register's id and, for a scalar, its derivation. */
+/* Clears a register's id and, for a scalar, its derivation and delta. */
 static inline void reg_forget_links(struct vreg *r)
 {
 	r->id = 0;
 	if (r->type == VT_SCALAR || r->type == VT_NOT_INIT) {
 		r->aux = 0;
 		r->pad = 0;
+		r->off = 0;
 	}
 }
+/*
+ * r, linked to from (same id), takes the bounds from's imply for it: from's
+ * shifted by the difference of their deltas, met with what r knew.
+ */
+void reg_linked_bounds(struct vreg *r, const struct vreg *from);
 /* After a mov32/movsx32/shift computed dst from the value from. */
 void links_after_alu(struct venv *e, const struct nbpf_insn *in, const struct vreg *from,
 		     struct vreg *dst);
 /* After a branch refined r (and its id's copies): its class and sibling; false if infeasible. */
-bool links_refined(struct vstate *s, const struct vreg *r);
+bool links_refined(struct venv *e, const struct vreg *r);
 void links_prune(const struct venv *e, struct vstate *s);
 /* r's low half as the path knows it: lo[0] zero-, lo[1] sign-extended; true if beyond r's bounds. */
 bool links_lo32(struct vstate *s, const struct vreg *r, struct vreg lo[2]);
@@ -383,13 +464,15 @@ uint32_t vsubprog_of(const struct venv *e, uint32_t i);
 int vsuccessors(const struct venv *e, uint32_t i, int64_t out[2]);
 
 /* ---- state.c ---- */
-/* Pending branches: push a copy of e->cur (resumes at pc), drop the newest, pop into e->cur. */
+/*
+ * Pending branches: push a copy of e->cur (resumes at pc, after the
+ * caller sets its defer), drop the newest, pop it into e->cur (its defer
+ * is then to be applied).
+ */
 struct vstate *vstate_push(struct venv *e, uint32_t pc);
 void vstate_drop_top(struct venv *e);
 void vstate_pop(struct venv *e);
 size_t vstate_size(const struct vstate *s);
-/* Copies s into the full-size working state d. */
-void vstate_restore(struct vstate *d, const struct vstate *s);
 /* 1: pruned (path ends), 0: continue; may store a checkpoint. */
 int vstate_visit(struct venv *e);
 void vstate_path_done(struct venv *e);
@@ -447,14 +530,21 @@ int vcompute_ipdom(struct venv *e);
 bool map_is_rank_local(const struct venv *e, uint32_t map_idx);
 
 /* ---- verifier.c ---- */
+/*
+ * A budget ran out at pc: refused with in_loop, naming the loop, when
+ * exploration was inside one; with no_loop otherwise.  what names the
+ * budget ("8192 pending branches").
+ */
+int vbudget_refuse(struct venv *e, uint32_t pc, enum vmsg in_loop, enum vmsg no_loop,
+		   const char *what);
 static inline struct vframe *cur_frame(struct venv *e)
 {
 	return &e->cur->frames[e->cur->nframes - 1];
 }
 struct vreg *vreg_get(struct venv *e, uint8_t regno);
 void mark_reg_not_init(struct vreg *r);
-/* Applies fn-style refinement to every copy of a register with id (all frames, spills). */
-void for_each_reg_with_id(struct vstate *s, uint32_t id, void (*fn)(struct vreg *, void *),
+/* Applies fn to every copy of a register with id in e->cur (all frames, spills). */
+void for_each_reg_with_id(struct venv *e, uint32_t id, void (*fn)(struct vreg *, void *),
 			  void *arg);
 const struct ncclbpf_map *venv_map(const struct venv *e, uint32_t idx);
 

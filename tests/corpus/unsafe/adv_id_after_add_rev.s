@@ -1,5 +1,5 @@
-# EXPECT: pointer arithmetic with unbounded scalar
-# adversarial case: id after add rev
+# EXPECT: stack access out of bounds
+# adversarial case: id after add rev (linked with its delta, r3 is r2 + 0x1000: out of the frame)
 mov %r0, 0
 ldxdw %r2, [%r1+0]
 mov %r3, %r2

@@ -1,5 +1,5 @@
-# EXPECT: pointer arithmetic with unbounded scalar
-# adversarial case: id spill then alu
+# EXPECT: stack access out of bounds
+# adversarial case: id spill then alu (linked with its delta, r3 is r2 + 0x1000: out of the frame)
 mov %r0, 0
 ldxdw %r2, [%r1+0]
 stxdw [%r10-16], %r2

@@ -13,6 +13,7 @@ mov %r1, %r10
 add %r1, -8
 mov %r2, 8
 mov %r3, 1
+mov %r5, 0
 call 6
 mov %r0, 0
 exit

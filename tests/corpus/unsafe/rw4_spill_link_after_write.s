@@ -1,5 +1,5 @@
-# EXPECT: pointer arithmetic with unbounded scalar
-# near miss of safe/rw4_spill32_fill32_link: the register changes after the spill
+# EXPECT: read of uninitialised stack
+# near miss of safe/rw4_spill32_fill32_link: the register changes after the spill; linked with its delta (r3 = r2 + 1), the check puts r3 in [1, 8], and fp-16 + 8 reads the uninitialised fp-8
 stdw [%r10-16], 0
 ldxw %r3, [%r1+24]
 stxw [%r10-4], %r3
