@@ -232,14 +232,15 @@ static nbpf_nccl_result_t e_irecv_nop(void *rc, int n, void **data, size_t *size
 	return net_core_irecv(rc, n, data, sizes, tags, mh, NULL, req);
 }
 
+/* v6-v8: NCCL's adaptor has cleared the optional-completion pre-set already. */
 static nbpf_nccl_result_t e_irecv_int(void *rc, int n, void **data, int *sizes, int *tags,
 				      void **mh, void **req)
 {
-	size_t s[NET_CORE_MAX_RECVS];
+	size_t s[NET_MAX_RECVS];
 
 	if (req)
 		*req = NULL;
-	if (n < 1 || n > NET_CORE_MAX_RECVS || !sizes)
+	if (n < 1 || n > NET_MAX_RECVS || !sizes)
 		return NBPF_NCCL_INVALID_ARGUMENT;
 	for (int i = 0; i < n; i++) {
 		if (sizes[i] < 0)

@@ -177,6 +177,7 @@ nbpf_nccl_result_t net_ctx_create(struct net_ctx **out, int abi, uint64_t comm_i
 	ctx->traffic_class = traffic_class;
 	ctx->prof = prof;
 	ctx->cm = nbpf_host_comm_add(NBPF_COMM_NET, abi, comm_id, -1, 0, 0);
+	ctx->stats = nbpf_host_settings() && nbpf_host_settings()->stats;
 	net_ctl_register();
 	if (ctx->inner)
 		nbpf_host_log(NBPF_NCCL_LOG_INFO, NBPF_NCCL_NET | NBPF_NCCL_INIT,
@@ -298,14 +299,16 @@ nbpf_nccl_result_t net_core_listen(struct net_ctx *ctx, int dev, void *handle, v
 	return NBPF_NCCL_SUCCESS;
 }
 
-static void close_backend_comm(struct net_ctx *ctx, bool send, struct nnet_comm *tc, void *ic)
+static nbpf_nccl_result_t close_backend_comm(struct net_ctx *ctx, bool send, struct nnet_comm *tc,
+					     void *ic)
 {
 	if (tc)
-		nnet_close(tc);
-	else if (ic && send)
-		net_inner_close_send(ctx->inner, ic);
-	else if (ic)
-		net_inner_close_recv(ctx->inner, ic);
+		return net_core_result(nnet_close(tc));
+	if (ic && send)
+		return net_inner_close_send(ctx->inner, ic);
+	if (ic)
+		return net_inner_close_recv(ctx->inner, ic);
+	return NBPF_NCCL_SUCCESS;
 }
 
 static nbpf_nccl_result_t comm_wrap(struct net_ctx *ctx, struct nnet_comm *tc, void *ic, bool send,
@@ -313,7 +316,7 @@ static nbpf_nccl_result_t comm_wrap(struct net_ctx *ctx, struct nnet_comm *tc, v
 {
 	struct net_comm *c = calloc(1, sizeof(*c));
 
-	if (c && ic && !(c->ireqs = net_wrap_pool_new())) {
+	if (c && ic && !(c->ireqs = net_wrap_pool_new(c))) {
 		free(c);
 		c = NULL;
 	}
@@ -427,18 +430,17 @@ nbpf_nccl_result_t net_core_accept(void *lcp, void **rc, void **dc)
 nbpf_nccl_result_t net_core_close_listen(void *lcp)
 {
 	struct net_listen *l = lcp;
+	nbpf_nccl_result_t res;
 
 	if (!l)
 		return NBPF_NCCL_SUCCESS;
 	if (l->magic != NET_OBJ_LISTEN)
 		return NBPF_NCCL_INVALID_ARGUMENT;
 	l->magic = 0;
-	if (l->ilc)
-		net_inner_close_listen(l->ctx->inner, l->ilc);
-	else
-		nnet_close_listen(l->l);
+	res = l->ilc ? net_inner_close_listen(l->ctx->inner, l->ilc)
+		     : net_core_result(nnet_close_listen(l->l));
 	free(l);
-	return NBPF_NCCL_SUCCESS;
+	return res;
 }
 
 static struct net_comm *comm_get(void *p, uint32_t kind)
@@ -452,12 +454,14 @@ static struct net_comm *comm_get(void *p, uint32_t kind)
 nbpf_nccl_result_t net_core_close(void *p)
 {
 	struct net_comm *c = comm_get(p, 0);
+	nbpf_nccl_result_t res;
 
 	if (!p)
 		return NBPF_NCCL_SUCCESS;
 	if (!c)
 		return NBPF_NCCL_INVALID_ARGUMENT;
-	close_backend_comm(c->ctx, c->magic == NET_OBJ_SEND, c->tc, c->ic);
+	/* An inner plugin's error reaches NCCL; the comm is gone either way (NCCL won't retry). */
+	res = close_backend_comm(c->ctx, c->magic == NET_OBJ_SEND, c->tc, c->ic);
 	c->magic = 0;
 	net_peer_detach(c->peer);
 	if (c->ireqs) {
@@ -465,7 +469,7 @@ nbpf_nccl_result_t net_core_close(void *p)
 		free(c->ireqs);
 	}
 	free(c);
-	return NBPF_NCCL_SUCCESS;
+	return res;
 }
 
 /* ---- memory registration (host memory only) ----------------------------------- */
@@ -544,8 +548,10 @@ nbpf_nccl_result_t net_core_isend(void *sc, void *data, size_t size, int tag, vo
 
 	if (!req)
 		return NBPF_NCCL_INVALID_ARGUMENT;
-	if (c && c->ic)
+	if (c && c->ic) {
+		*req = NULL; /* NCCL pre-sets nothing for a send */
 		return net_wrap_post(c, true, &data, &size, 1, &tag, &mh, &ph, req);
+	}
 	*req = NULL;
 	if (!c)
 		return NBPF_NCCL_INVALID_ARGUMENT;
@@ -565,7 +571,7 @@ nbpf_nccl_result_t net_core_irecv(void *rc, int n, void **data, size_t *sizes, i
 
 	if (!req)
 		return NBPF_NCCL_INVALID_ARGUMENT;
-	if (c && c->ic && data && sizes && n >= 1)
+	if (c && c->ic && data && sizes && n >= 1 && n <= NET_MAX_RECVS)
 		return net_wrap_post(c, false, data, sizes, n, tags, mh, ph, req);
 	*req = NULL; /* v9+ may pre-set 0x1; always overwrite */
 	if (!c || n != 1 || !data || !sizes)
@@ -586,7 +592,7 @@ nbpf_nccl_result_t net_core_iflush(void *rc, int n, void **data, int *sizes, voi
 
 	if (req)
 		*req = NULL;
-	if (!c || !c->ic || !req)
+	if (!c || !c->ic || !req || n < 1 || n > NET_MAX_RECVS)
 		return NBPF_NCCL_INTERNAL_ERROR; /* host memory: NCCL never flushes */
 	return net_wrap_flush(c, n, data, sizes, mh, req);
 }
@@ -651,14 +657,10 @@ nbpf_nccl_result_t net_core_get_device_mr(void *comm, void *mh, void **dptr)
 nbpf_nccl_result_t net_core_irecv_consumed(void *rc, int n, void *req)
 {
 	struct net_comm *c = comm_get(rc, NET_OBJ_RECV);
-	struct net_ireq *w = req;
 
 	if (!c || !c->ic)
 		return NBPF_NCCL_SUCCESS;
-	/* Wrappers are reused in FIFO order, so a just-completed one still names its request. */
-	if (w && (uintptr_t)w > 0x1000 && w >= c->ireqs->w && w < c->ireqs->w + NET_IREQS)
-		req = w->ireq;
-	return net_inner_irecv_consumed(c->ctx->inner, c->ic, n, req);
+	return net_wrap_consumed(c, n, req);
 }
 
 nbpf_nccl_result_t net_core_set_attr(void *p, nbpf_net_attr_v11_t *attr)

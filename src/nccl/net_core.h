@@ -16,7 +16,7 @@
 #include "net/nnet.h"
 #include "net_inner.h"
 
-#define NET_CORE_MAX_RECVS 1 /* maxRecvs we announce */
+#define NET_CORE_MAX_RECVS 1 /* maxRecvs our transport announces */
 #define NBPF_NCCL_NET 0x10ul /* NCCL_NET log subsystem */
 
 /* One init context: per communicator from v11, per process before. */
@@ -26,7 +26,8 @@ struct net_ctx {
 	uint64_t comm_id;        /* NCCL's commHash (v11+), else 0 */
 	int traffic_class;       /* ncclNetCommConfig.trafficClass, -1: undefined */
 	nbpf_net_prof_cb_t prof; /* v10+: NCCL's profiler callback, may be NULL */
-	struct nbpf_comm *cm;    /* registry entry (role "net"): program runs, refusals */
+	struct nbpf_comm *cm;    /* registry entry (role "net"): messages, program runs, refusals */
+	bool stats;              /* NCCLBPF_STATS=1: time every program run */
 	struct net_inner *inner; /* NCCLBPF_NET=inner:...: the plugin we wrap, else NULL */
 	void *ictx;              /* the inner plugin's context (v11+) */
 };
@@ -47,8 +48,11 @@ struct net_listen {
 struct net_ireq {
 	uint32_t magic;          /* NET_IREQ_MAGIC while in flight */
 	uint32_t event;          /* NCCLBPF_NET_*_DONE, or UINT32_MAX for a flush */
-	struct net_comm *c;
-	void *ireq;              /* the inner plugin's request */
+	struct net_comm *c;      /* the comm whose pool holds it, for its whole life */
+	void *ireq;              /* the inner plugin's request (0x1 too, if it answered so) */
+	void *done_ireq;         /* the last receive it completed, for irecvConsumed */
+	int n;                   /* grouped receives (1 for a send) */
+	size_t bytes;            /* posted: size, or the receives' capacities summed */
 	uint64_t posted;         /* post time (0: not timed) */
 };
 
@@ -99,7 +103,7 @@ nbpf_nccl_result_t net_core_irecv_consumed(void *rc, int n, void *req);
 nbpf_nccl_result_t net_core_set_attr(void *ctx, nbpf_net_attr_v11_t *attr);
 
 /* net_wrap.c: the inner backend's requests. */
-struct net_ireqs *net_wrap_pool_new(void);
+struct net_ireqs *net_wrap_pool_new(struct net_comm *c);
 nbpf_nccl_result_t net_wrap_post(struct net_comm *c, bool send, void **data, size_t *sizes,
 				 int n, int *tags, void **mh, void **ph, void **req);
 /* Whether req looks like one of our wrappers in flight. */
@@ -107,6 +111,7 @@ bool net_wrap_ok(const struct net_ireq *w);
 nbpf_nccl_result_t net_wrap_test(struct net_ireq *w, int *done, int *sizes);
 nbpf_nccl_result_t net_wrap_flush(struct net_comm *c, int n, void **data, int *sizes, void **mh,
 				  void **req);
+nbpf_nccl_result_t net_wrap_consumed(struct net_comm *c, int n, void *req);
 
 /* net_hooks.c: SEC("net") programs around the calls. */
 struct nbpf_comm;

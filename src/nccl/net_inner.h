@@ -14,6 +14,13 @@
 struct net_inner;
 
 /*
+ * Grouped receives we marshal (NCCL_PROXY_MAX_SUBS): an inner plugin's
+ * maxRecvs is announced up to this.
+ */
+#define NET_MAX_RECVS 64
+#define NET_OPTIONAL_RECV ((void *)0x1) /* NCCL_NET_OPTIONAL_RECV_COMPLETION */
+
+/*
  * Loads spec: dlopen(spec), then for a bare name libnccl-net-<spec>.so,
  * RTLD_NOW | RTLD_LOCAL.  Reference-counted per process (one inner
  * library).  0 or a negative errno, with a message in err.
