@@ -39,9 +39,34 @@ void net_hook_refuse(struct net_ctx *ctx)
 	count_refusal(ctx, NBPF_REFUSE_RANGE);
 }
 
+static inline void bump(_Atomic uint64_t *v, uint64_t by)
+{
+	atomic_store_explicit(v, atomic_load_explicit(v, memory_order_relaxed) + by,
+			      memory_order_relaxed);
+}
+
+/*
+ * Per-program counters restart when the context first runs a new image,
+ * as the tuner's do (`prog list` sums those of the current generation).
+ * v6-v10 share one context between NCCL's threads: one wins the reset.
+ */
+static __attribute__((noinline, cold)) void stats_reset(struct nbpf_comm *cm, uint64_t gen)
+{
+	uint64_t old = atomic_load_explicit(&cm->stats_gen, memory_order_relaxed);
+
+	if (!atomic_compare_exchange_strong(&cm->stats_gen, &old, gen))
+		return;
+	for (uint32_t i = 0; i < NBPF_HOST_MAX_PROGS; i++) {
+		atomic_store_explicit(&cm->prog[i].runs, 0, memory_order_relaxed);
+		atomic_store_explicit(&cm->prog[i].ns, 0, memory_order_relaxed);
+	}
+	atomic_store_explicit(&cm->image_gen, gen, memory_order_relaxed);
+}
+
 /* Runs every net program; returns false when none ran. *skip: one said SKIP. */
 static bool run_programs(struct net_ctx *ctx, struct ncclbpf_net_ctx *x, bool *skip)
 {
+	struct nbpf_comm *cm = ctx->cm;
 	struct nbpf_image *img;
 	bool ran = false;
 
@@ -50,12 +75,17 @@ static bool run_programs(struct net_ctx *ctx, struct ncclbpf_net_ctx *x, bool *s
 		return false;
 	nbpf_epoch_enter();
 	img = atomic_load_explicit(&nbpf_host_published, memory_order_acquire);
+	if (img && cm && __builtin_expect(atomic_load_explicit(&cm->stats_gen, memory_order_relaxed) !=
+					  img->generation, 0))
+		stats_reset(cm, img->generation);
 	for (uint32_t i = 0; img && i < img->n_progs; i++) {
 		const struct nbpf_host_prog *hp = &img->progs[i];
-		uint64_t ret = 0;
+		uint64_t ret = 0, t0 = 0;
 
 		if (hp->hook != NCCLBPF_HOOK_NET)
 			continue;
+		if (__builtin_expect(ctx->stats, 0))
+			t0 = nbpf_now_ns();
 		if (hp->func) {
 			ret = hp->func(x, sizeof(*x));
 		} else if (ncclbpf_program__run(hp->prog, x, sizeof(*x), &ret)) {
@@ -64,20 +94,15 @@ static bool run_programs(struct net_ctx *ctx, struct ncclbpf_net_ctx *x, bool *s
 		}
 		*skip |= ret == NCCLBPF_NET_SKIP;
 		ran = true;
-		if (ctx->cm) {
-			if (atomic_load_explicit(&ctx->cm->image_gen, memory_order_relaxed) !=
-			    img->generation)
-				atomic_store_explicit(&ctx->cm->image_gen, img->generation,
-						      memory_order_relaxed);
-			/*
-			 * One thread drives a context's data path (NCCL's proxy
-			 * progress thread; v6..v10 share one context between
-			 * communicators, where a count may be lost): no locked add.
-			 */
-			_Atomic uint64_t *runs = &ctx->cm->prog[hp->slot].runs;
-
-			atomic_store_explicit(runs, atomic_load_explicit(runs, memory_order_relaxed) + 1,
-					      memory_order_relaxed);
+		/*
+		 * One thread drives a context's data path (NCCL's proxy progress
+		 * thread; v6..v10 share one context between communicators, where
+		 * a count may be lost): no locked add.
+		 */
+		if (cm) {
+			bump(&cm->prog[hp->slot].runs, 1);
+			if (__builtin_expect(ctx->stats, 0))
+				bump(&cm->prog[hp->slot].ns, nbpf_now_ns() - t0);
 		}
 	}
 	nbpf_epoch_exit();
@@ -199,6 +224,9 @@ bool net_hook_msg(struct net_comm *c, uint32_t event, size_t bytes, int tag, uin
 	struct ncclbpf_net_ctx x;
 	bool skip;
 
+	/* The context's registry entry counts messages done (`ps`: calls). */
+	if (c->ctx->cm && (event == NCCLBPF_NET_SEND_DONE || event == NCCLBPF_NET_RECV_DONE))
+		bump(&c->ctx->cm->calls, 1);
 	if (!atomic_load_explicit(&nbpf_host_published, memory_order_relaxed))
 		return false;
 	ctx_init(&x, c->ctx, event, c->dev, c->tc ? nnet_comm_peer(c->tc) : NULL);
