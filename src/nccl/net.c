@@ -375,10 +375,8 @@ static nbpf_nccl_result_t v11_set_net_attr(void *ctx, nbpf_net_attr_v11_t *attr)
 
 /* ---- the exported tables ----------------------------------------------------- */
 
-#define NET_NAME "ncclbpf"
-
 NBPF_EXPORT const nbpf_net_v6_t ncclNetPlugin_v6 = {
-	.name = NET_NAME, .init = v6_init, .devices = e_devices, .getProperties = props_v6,
+	.name = NET_PLUGIN_NAME, .init = v6_init, .devices = e_devices, .getProperties = props_v6,
 	.listen = legacy_listen, .connect = v6_connect, .accept = e_accept_v6,
 	.regMr = e_regmr_int, .regMrDmaBuf = e_regmr_dmabuf, .deregMr = e_deregmr,
 	.isend = e_isend_int, .irecv = e_irecv_int, .iflush = e_iflush, .test = e_test,
@@ -386,7 +384,7 @@ NBPF_EXPORT const nbpf_net_v6_t ncclNetPlugin_v6 = {
 };
 
 NBPF_EXPORT const nbpf_net_v7_t ncclNetPlugin_v7 = {
-	.name = NET_NAME, .init = v7_init, .devices = e_devices, .getProperties = props_v7,
+	.name = NET_PLUGIN_NAME, .init = v7_init, .devices = e_devices, .getProperties = props_v7,
 	.listen = legacy_listen, .connect = v7_connect, .accept = e_accept,
 	.regMr = e_regmr_int, .regMrDmaBuf = e_regmr_dmabuf, .deregMr = e_deregmr,
 	.isend = e_isend_int, .irecv = e_irecv_int, .iflush = e_iflush, .test = e_test,
@@ -395,7 +393,7 @@ NBPF_EXPORT const nbpf_net_v7_t ncclNetPlugin_v7 = {
 };
 
 NBPF_EXPORT const nbpf_net_v8_t ncclNetPlugin_v8 = {
-	.name = NET_NAME, .init = v8_init, .devices = e_devices, .getProperties = props_v8,
+	.name = NET_PLUGIN_NAME, .init = v8_init, .devices = e_devices, .getProperties = props_v8,
 	.listen = legacy_listen, .connect = v7_connect, .accept = e_accept,
 	.regMr = e_regmr, .regMrDmaBuf = e_regmr_dmabuf, .deregMr = e_deregmr,
 	.isend = e_isend_int, .irecv = e_irecv_int, .iflush = e_iflush, .test = e_test,
@@ -404,7 +402,7 @@ NBPF_EXPORT const nbpf_net_v8_t ncclNetPlugin_v8 = {
 };
 
 NBPF_EXPORT const nbpf_net_v9_t ncclNetPlugin_v9 = {
-	.name = NET_NAME, .init = v9_init, .devices = e_devices, .getProperties = props_v9,
+	.name = NET_PLUGIN_NAME, .init = v9_init, .devices = e_devices, .getProperties = props_v9,
 	.listen = legacy_listen, .connect = v7_connect, .accept = e_accept,
 	.regMr = e_regmr, .regMrDmaBuf = e_regmr_dmabuf, .deregMr = e_deregmr,
 	.isend = e_isend_nop, .irecv = e_irecv_nop, .iflush = e_iflush, .test = e_test,
@@ -413,7 +411,7 @@ NBPF_EXPORT const nbpf_net_v9_t ncclNetPlugin_v9 = {
 };
 
 NBPF_EXPORT const nbpf_net_v10_t ncclNetPlugin_v10 = {
-	.name = NET_NAME, .init = v10_init, .devices = e_devices, .getProperties = props_v9,
+	.name = NET_PLUGIN_NAME, .init = v10_init, .devices = e_devices, .getProperties = props_v9,
 	.listen = legacy_listen, .connect = v10_connect, .accept = e_accept,
 	.regMr = e_regmr, .regMrDmaBuf = e_regmr_dmabuf, .deregMr = e_deregmr,
 	.isend = e_isend, .irecv = e_irecv, .iflush = e_iflush, .test = e_test,
@@ -422,7 +420,7 @@ NBPF_EXPORT const nbpf_net_v10_t ncclNetPlugin_v10 = {
 };
 
 NBPF_EXPORT const nbpf_net_v11_t ncclNetPlugin_v11 = {
-	.name = NET_NAME, .init = v11_init, .devices = e_devices, .getProperties = props_v11,
+	.name = NET_PLUGIN_NAME, .init = v11_init, .devices = e_devices, .getProperties = props_v11,
 	.listen = v11_listen, .connect = v11_connect, .accept = e_accept,
 	.regMr = e_regmr, .regMrDmaBuf = e_regmr_dmabuf, .deregMr = e_deregmr,
 	.isend = e_isend, .irecv = e_irecv, .iflush = e_iflush, .test = e_test,
@@ -432,7 +430,7 @@ NBPF_EXPORT const nbpf_net_v11_t ncclNetPlugin_v11 = {
 };
 
 NBPF_EXPORT const nbpf_net_v12_t ncclNetPlugin_v12 = {
-	.name = NET_NAME, .init = v11_init, .devices = e_devices, .getProperties = props_v12,
+	.name = NET_PLUGIN_NAME, .init = v11_init, .devices = e_devices, .getProperties = props_v12,
 	.listen = v11_listen, .connect = v11_connect, .accept = e_accept,
 	.regMr = e_regmr, .regMrDmaBuf = e_regmr_dmabuf, .deregMr = e_deregmr,
 	.isend = e_isend, .irecv = e_irecv, .iflush = e_iflush, .test = e_test,

@@ -63,6 +63,33 @@ static void *open_lib(const char *spec, char *err, size_t errlen)
 	return dl;
 }
 
+/*
+ * NCCLBPF_NET=inner:ncclbpf, our own path or a link to it would have this
+ * library wrap itself, each call calling itself until the stack runs out
+ * (dlopen of any path to our file hands back our own link map: glibc
+ * matches the inode, and runs no constructor again); another copy of it
+ * would read NCCLBPF_NET and wrap again.  Returns whether refused.
+ */
+static bool is_self(const char *spec, const void *tbl, char *err, size_t errlen)
+{
+	Dl_info me, it;
+
+	if (!dladdr((void *)net_inner_open, &me) || !dladdr(tbl, &it))
+		return false;
+	if (it.dli_fbase == me.dli_fbase) {
+		snprintf(err, errlen, "%s is this plugin itself (%s); it cannot wrap itself", spec,
+			 me.dli_fname);
+		return true;
+	}
+	if (((const nbpf_net_v6_t *)tbl)->name &&
+	    !strcmp(((const nbpf_net_v6_t *)tbl)->name, NET_PLUGIN_NAME)) {
+		snprintf(err, errlen, "%s is another copy of %s (%s); it cannot wrap itself", spec,
+			 NET_PLUGIN_NAME, it.dli_fname);
+		return true;
+	}
+	return false;
+}
+
 int net_inner_open(const char *spec, struct net_inner **out, char *err, size_t errlen)
 {
 	struct net_inner *in;
@@ -88,13 +115,13 @@ int net_inner_open(const char *spec, struct net_inner **out, char *err, size_t e
 		in->tbl = dlsym(in->dl, sym);
 		in->v = v;
 	}
-	if (!in->tbl) {
-		if (in->dl) {
+	if (!in->tbl || is_self(spec, in->tbl, err, errlen)) {
+		rc = in->tbl ? -ELOOP : -ENOENT;
+		if (in->dl && !in->tbl)
 			snprintf(err, errlen, "%s exports no ncclNetPlugin_v6..v12", spec);
+		if (in->dl)
 			dlclose(in->dl);
-		}
 		free(in);
-		rc = -ENOENT;
 		goto out;
 	}
 	/* The name is read from the table, the same for every version. */
