@@ -43,6 +43,8 @@ nbpf_nccl_result_t net_core_result(int err)
 	case -EMSGSIZE:
 		return NBPF_NCCL_INVALID_USAGE;
 	case -ECONNRESET:
+	case -ECONNABORTED:
+	case -ETIMEDOUT:
 	case -EPROTO:
 		return NBPF_NCCL_REMOTE_ERROR;
 	default:
@@ -74,6 +76,8 @@ static nbpf_nccl_result_t comm_error(struct net_comm *c, const char *what, int e
 			      addr_str(nnet_comm_peer(c->tc), peer, sizeof(peer)), what,
 			      err == -EMSGSIZE ? "message truncated (larger than the receive buffer)"
 			      : err == -ECONNRESET ? "connection closed by the peer"
+			      : err == -ETIMEDOUT ? "the peer took no data and gave no sign of life for "
+						    "NCCLBPF_NET_TIMEOUT (a stopped or hung process, or its host gone)"
 			      : strerror(-err));
 	}
 	return net_core_result(err);
@@ -386,7 +390,11 @@ nbpf_nccl_result_t net_core_connect(struct net_ctx *ctx, int dev, int traffic_cl
 	err = nnet_connect(dev, handle, &opts, &tc);
 	if (err) {
 		nbpf_host_log(NBPF_NCCL_LOG_WARN, NBPF_NCCL_NET, "net: connect on device %d failed: %s",
-			      dev, err == -EINVAL ? "not a handle of this plugin" : strerror(-err));
+			      dev, err == -EINVAL ? "not a handle of this plugin"
+			      : err == -ECONNABORTED ? "the listener closed the connection before accepting it "
+						       "(a peer of another ncclbpf wire version, or its "
+						       "NCCLBPF_NET_HELLO_TIMEOUT passed first)"
+			      : strerror(-err));
 		return net_core_result(err);
 	}
 	if (!tc)
