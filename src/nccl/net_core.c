@@ -334,6 +334,7 @@ static nbpf_nccl_result_t comm_wrap(struct net_ctx *ctx, struct nnet_comm *tc, v
 	c->ic = ic;
 	c->dev = dev;
 	c->peer = net_peer_attach(tc ? nnet_comm_peer(tc) : NULL);
+	net_hook_comm_init(c);
 	*out = c;
 	return NBPF_NCCL_SUCCESS;
 }

@@ -13,6 +13,7 @@
 #include <pthread.h>
 
 #include "abi_net.h"
+#include "ncclbpf/policy.h"
 #include "net/nnet.h"
 #include "net_inner.h"
 
@@ -72,6 +73,7 @@ struct net_comm {
 	int dev;
 	bool warned;             /* one WARN per failed comm */
 	struct net_peer_stats *peer; /* this comm's per-peer counters (net_peers.h), may be NULL */
+	struct ncclbpf_net_ctx hook; /* its events' context but event, bytes, tag, latency */
 };
 
 nbpf_nccl_result_t net_ctx_create(struct net_ctx **out, int abi, uint64_t comm_id,
@@ -118,6 +120,8 @@ struct nbpf_comm;
 uint64_t net_peer_key(const union nnet_addr *a);
 void net_hook_connect(struct net_ctx *ctx, int dev, const union nnet_addr *peer,
 		      struct nnet_conn_opts *opts);
+/* Fills c->hook once its backend comm exists. */
+void net_hook_comm_init(struct net_comm *c);
 void net_hook_accept(struct net_comm *c);
 /* Counts an output the backend cannot apply. */
 void net_hook_refuse(struct net_ctx *ctx);
