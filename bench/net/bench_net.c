@@ -20,6 +20,9 @@
  *       moves nothing: run with and without a policy, the difference is
  *       what the hooks cost per message.
  *
+ * BENCH_NET_PLUGIN and BENCH_NULL_PLUGIN, when set, replace the libraries'
+ * build-tree paths (for a copy of the build run on another machine).
+ *
  * Sizes: --min, then powers of 4 from 16 up to --max (8 B, 16 B, 64 B ...
  * 1 GiB by default); the driving loops sched_yield() after a pass that
  * completed nothing, as NCCL's proxy thread does;
@@ -49,6 +52,13 @@
 
 #define WINDOW 4
 #define MAX_STREAMS 16
+
+static const char *lib_path(const char *env, const char *built)
+{
+	const char *p = getenv(env);
+
+	return p && *p ? p : built;
+}
 
 static size_t opt_min = 8, opt_max = 1ull << 30, opt_budget = 256ull << 20;
 static int opt_streams = 2;
@@ -165,7 +175,7 @@ static int run_plugin(void)
 	setenv("NCCL_SOCKET_NTHREADS", n, 1);
 	setenv("NCCL_NSOCKS_PERTHREAD", "1", 1);
 	setenv("NCCL_SOCKET_IFNAME", "lo", 0);
-	lib = drv_open(NET_PLUGIN);
+	lib = drv_open(lib_path("BENCH_NET_PLUGIN", NET_PLUGIN));
 	if (!sb || !rb || !lib || drv_bind(&d, lib, 11) || drv_init(&d, 1, -1, NULL) ||
 	    drv_listen(&d, 0, handle, &lc) || drv_pair(&d, 0, handle, lc, &sc, &rc, 10000)) {
 		fprintf(stderr, "bench_net: cannot set up the plugin\n");
@@ -328,9 +338,9 @@ static int run_hook(void)
 	uint64_t best = UINT64_MAX;
 	int done;
 
-	snprintf(spec, sizeof(spec), "inner:%s", NULL_PLUGIN);
+	snprintf(spec, sizeof(spec), "inner:%s", lib_path("BENCH_NULL_PLUGIN", NULL_PLUGIN));
 	setenv("NCCLBPF_NET", spec, 1);
-	lib = drv_open(NET_PLUGIN);
+	lib = drv_open(lib_path("BENCH_NET_PLUGIN", NET_PLUGIN));
 	if (!lib || drv_bind(&d, lib, 11) || drv_init(&d, 1, -1, NULL) ||
 	    drv_listen(&d, 0, handle, &lc) || drv_pair(&d, 0, handle, lc, &sc, &rc, 1000)) {
 		fprintf(stderr, "bench_net: cannot set up the wrapper\n");
