@@ -885,6 +885,13 @@ static nbpf_nccl_result_t t_finalize(void *ctx) { return m_finalize(ctx); }
 static nbpf_nccl_result_t t_set_attr(void *ctx, nbpf_net_attr_v11_t *a) { return m_set_attr(ctx, a); }
 #endif
 
+/* The entries every version's table has, under the same names. */
+#define MOCK_TABLE_COMMON \
+	.listen = t_listen, .connect = t_connect, .accept = t_accept, .regMr = t_regmr, \
+	.regMrDmaBuf = t_dmabuf, .deregMr = t_deregmr, .isend = t_isend, .irecv = t_irecv, \
+	.iflush = t_iflush, .test = t_test, .closeSend = t_close_send, .closeRecv = t_close_recv, \
+	.closeListen = t_close_listen,
+
 #if MOCK_V == 6
 static nbpf_nccl_result_t t_props(int dev, nbpf_net_props_v6_t *p)
 {
@@ -898,10 +905,7 @@ static nbpf_nccl_result_t t_connect(int dev, void *h, void **s) { return m_conne
 static nbpf_nccl_result_t t_accept(void *l, void **rc) { return m_accept(l, rc, NULL, false); }
 EXPORT nbpf_net_v6_t ncclNetPlugin_v6 = {
 	.name = "mock", .init = t_init, .devices = t_devices, .getProperties = t_props,
-	.listen = t_listen, .connect = t_connect, .accept = t_accept, .regMr = t_regmr,
-	.regMrDmaBuf = t_dmabuf, .deregMr = t_deregmr, .isend = t_isend, .irecv = t_irecv,
-	.iflush = t_iflush, .test = t_test, .closeSend = t_close_send, .closeRecv = t_close_recv,
-	.closeListen = t_close_listen,
+	MOCK_TABLE_COMMON
 };
 #endif
 
@@ -941,19 +945,13 @@ static nbpf_nccl_result_t t_connect(int dev, void *h, void **s, nbpf_net_dev_han
 #if MOCK_V == 7
 EXPORT nbpf_net_v7_t ncclNetPlugin_v7 = {
 	.name = "mock", .init = t_init, .devices = t_devices, .getProperties = t_props7,
-	.listen = t_listen, .connect = t_connect, .accept = t_accept, .regMr = t_regmr,
-	.regMrDmaBuf = t_dmabuf, .deregMr = t_deregmr, .isend = t_isend, .irecv = t_irecv,
-	.iflush = t_iflush, .test = t_test, .closeSend = t_close_send, .closeRecv = t_close_recv,
-	.closeListen = t_close_listen, .getDeviceMr = t_get_device_mr, .irecvConsumed = t_consumed,
+	MOCK_TABLE_COMMON .getDeviceMr = t_get_device_mr, .irecvConsumed = t_consumed,
 };
 #endif
 #if MOCK_V == 8
 EXPORT nbpf_net_v8_t ncclNetPlugin_v8 = {
 	.name = "mock", .init = t_init, .devices = t_devices, .getProperties = t_props8,
-	.listen = t_listen, .connect = t_connect, .accept = t_accept, .regMr = t_regmr,
-	.regMrDmaBuf = t_dmabuf, .deregMr = t_deregmr, .isend = t_isend, .irecv = t_irecv,
-	.iflush = t_iflush, .test = t_test, .closeSend = t_close_send, .closeRecv = t_close_recv,
-	.closeListen = t_close_listen, .getDeviceMr = t_get_device_mr, .irecvConsumed = t_consumed,
+	MOCK_TABLE_COMMON .getDeviceMr = t_get_device_mr, .irecvConsumed = t_consumed,
 };
 #endif
 #if MOCK_V == 9 || MOCK_V == 10
@@ -971,10 +969,7 @@ static nbpf_nccl_result_t t_props9(int dev, nbpf_net_props_v9_t *p)
 #if MOCK_V == 9
 EXPORT nbpf_net_v9_t ncclNetPlugin_v9 = {
 	.name = "mock", .init = t_init, .devices = t_devices, .getProperties = t_props9,
-	.listen = t_listen, .connect = t_connect, .accept = t_accept, .regMr = t_regmr,
-	.regMrDmaBuf = t_dmabuf, .deregMr = t_deregmr, .isend = t_isend, .irecv = t_irecv,
-	.iflush = t_iflush, .test = t_test, .closeSend = t_close_send, .closeRecv = t_close_recv,
-	.closeListen = t_close_listen, .getDeviceMr = t_get_device_mr, .irecvConsumed = t_consumed,
+	MOCK_TABLE_COMMON .getDeviceMr = t_get_device_mr, .irecvConsumed = t_consumed,
 };
 #endif
 #if MOCK_V == 10
@@ -989,10 +984,7 @@ static nbpf_nccl_result_t t_connect(int dev, nbpf_net_comm_config_t *cfg, void *
 }
 EXPORT nbpf_net_v10_t ncclNetPlugin_v10 = {
 	.name = "mock", .init = t_init, .devices = t_devices, .getProperties = t_props9,
-	.listen = t_listen, .connect = t_connect, .accept = t_accept, .regMr = t_regmr,
-	.regMrDmaBuf = t_dmabuf, .deregMr = t_deregmr, .isend = t_isend, .irecv = t_irecv,
-	.iflush = t_iflush, .test = t_test, .closeSend = t_close_send, .closeRecv = t_close_recv,
-	.closeListen = t_close_listen, .getDeviceMr = t_get_device_mr, .irecvConsumed = t_consumed,
+	MOCK_TABLE_COMMON .getDeviceMr = t_get_device_mr, .irecvConsumed = t_consumed,
 };
 #endif
 #if MOCK_V == 11
@@ -1009,10 +1001,7 @@ static nbpf_nccl_result_t t_props11(int dev, nbpf_net_props_v11_t *p)
 }
 EXPORT nbpf_net_v11_t ncclNetPlugin_v11 = {
 	.name = "mock", .init = t_init, .devices = t_devices, .getProperties = t_props11,
-	.listen = t_listen, .connect = t_connect, .accept = t_accept, .regMr = t_regmr,
-	.regMrDmaBuf = t_dmabuf, .deregMr = t_deregmr, .isend = t_isend, .irecv = t_irecv,
-	.iflush = t_iflush, .test = t_test, .closeSend = t_close_send, .closeRecv = t_close_recv,
-	.closeListen = t_close_listen, .getDeviceMr = t_get_device_mr, .irecvConsumed = t_consumed,
+	MOCK_TABLE_COMMON .getDeviceMr = t_get_device_mr, .irecvConsumed = t_consumed,
 	.finalize = t_finalize, .setNetAttr = t_set_attr,
 };
 #endif
@@ -1032,10 +1021,7 @@ static nbpf_nccl_result_t t_props12(int dev, nbpf_net_props_v12_t *p)
 }
 EXPORT nbpf_net_v12_t ncclNetPlugin_v12 = {
 	.name = "mock", .init = t_init, .devices = t_devices, .getProperties = t_props12,
-	.listen = t_listen, .connect = t_connect, .accept = t_accept, .regMr = t_regmr,
-	.regMrDmaBuf = t_dmabuf, .deregMr = t_deregmr, .isend = t_isend, .irecv = t_irecv,
-	.iflush = t_iflush, .test = t_test, .closeSend = t_close_send, .closeRecv = t_close_recv,
-	.closeListen = t_close_listen, .getDeviceMr = t_get_device_mr, .irecvConsumed = t_consumed,
+	MOCK_TABLE_COMMON .getDeviceMr = t_get_device_mr, .irecvConsumed = t_consumed,
 	.finalize = t_finalize, .setNetAttr = t_set_attr,
 };
 #endif
