@@ -363,9 +363,7 @@ static nbpf_nccl_result_t v11_connect(void *ctx, int dev, void *handle, void **s
 static nbpf_nccl_result_t v11_finalize(void *ctx)
 {
 	/* 2.28.9 calls finalize on the unset context of a failed init: NULL is fine. */
-	if (ctx)
-		net_ctx_destroy(ctx);
-	return NBPF_NCCL_SUCCESS;
+	return ctx ? net_ctx_destroy(ctx) : NBPF_NCCL_SUCCESS;
 }
 
 static nbpf_nccl_result_t v11_set_net_attr(void *ctx, nbpf_net_attr_v11_t *attr)

@@ -196,17 +196,20 @@ nbpf_nccl_result_t net_ctx_create(struct net_ctx **out, int abi, uint64_t comm_i
 	return NBPF_NCCL_SUCCESS;
 }
 
-void net_ctx_destroy(struct net_ctx *ctx)
+nbpf_nccl_result_t net_ctx_destroy(struct net_ctx *ctx)
 {
+	nbpf_nccl_result_t res = NBPF_NCCL_SUCCESS;
+
 	if (!ctx || ctx->magic != NET_CTX_MAGIC)
-		return;
+		return NBPF_NCCL_INVALID_ARGUMENT;
 	ctx->magic = 0;
 	nbpf_host_comm_remove(ctx->cm);
 	if (ctx->inner)
-		net_inner_finalize(ctx->inner, ctx->ictx);
+		res = net_inner_finalize(ctx->inner, ctx->ictx);
 	backend_close(ctx->inner);
 	nbpf_plugin_release();
 	free(ctx);
+	return res; /* the inner plugin's answer; ours is released either way */
 }
 
 /* ---- devices ------------------------------------------------------------------ */

@@ -79,7 +79,7 @@ struct net_comm {
 nbpf_nccl_result_t net_ctx_create(struct net_ctx **out, int abi, uint64_t comm_id,
 				  int traffic_class, nbpf_nccl_logger_t logger,
 				  nbpf_net_prof_cb_t prof);
-void net_ctx_destroy(struct net_ctx *ctx);
+nbpf_nccl_result_t net_ctx_destroy(struct net_ctx *ctx);
 
 nbpf_nccl_result_t net_core_devices(int *ndev);
 nbpf_nccl_result_t net_core_props(int dev, nbpf_net_props_v12_t *p);

@@ -298,6 +298,9 @@ static void setup_pair(struct pair *p, bool offload)
 		MC(M->last[MC_REGMR].comm == p->isc && p->smh == M->last[MC_REGMR].req_out &&
 		   M->last[MC_REGMR].type == NBPF_NET_PTR_CUDA && M->last[MC_REGMR].data[0] == sbuf,
 		   "regMr passed through");
+		M->fail[MC_REGMR_DMABUF] = NBPF_NCCL_SYSTEM_ERROR;
+		MC(drv_regmr_dmabuf(&d, p->rc, rbuf, 4096, NBPF_NET_PTR_DMABUF, 64, 9, &p->rmh) ==
+		   NBPF_NCCL_SYSTEM_ERROR, "a failing regMrDmaBuf");
 		MC(drv_regmr_dmabuf(&d, p->rc, rbuf, 4096, NBPF_NET_PTR_DMABUF, 64, 9, &p->rmh) == 0 &&
 		   p->rmh == M->last[MC_REGMR_DMABUF].req_out &&
 		   M->last[MC_REGMR_DMABUF].comm == p->irc && M->last[MC_REGMR_DMABUF].offset == 64 &&
@@ -308,6 +311,9 @@ static void setup_pair(struct pair *p, bool offload)
 		int want = IV >= 7 ? 0 : NBPF_NCCL_INTERNAL_ERROR;
 
 		step_what = "getDeviceMr";
+		M->fail[MC_GET_DEVICE_MR] = IV >= 7 ? NBPF_NCCL_INTERNAL_ERROR : 0;
+		MC(drv_get_device_mr(&d, p->rc, p->rmh, &dptr) == NBPF_NCCL_INTERNAL_ERROR,
+		   "a failing getDeviceMr");
 		MC(drv_get_device_mr(&d, p->rc, p->rmh, &dptr) == want, "getDeviceMr");
 		if (IV >= 7)
 			MC(dptr == M->last[MC_GET_DEVICE_MR].req_out && dptr &&
@@ -813,15 +819,19 @@ static void close_all(void)
 		struct pair *p = &pairs[i];
 		uint64_t before = M->last[MC_DEREGMR].count;
 
-		MC(drv_deregmr(&d, p->sc, p->smh) == 0 && drv_deregmr(&d, p->rc, p->rmh) == 0 &&
+		int want = i ? NBPF_NCCL_INTERNAL_ERROR : 0;
+
+		/* On the second pair every call fails: the error reaches NCCL, the object goes anyway. */
+		M->fail[MC_DEREGMR] = want;
+		MC(drv_deregmr(&d, p->sc, p->smh) == want && drv_deregmr(&d, p->rc, p->rmh) == 0 &&
 		   M->last[MC_DEREGMR].count == before + 2 && M->last[MC_DEREGMR].comm == p->irc &&
 		   M->last[MC_DEREGMR].mh[0] == p->rmh, "deregMr passed through");
-		/* An error from close reaches NCCL; the comm is gone either way. */
-		M->fail[MC_CLOSE_SEND] = i ? NBPF_NCCL_INTERNAL_ERROR : 0;
-		MC(drv_close_send(&d, p->sc) == (i ? NBPF_NCCL_INTERNAL_ERROR : 0) &&
-		   M->last[MC_CLOSE_SEND].comm == p->isc, "closeSend");
-		MC(drv_close_recv(&d, p->rc) == 0 && M->last[MC_CLOSE_RECV].comm == p->irc, "closeRecv");
-		MC(drv_close_listen(&d, p->lc) == 0 && M->last[MC_CLOSE_LISTEN].comm == p->ilc,
+		M->fail[MC_CLOSE_SEND] = M->fail[MC_CLOSE_RECV] = M->fail[MC_CLOSE_LISTEN] = want;
+		MC(drv_close_send(&d, p->sc) == want && M->last[MC_CLOSE_SEND].comm == p->isc,
+		   "closeSend");
+		MC(drv_close_recv(&d, p->rc) == want && M->last[MC_CLOSE_RECV].comm == p->irc,
+		   "closeRecv");
+		MC(drv_close_listen(&d, p->lc) == want && M->last[MC_CLOSE_LISTEN].comm == p->ilc,
 		   "closeListen");
 	}
 	nlive = 0;
@@ -925,7 +935,8 @@ static int child(const char *mock_path, long steps)
 			consume_oldest(pi);
 	check_totals(NPAIRS);
 	close_all();
-	MC(drv_finalize(&d) == 0, "finalize");
+	M->fail[MC_FINALIZE] = NBPF_NCCL_INTERNAL_ERROR;
+	MC(drv_finalize(&d) == (OV >= 11 && IV >= 11 ? NBPF_NCCL_INTERNAL_ERROR : 0), "finalize");
 	if (OV >= 11 && IV >= 11)
 		MC(M->last[MC_FINALIZE].count == 1, "inner finalize calls %llu",
 		   (unsigned long long)M->last[MC_FINALIZE].count);
