@@ -48,37 +48,37 @@ static int open_plugin(void)
 
 /* ---- peers --------------------------------------------------------------------- */
 
+static void *child_lc;
+
 /* Listens, hands its handle to stdout, accepts. */
 static int child_accept(void **rc)
 {
 	char handle[NBPF_NET_HANDLE_MAXSIZE];
-	void *lc = NULL, *sc;
+	void *sc;
 
-	if (open_plugin() || drv_listen(&d, 0, handle, &lc) ||
+	if (open_plugin() || drv_listen(&d, 0, handle, &child_lc) ||
 	    write(1, handle, sizeof(handle)) != (ssize_t)sizeof(handle) ||
-	    drv_pair(&d, 0, NULL, lc, &sc, rc, TMO))
+	    drv_pair(&d, 0, NULL, child_lc, &sc, rc, TMO))
 		return -1;
 	return 0;
 }
 
-static int child_main(const char *mode)
+/* What a peer does; 0 or the step that failed. */
+static int child_run(const char *mode, unsigned char *buf, unsigned char *want, void **sc,
+		     void **rc)
 {
-	unsigned char *buf = malloc(BIG), *want = malloc(MAXSZ);
 	char handle[NBPF_NET_HANDLE_MAXSIZE];
-	void *rc = NULL, *sc = NULL, *req, *rc2;
+	void *req, *none;
 	int sz;
 
-	alarm(120);
-	if (!buf || !want)
-		return 10;
 	if (!strcmp(mode, "recv")) {
-		if (child_accept(&rc))
+		if (child_accept(rc))
 			return 11;
 		for (size_t i = 0; i < NSIZES; i++) {
 			memset(buf, 0xee, MAXSZ);
 			pattern(want, sizes[i], i);
 			sz = -1;
-			if (drv_irecv(&d, rc, buf, MAXSZ, 0, NULL, &req) || !req ||
+			if (drv_irecv(&d, *rc, buf, MAXSZ, 0, NULL, &req) || !req ||
 			    drv_wait(&d, req, &sz, TMO))
 				return 12;
 			if ((size_t)sz != sizes[i] || memcmp(buf, want, sizes[i])) {
@@ -91,11 +91,11 @@ static int child_main(const char *mode)
 	}
 	if (!strcmp(mode, "send")) {
 		if (open_plugin() || read(0, handle, sizeof(handle)) != (ssize_t)sizeof(handle) ||
-		    drv_pair(&d, 0, handle, NULL, &sc, &rc2, TMO))
+		    drv_pair(&d, 0, handle, NULL, sc, &none, TMO))
 			return 20;
 		for (size_t i = 0; i < NSIZES; i++) {
 			pattern(buf, sizes[i], i);
-			if (drv_isend(&d, sc, buf, sizes[i], 0, NULL, &req) || !req ||
+			if (drv_isend(&d, *sc, buf, sizes[i], 0, NULL, &req) || !req ||
 			    drv_wait(&d, req, NULL, TMO))
 				return 21;
 		}
@@ -103,20 +103,41 @@ static int child_main(const char *mode)
 		return read(0, buf, 1) == 1 ? 0 : 22;
 	}
 	if (!strcmp(mode, "stop")) {
-		if (child_accept(&rc) || write(1, "r", 1) != 1)
+		if (child_accept(rc) || write(1, "r", 1) != 1)
 			return 30;
 		raise(SIGSTOP);
 		return 31;
 	}
 	if (!strcmp(mode, "late")) {
-		if (child_accept(&rc))
+		if (child_accept(rc))
 			return 40;
 		sleep(3 * STALL_S);
-		if (drv_irecv(&d, rc, buf, BIG, 0, NULL, &req) || !req || drv_wait(&d, req, &sz, TMO))
+		if (drv_irecv(&d, *rc, buf, BIG, 0, NULL, &req) || !req || drv_wait(&d, req, &sz, TMO))
 			return 41;
 		return (size_t)sz == BIG ? 0 : 42;
 	}
 	return 2;
+}
+
+static int child_main(const char *mode)
+{
+	unsigned char *buf = malloc(BIG), *want = malloc(MAXSZ);
+	void *sc = NULL, *rc = NULL;
+	int r;
+
+	alarm(120);
+	r = buf && want ? child_run(mode, buf, want, &sc, &rc) : 10;
+	if (sc)
+		drv_close_send(&d, sc);
+	if (rc)
+		drv_close_recv(&d, rc);
+	if (child_lc)
+		drv_close_listen(&d, child_lc);
+	if (d.tbl)
+		drv_finalize(&d);
+	free(buf);
+	free(want);
+	return r;
 }
 
 static pid_t spawn(const char *mode, const char *env, int *to, int *from)
