@@ -120,19 +120,29 @@ static void ctrl_abort(struct nnet_comm *c)
 
 /* ---- helper threads ------------------------------------------------------ */
 
+/* Counts what a socket moved (the busy flag's holder writes it; stall_check reads it). */
+static void sock_count(struct nnet_sock *sk, size_t n)
+{
+	atomic_store_explicit(&sk->moved,
+			      atomic_load_explicit(&sk->moved, memory_order_relaxed) + n,
+			      memory_order_relaxed);
+}
+
 /*
- * Moves bytes of slice s on fd, at most budget of them; 1 if it moved any,
- * 0 if it would block at once, <0 error.
+ * Moves bytes of slice s on socket sk, at most budget of them; 1 if it
+ * moved any, 0 if it would block at once, <0 error.  Each call to the
+ * kernel is counted as it returns: one slice can take seconds on a slow
+ * link, and a sender watching for a stall must see it move meanwhile.
  */
-static int slice_io(struct nnet_comm *c, struct nnet_slice *s, int fd, size_t budget)
+static int slice_io(struct nnet_comm *c, struct nnet_slice *s, struct nnet_sock *sk, size_t budget)
 {
 	size_t end = s->len - s->done > budget ? s->done + budget : s->len;
 	int moved = 0;
 
 	while (s->done < end) {
-		ssize_t n = c->send ? send(fd, s->ptr + s->done, end - s->done,
+		ssize_t n = c->send ? send(sk->fd, s->ptr + s->done, end - s->done,
 					   MSG_DONTWAIT | MSG_NOSIGNAL)
-				    : recv(fd, s->ptr + s->done, end - s->done, MSG_DONTWAIT);
+				    : recv(sk->fd, s->ptr + s->done, end - s->done, MSG_DONTWAIT);
 
 		if (n <= 0) {
 			int err = io_err(n);
@@ -140,17 +150,10 @@ static int slice_io(struct nnet_comm *c, struct nnet_slice *s, int fd, size_t bu
 			return err ? err : moved;
 		}
 		s->done += (size_t)n;
+		sock_count(sk, (size_t)n);
 		moved = 1;
 	}
 	return 1;
-}
-
-/* Counts what a socket moved (the busy flag's holder writes it; stall_check reads it). */
-static void sock_count(struct nnet_sock *sk, size_t n)
-{
-	atomic_store_explicit(&sk->moved,
-			      atomic_load_explicit(&sk->moved, memory_order_relaxed) + n,
-			      memory_order_relaxed);
 }
 
 /*
@@ -191,11 +194,10 @@ static int sock_move(struct nnet_comm *c, struct nnet_helper *hp, struct nnet_so
 			return moved;
 		/* The head slot is stable until head moves: the producer only writes at tail. */
 		before = s->done;
-		r = slice_io(c, s, sk->fd, *budget);
+		r = slice_io(c, s, sk, *budget);
 		if (r < 0)
 			return r;
 		moved |= r;
-		sock_count(sk, s->done - before);
 		*budget -= s->done - before;
 		if (s->done < s->len) {
 			*stuck = *budget != 0;

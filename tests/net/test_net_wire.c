@@ -9,7 +9,7 @@
  *     sender's larger: they were reported done with corrupt data).  The
  *     connector's value travels in its hello: every message, 0 B to 4 MiB,
  *     arrives whole and with its size.
- *   - NCCLBPF_NET_TIMEOUT=2 on the sender (it travels in the hello too): a
+ *   - NCCLBPF_NET_TIMEOUT=4 on the sender (it travels in the hello too): a
  *     receiver stopped (SIGSTOP) with a message half-sent makes the
  *     sender's test() fail with ncclRemoteError after the timeout, not pend
  *     for ever; a receiver that is alive but posts its receive only after
@@ -22,9 +22,12 @@
 #include "check.h"
 #include "net_drv.h"
 
-#define TMO 30000
+#define TMO 60000
+#define STR_(x) #x
+#define STR(x) STR_(x)
 #define BIG (64u << 20)
-#define STALL_S 2
+/* NCCLBPF_NET_TIMEOUT here: keepalives every second leave room for a sanitizer on a loaded machine. */
+#define STALL_S 4
 
 static const size_t sizes[] = { 0, 1, 100, 1000, 1024, 1025, 3000, 65536, 65537, 100000, 300000,
 				 4u << 20 };
@@ -206,7 +209,7 @@ static void *big_buf(void)
 	return p;
 }
 
-/* This process sends (NCCLBPF_NET_TIMEOUT=2, main) to a child in mode. */
+/* This process sends (NCCLBPF_NET_TIMEOUT=STALL_S, main) to a child in mode. */
 static void *connect_to(const char *mode, pid_t *pid, int *to, int *from)
 {
 	char handle[NBPF_NET_HANDLE_MAXSIZE];
@@ -270,7 +273,7 @@ int main(int argc, char **argv)
 	min_chunk_mismatch("NCCLBPF_NET_MIN_CHUNK=65536", "NCCLBPF_NET_MIN_CHUNK=1024");
 	min_chunk_mismatch("NCCLBPF_NET_MIN_CHUNK=1024", "NCCLBPF_NET_MIN_CHUNK=65536");
 	min_chunk_mismatch("NCCLBPF_NET_MIN_CHUNK=0", "NCCLBPF_NET_MIN_CHUNK=2000000");
-	setenv("NCCLBPF_NET_TIMEOUT", "2", 1);
+	setenv("NCCLBPF_NET_TIMEOUT", STR(STALL_S), 1);
 	CHECK(open_plugin() == 0);
 	stopped_receiver();
 	late_receiver();
