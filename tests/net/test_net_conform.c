@@ -521,6 +521,8 @@ static void consume(struct ereq *e)
 	}
 	ONE_CALL(MC_IRECV_CONSUMED, before);
 	MC(res == r->result, "irecvConsumed returned %d, the inner plugin %d", res, r->result);
+	if (res)
+		pairs[e->pair].errs |= 2;
 	MC(r->comm == pairs[e->pair].irc && r->n == e->n && r->req_in == e->in,
 	   "irecvConsumed(%d, %p) reached the inner plugin as (%d, %p)", e->n, e->in, r->n, r->req_in);
 }
