@@ -20,13 +20,19 @@
  *       moves nothing: run with and without a policy, the difference is
  *       what the hooks cost per message.
  *
+ * BENCH_NET_PLUGIN and BENCH_NULL_PLUGIN, when set, replace the libraries'
+ * build-tree paths (for a copy of the build run on another machine).
+ *
  * Sizes: --min, then powers of 4 from 16 up to --max (8 B, 16 B, 64 B ...
  * 1 GiB by default); the driving loops sched_yield() after a pass that
  * completed nothing, as NCCL's proxy thread does;
  * each size moves about --budget bytes (default 256 MiB), at least 3 and
- * at most 20000 messages.  Output: one line per size, GB/s and us per
- * message (median of the window's completions is not kept: throughput is
- * total bytes over wall time).
+ * at most 20000 messages.  Both sides' buffers are written before any
+ * timing (no page is faulted in on the clock), and each size first moves
+ * a quarter of its messages (at least 2) untimed, so the timed run starts
+ * in the steady state (TCP windows open after the idle gap between sizes,
+ * helper threads awake).  Output: one line per size, GB/s and us per
+ * message (throughput is the timed run's bytes over its wall time).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -47,6 +53,13 @@
 #define WINDOW 4
 #define MAX_STREAMS 16
 
+static const char *lib_path(const char *env, const char *built)
+{
+	const char *p = getenv(env);
+
+	return p && *p ? p : built;
+}
+
 static size_t opt_min = 8, opt_max = 1ull << 30, opt_budget = 256ull << 20;
 static int opt_streams = 2;
 static long opt_msgs = 20000;
@@ -56,6 +69,12 @@ static long msgs_for(size_t size)
 	long n = (long)(opt_budget / (size ? size : 1));
 
 	return n < 3 ? 3 : n > 20000 ? 20000 : n;
+}
+
+/* Messages moved untimed before each size's timed run. */
+static long warmup_for(long n)
+{
+	return n / 4 < 2 ? 2 : n / 4;
 }
 
 /* 8, 16, 64, 256, ... 1 GiB: powers of 4 from 16, so 64 KiB, 4 MiB and 1 GiB are hit. */
@@ -156,7 +175,7 @@ static int run_plugin(void)
 	setenv("NCCL_SOCKET_NTHREADS", n, 1);
 	setenv("NCCL_NSOCKS_PERTHREAD", "1", 1);
 	setenv("NCCL_SOCKET_IFNAME", "lo", 0);
-	lib = drv_open(NET_PLUGIN);
+	lib = drv_open(lib_path("BENCH_NET_PLUGIN", NET_PLUGIN));
 	if (!sb || !rb || !lib || drv_bind(&d, lib, 11) || drv_init(&d, 1, -1, NULL) ||
 	    drv_listen(&d, 0, handle, &lc) || drv_pair(&d, 0, handle, lc, &sc, &rc, 10000)) {
 		fprintf(stderr, "bench_net: cannot set up the plugin\n");
@@ -168,15 +187,21 @@ static int run_plugin(void)
 	       opt_streams, WINDOW, getenv("NCCLBPF_POLICY") ? getenv("NCCLBPF_POLICY") : "(none)");
 	printf("%12s %8s %10s %10s\n", "bytes", "msgs", "GB/s", "us/msg");
 	for (size_t size = opt_min; size <= opt_max; size = next_size(size)) {
-		struct side s = { &d, sc, sb, size, msgs_for(size), 0 };
-		struct side r = { &d, rc, rb, size, s.n, 0 };
-		pthread_t ts, tr;
-		uint64_t t0 = now_ns(), dt;
+		long n = msgs_for(size);
+		struct side s = { &d, sc, sb, size, 0, 0 }, r = { &d, rc, rb, size, 0, 0 };
+		uint64_t t0 = 0, dt;
 
-		pthread_create(&tr, NULL, recv_main, &r);
-		pthread_create(&ts, NULL, send_main, &s);
-		pthread_join(ts, NULL);
-		pthread_join(tr, NULL);
+		for (int timed = 0; timed < 2 && !s.err && !r.err; timed++) {
+			pthread_t ts, tr;
+
+			s.n = r.n = timed ? n : warmup_for(n);
+			if (timed)
+				t0 = now_ns();
+			pthread_create(&tr, NULL, recv_main, &r);
+			pthread_create(&ts, NULL, send_main, &s);
+			pthread_join(ts, NULL);
+			pthread_join(tr, NULL);
+		}
 		dt = now_ns() - t0;
 		if (s.err || r.err) {
 			fprintf(stderr, "bench_net: transfer failed at %zu bytes\n", size);
@@ -256,7 +281,9 @@ static int run_tcp(void)
 			fprintf(stderr, "bench_net: loopback TCP failed\n");
 			return 1;
 		}
+	/* Both buffers written first: the receiver's pages were faulted in on the clock. */
 	memset(sb, 1, opt_max);
+	memset(rb, 0, opt_max);
 	printf("# reference: plain TCP, %d streams, blocking, one thread per stream and side\n",
 	       opt_streams);
 	printf("%12s %8s %10s %10s\n", "bytes", "msgs", "GB/s", "us/msg");
@@ -265,20 +292,29 @@ static int run_tcp(void)
 		pthread_t t[2 * MAX_STREAMS];
 		size_t part = (size + (size_t)opt_streams - 1) / (size_t)opt_streams;
 		long n = msgs_for(size);
-		uint64_t t0 = now_ns(), dt;
+		uint64_t t0 = 0, dt;
 		int err = 0;
 
-		for (int i = 0; i < opt_streams; i++) {
-			size_t off = part * (size_t)i, len = off >= size ? 0 : size - off < part ? size - off : part;
+		for (int timed = 0; timed < 2 && !err; timed++) {
+			long k = timed ? n : warmup_for(n);
 
-			st[2 * i] = (struct stream){ sfd[i], sb + (off < size ? off : 0), len, n, true, 0 };
-			st[2 * i + 1] = (struct stream){ rfd[i], rb + (off < size ? off : 0), len, n, false, 0 };
-		}
-		for (int i = 0; i < 2 * opt_streams; i++)
-			pthread_create(&t[i], NULL, stream_main, &st[i]);
-		for (int i = 0; i < 2 * opt_streams; i++) {
-			pthread_join(t[i], NULL);
-			err |= st[i].err;
+			for (int i = 0; i < opt_streams; i++) {
+				size_t off = part * (size_t)i,
+				       len = off >= size ? 0 : size - off < part ? size - off : part;
+
+				st[2 * i] = (struct stream){ sfd[i], sb + (off < size ? off : 0), len, k,
+							     true, 0 };
+				st[2 * i + 1] = (struct stream){ rfd[i], rb + (off < size ? off : 0), len,
+								 k, false, 0 };
+			}
+			if (timed)
+				t0 = now_ns();
+			for (int i = 0; i < 2 * opt_streams; i++)
+				pthread_create(&t[i], NULL, stream_main, &st[i]);
+			for (int i = 0; i < 2 * opt_streams; i++) {
+				pthread_join(t[i], NULL);
+				err |= st[i].err;
+			}
 		}
 		dt = now_ns() - t0;
 		if (err)
@@ -302,9 +338,9 @@ static int run_hook(void)
 	uint64_t best = UINT64_MAX;
 	int done;
 
-	snprintf(spec, sizeof(spec), "inner:%s", NULL_PLUGIN);
+	snprintf(spec, sizeof(spec), "inner:%s", lib_path("BENCH_NULL_PLUGIN", NULL_PLUGIN));
 	setenv("NCCLBPF_NET", spec, 1);
-	lib = drv_open(NET_PLUGIN);
+	lib = drv_open(lib_path("BENCH_NET_PLUGIN", NET_PLUGIN));
 	if (!lib || drv_bind(&d, lib, 11) || drv_init(&d, 1, -1, NULL) ||
 	    drv_listen(&d, 0, handle, &lc) || drv_pair(&d, 0, handle, lc, &sc, &rc, 1000)) {
 		fprintf(stderr, "bench_net: cannot set up the wrapper\n");

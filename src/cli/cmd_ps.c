@@ -138,12 +138,16 @@ static void print_ps(int pid, const struct nbpf_ctl_msg *m)
 	for (uint32_t i = 0; i < m->n_recs; i++) {
 		const struct nbpf_ctl_rec *r = &m->recs[i];
 
+		/* The net ABI gives no rank count; a net comm's calls are its messages done. */
+		bool net = !strcmp(get(r, "kind"), "net");
+
 		if (!strcmp(r->kind, "comm"))
 			printf("  comm %s  %-8s rank %-4s ranks %-4s nodes %-3s calls %s\n",
 			       get(r, "comm_id"), get(r, "kind"),
-			       strcmp(get(r, "rank"), "-1") ? get(r, "rank") : "-", get(r, "ranks"),
-			       get(r, "nodes"), !strcmp(get(r, "kind"), "tuner") ? get(r, "calls")
-										 : get(r, "colls_seen"));
+			       strcmp(get(r, "rank"), "-1") ? get(r, "rank") : "-",
+			       net ? "-" : get(r, "ranks"), net ? "-" : get(r, "nodes"),
+			       net || !strcmp(get(r, "kind"), "tuner") ? get(r, "calls")
+								       : get(r, "colls_seen"));
 		else if (!strcmp(r->kind, "prog"))
 			printf("  prog %-20s hook %-9s tag %s  obj %s\n", get(r, "name"), get(r, "hook"),
 			       get(r, "tag"), get(r, "obj"));

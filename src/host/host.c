@@ -134,6 +134,7 @@ static const char *const known_settings[] = {
 	"NCCLBPF_POLICY", "NCCLBPF_ENGINE", "NCCLBPF_STRICT_CONSISTENCY", "NCCLBPF_LOG",
 	"NCCLBPF_STATS", "NCCLBPF_MAP_DIR", "NCCLBPF_PROFILER_MASK", "NCCLBPF_PLUGIN",
 	"NCCLBPF_NET", "NCCLBPF_NET_MIN_CHUNK", /* net plugin: docs/net.md */
+	"NCCLBPF_NET_TIMEOUT", "NCCLBPF_NET_HELLO_TIMEOUT",
 	"NCCLBPF_TEST_SCALE", /* read by the test suite, not the plugin */
 	NULL,
 };

@@ -232,14 +232,15 @@ static nbpf_nccl_result_t e_irecv_nop(void *rc, int n, void **data, size_t *size
 	return net_core_irecv(rc, n, data, sizes, tags, mh, NULL, req);
 }
 
+/* v6-v8: NCCL's adaptor has cleared the optional-completion pre-set already. */
 static nbpf_nccl_result_t e_irecv_int(void *rc, int n, void **data, int *sizes, int *tags,
 				      void **mh, void **req)
 {
-	size_t s[NET_CORE_MAX_RECVS];
+	size_t s[NET_MAX_RECVS];
 
 	if (req)
 		*req = NULL;
-	if (n < 1 || n > NET_CORE_MAX_RECVS || !sizes)
+	if (n < 1 || n > NET_MAX_RECVS || !sizes)
 		return NBPF_NCCL_INVALID_ARGUMENT;
 	for (int i = 0; i < n; i++) {
 		if (sizes[i] < 0)
@@ -362,9 +363,7 @@ static nbpf_nccl_result_t v11_connect(void *ctx, int dev, void *handle, void **s
 static nbpf_nccl_result_t v11_finalize(void *ctx)
 {
 	/* 2.28.9 calls finalize on the unset context of a failed init: NULL is fine. */
-	if (ctx)
-		net_ctx_destroy(ctx);
-	return NBPF_NCCL_SUCCESS;
+	return ctx ? net_ctx_destroy(ctx) : NBPF_NCCL_SUCCESS;
 }
 
 static nbpf_nccl_result_t v11_set_net_attr(void *ctx, nbpf_net_attr_v11_t *attr)
@@ -374,10 +373,8 @@ static nbpf_nccl_result_t v11_set_net_attr(void *ctx, nbpf_net_attr_v11_t *attr)
 
 /* ---- the exported tables ----------------------------------------------------- */
 
-#define NET_NAME "ncclbpf"
-
 NBPF_EXPORT const nbpf_net_v6_t ncclNetPlugin_v6 = {
-	.name = NET_NAME, .init = v6_init, .devices = e_devices, .getProperties = props_v6,
+	.name = NET_PLUGIN_NAME, .init = v6_init, .devices = e_devices, .getProperties = props_v6,
 	.listen = legacy_listen, .connect = v6_connect, .accept = e_accept_v6,
 	.regMr = e_regmr_int, .regMrDmaBuf = e_regmr_dmabuf, .deregMr = e_deregmr,
 	.isend = e_isend_int, .irecv = e_irecv_int, .iflush = e_iflush, .test = e_test,
@@ -385,7 +382,7 @@ NBPF_EXPORT const nbpf_net_v6_t ncclNetPlugin_v6 = {
 };
 
 NBPF_EXPORT const nbpf_net_v7_t ncclNetPlugin_v7 = {
-	.name = NET_NAME, .init = v7_init, .devices = e_devices, .getProperties = props_v7,
+	.name = NET_PLUGIN_NAME, .init = v7_init, .devices = e_devices, .getProperties = props_v7,
 	.listen = legacy_listen, .connect = v7_connect, .accept = e_accept,
 	.regMr = e_regmr_int, .regMrDmaBuf = e_regmr_dmabuf, .deregMr = e_deregmr,
 	.isend = e_isend_int, .irecv = e_irecv_int, .iflush = e_iflush, .test = e_test,
@@ -394,7 +391,7 @@ NBPF_EXPORT const nbpf_net_v7_t ncclNetPlugin_v7 = {
 };
 
 NBPF_EXPORT const nbpf_net_v8_t ncclNetPlugin_v8 = {
-	.name = NET_NAME, .init = v8_init, .devices = e_devices, .getProperties = props_v8,
+	.name = NET_PLUGIN_NAME, .init = v8_init, .devices = e_devices, .getProperties = props_v8,
 	.listen = legacy_listen, .connect = v7_connect, .accept = e_accept,
 	.regMr = e_regmr, .regMrDmaBuf = e_regmr_dmabuf, .deregMr = e_deregmr,
 	.isend = e_isend_int, .irecv = e_irecv_int, .iflush = e_iflush, .test = e_test,
@@ -403,7 +400,7 @@ NBPF_EXPORT const nbpf_net_v8_t ncclNetPlugin_v8 = {
 };
 
 NBPF_EXPORT const nbpf_net_v9_t ncclNetPlugin_v9 = {
-	.name = NET_NAME, .init = v9_init, .devices = e_devices, .getProperties = props_v9,
+	.name = NET_PLUGIN_NAME, .init = v9_init, .devices = e_devices, .getProperties = props_v9,
 	.listen = legacy_listen, .connect = v7_connect, .accept = e_accept,
 	.regMr = e_regmr, .regMrDmaBuf = e_regmr_dmabuf, .deregMr = e_deregmr,
 	.isend = e_isend_nop, .irecv = e_irecv_nop, .iflush = e_iflush, .test = e_test,
@@ -412,7 +409,7 @@ NBPF_EXPORT const nbpf_net_v9_t ncclNetPlugin_v9 = {
 };
 
 NBPF_EXPORT const nbpf_net_v10_t ncclNetPlugin_v10 = {
-	.name = NET_NAME, .init = v10_init, .devices = e_devices, .getProperties = props_v9,
+	.name = NET_PLUGIN_NAME, .init = v10_init, .devices = e_devices, .getProperties = props_v9,
 	.listen = legacy_listen, .connect = v10_connect, .accept = e_accept,
 	.regMr = e_regmr, .regMrDmaBuf = e_regmr_dmabuf, .deregMr = e_deregmr,
 	.isend = e_isend, .irecv = e_irecv, .iflush = e_iflush, .test = e_test,
@@ -421,7 +418,7 @@ NBPF_EXPORT const nbpf_net_v10_t ncclNetPlugin_v10 = {
 };
 
 NBPF_EXPORT const nbpf_net_v11_t ncclNetPlugin_v11 = {
-	.name = NET_NAME, .init = v11_init, .devices = e_devices, .getProperties = props_v11,
+	.name = NET_PLUGIN_NAME, .init = v11_init, .devices = e_devices, .getProperties = props_v11,
 	.listen = v11_listen, .connect = v11_connect, .accept = e_accept,
 	.regMr = e_regmr, .regMrDmaBuf = e_regmr_dmabuf, .deregMr = e_deregmr,
 	.isend = e_isend, .irecv = e_irecv, .iflush = e_iflush, .test = e_test,
@@ -431,7 +428,7 @@ NBPF_EXPORT const nbpf_net_v11_t ncclNetPlugin_v11 = {
 };
 
 NBPF_EXPORT const nbpf_net_v12_t ncclNetPlugin_v12 = {
-	.name = NET_NAME, .init = v11_init, .devices = e_devices, .getProperties = props_v12,
+	.name = NET_PLUGIN_NAME, .init = v11_init, .devices = e_devices, .getProperties = props_v12,
 	.listen = v11_listen, .connect = v11_connect, .accept = e_accept,
 	.regMr = e_regmr, .regMrDmaBuf = e_regmr_dmabuf, .deregMr = e_deregmr,
 	.isend = e_isend, .irecv = e_irecv, .iflush = e_iflush, .test = e_test,

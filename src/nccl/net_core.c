@@ -43,6 +43,8 @@ nbpf_nccl_result_t net_core_result(int err)
 	case -EMSGSIZE:
 		return NBPF_NCCL_INVALID_USAGE;
 	case -ECONNRESET:
+	case -ECONNABORTED:
+	case -ETIMEDOUT:
 	case -EPROTO:
 		return NBPF_NCCL_REMOTE_ERROR;
 	default:
@@ -74,6 +76,8 @@ static nbpf_nccl_result_t comm_error(struct net_comm *c, const char *what, int e
 			      addr_str(nnet_comm_peer(c->tc), peer, sizeof(peer)), what,
 			      err == -EMSGSIZE ? "message truncated (larger than the receive buffer)"
 			      : err == -ECONNRESET ? "connection closed by the peer"
+			      : err == -ETIMEDOUT ? "the peer took no data and gave no sign of life for "
+						    "NCCLBPF_NET_TIMEOUT (a stopped or hung process, or its host gone)"
 			      : strerror(-err));
 	}
 	return net_core_result(err);
@@ -177,6 +181,7 @@ nbpf_nccl_result_t net_ctx_create(struct net_ctx **out, int abi, uint64_t comm_i
 	ctx->traffic_class = traffic_class;
 	ctx->prof = prof;
 	ctx->cm = nbpf_host_comm_add(NBPF_COMM_NET, abi, comm_id, -1, 0, 0);
+	ctx->stats = nbpf_host_settings() && nbpf_host_settings()->stats;
 	net_ctl_register();
 	if (ctx->inner)
 		nbpf_host_log(NBPF_NCCL_LOG_INFO, NBPF_NCCL_NET | NBPF_NCCL_INIT,
@@ -191,17 +196,20 @@ nbpf_nccl_result_t net_ctx_create(struct net_ctx **out, int abi, uint64_t comm_i
 	return NBPF_NCCL_SUCCESS;
 }
 
-void net_ctx_destroy(struct net_ctx *ctx)
+nbpf_nccl_result_t net_ctx_destroy(struct net_ctx *ctx)
 {
+	nbpf_nccl_result_t res = NBPF_NCCL_SUCCESS;
+
 	if (!ctx || ctx->magic != NET_CTX_MAGIC)
-		return;
+		return NBPF_NCCL_INVALID_ARGUMENT;
 	ctx->magic = 0;
 	nbpf_host_comm_remove(ctx->cm);
 	if (ctx->inner)
-		net_inner_finalize(ctx->inner, ctx->ictx);
+		res = net_inner_finalize(ctx->inner, ctx->ictx);
 	backend_close(ctx->inner);
 	nbpf_plugin_release();
 	free(ctx);
+	return res; /* the inner plugin's answer; ours is released either way */
 }
 
 /* ---- devices ------------------------------------------------------------------ */
@@ -298,14 +306,16 @@ nbpf_nccl_result_t net_core_listen(struct net_ctx *ctx, int dev, void *handle, v
 	return NBPF_NCCL_SUCCESS;
 }
 
-static void close_backend_comm(struct net_ctx *ctx, bool send, struct nnet_comm *tc, void *ic)
+static nbpf_nccl_result_t close_backend_comm(struct net_ctx *ctx, bool send, struct nnet_comm *tc,
+					     void *ic)
 {
 	if (tc)
-		nnet_close(tc);
-	else if (ic && send)
-		net_inner_close_send(ctx->inner, ic);
-	else if (ic)
-		net_inner_close_recv(ctx->inner, ic);
+		return net_core_result(nnet_close(tc));
+	if (ic && send)
+		return net_inner_close_send(ctx->inner, ic);
+	if (ic)
+		return net_inner_close_recv(ctx->inner, ic);
+	return NBPF_NCCL_SUCCESS;
 }
 
 static nbpf_nccl_result_t comm_wrap(struct net_ctx *ctx, struct nnet_comm *tc, void *ic, bool send,
@@ -313,7 +323,7 @@ static nbpf_nccl_result_t comm_wrap(struct net_ctx *ctx, struct nnet_comm *tc, v
 {
 	struct net_comm *c = calloc(1, sizeof(*c));
 
-	if (c && ic && !(c->ireqs = net_wrap_pool_new())) {
+	if (c && ic && !(c->ireqs = net_wrap_pool_new(c))) {
 		free(c);
 		c = NULL;
 	}
@@ -327,6 +337,7 @@ static nbpf_nccl_result_t comm_wrap(struct net_ctx *ctx, struct nnet_comm *tc, v
 	c->ic = ic;
 	c->dev = dev;
 	c->peer = net_peer_attach(tc ? nnet_comm_peer(tc) : NULL);
+	net_hook_comm_init(c);
 	*out = c;
 	return NBPF_NCCL_SUCCESS;
 }
@@ -383,7 +394,11 @@ nbpf_nccl_result_t net_core_connect(struct net_ctx *ctx, int dev, int traffic_cl
 	err = nnet_connect(dev, handle, &opts, &tc);
 	if (err) {
 		nbpf_host_log(NBPF_NCCL_LOG_WARN, NBPF_NCCL_NET, "net: connect on device %d failed: %s",
-			      dev, err == -EINVAL ? "not a handle of this plugin" : strerror(-err));
+			      dev, err == -EINVAL ? "not a handle of this plugin"
+			      : err == -ECONNABORTED ? "the listener closed the connection before accepting it "
+						       "(a peer of another ncclbpf wire version, or its "
+						       "NCCLBPF_NET_HELLO_TIMEOUT passed first)"
+			      : strerror(-err));
 		return net_core_result(err);
 	}
 	if (!tc)
@@ -427,18 +442,17 @@ nbpf_nccl_result_t net_core_accept(void *lcp, void **rc, void **dc)
 nbpf_nccl_result_t net_core_close_listen(void *lcp)
 {
 	struct net_listen *l = lcp;
+	nbpf_nccl_result_t res;
 
 	if (!l)
 		return NBPF_NCCL_SUCCESS;
 	if (l->magic != NET_OBJ_LISTEN)
 		return NBPF_NCCL_INVALID_ARGUMENT;
 	l->magic = 0;
-	if (l->ilc)
-		net_inner_close_listen(l->ctx->inner, l->ilc);
-	else
-		nnet_close_listen(l->l);
+	res = l->ilc ? net_inner_close_listen(l->ctx->inner, l->ilc)
+		     : net_core_result(nnet_close_listen(l->l));
 	free(l);
-	return NBPF_NCCL_SUCCESS;
+	return res;
 }
 
 static struct net_comm *comm_get(void *p, uint32_t kind)
@@ -452,12 +466,14 @@ static struct net_comm *comm_get(void *p, uint32_t kind)
 nbpf_nccl_result_t net_core_close(void *p)
 {
 	struct net_comm *c = comm_get(p, 0);
+	nbpf_nccl_result_t res;
 
 	if (!p)
 		return NBPF_NCCL_SUCCESS;
 	if (!c)
 		return NBPF_NCCL_INVALID_ARGUMENT;
-	close_backend_comm(c->ctx, c->magic == NET_OBJ_SEND, c->tc, c->ic);
+	/* An inner plugin's error reaches NCCL; the comm is gone either way (NCCL won't retry). */
+	res = close_backend_comm(c->ctx, c->magic == NET_OBJ_SEND, c->tc, c->ic);
 	c->magic = 0;
 	net_peer_detach(c->peer);
 	if (c->ireqs) {
@@ -465,7 +481,7 @@ nbpf_nccl_result_t net_core_close(void *p)
 		free(c->ireqs);
 	}
 	free(c);
-	return NBPF_NCCL_SUCCESS;
+	return res;
 }
 
 /* ---- memory registration (host memory only) ----------------------------------- */
@@ -544,8 +560,10 @@ nbpf_nccl_result_t net_core_isend(void *sc, void *data, size_t size, int tag, vo
 
 	if (!req)
 		return NBPF_NCCL_INVALID_ARGUMENT;
-	if (c && c->ic)
+	if (c && c->ic) {
+		*req = NULL; /* NCCL pre-sets nothing for a send */
 		return net_wrap_post(c, true, &data, &size, 1, &tag, &mh, &ph, req);
+	}
 	*req = NULL;
 	if (!c)
 		return NBPF_NCCL_INVALID_ARGUMENT;
@@ -565,7 +583,7 @@ nbpf_nccl_result_t net_core_irecv(void *rc, int n, void **data, size_t *sizes, i
 
 	if (!req)
 		return NBPF_NCCL_INVALID_ARGUMENT;
-	if (c && c->ic && data && sizes && n >= 1)
+	if (c && c->ic && data && sizes && n >= 1 && n <= NET_MAX_RECVS)
 		return net_wrap_post(c, false, data, sizes, n, tags, mh, ph, req);
 	*req = NULL; /* v9+ may pre-set 0x1; always overwrite */
 	if (!c || n != 1 || !data || !sizes)
@@ -586,7 +604,7 @@ nbpf_nccl_result_t net_core_iflush(void *rc, int n, void **data, int *sizes, voi
 
 	if (req)
 		*req = NULL;
-	if (!c || !c->ic || !req)
+	if (!c || !c->ic || !req || n < 1 || n > NET_MAX_RECVS)
 		return NBPF_NCCL_INTERNAL_ERROR; /* host memory: NCCL never flushes */
 	return net_wrap_flush(c, n, data, sizes, mh, req);
 }
@@ -651,14 +669,10 @@ nbpf_nccl_result_t net_core_get_device_mr(void *comm, void *mh, void **dptr)
 nbpf_nccl_result_t net_core_irecv_consumed(void *rc, int n, void *req)
 {
 	struct net_comm *c = comm_get(rc, NET_OBJ_RECV);
-	struct net_ireq *w = req;
 
 	if (!c || !c->ic)
 		return NBPF_NCCL_SUCCESS;
-	/* Wrappers are reused in FIFO order, so a just-completed one still names its request. */
-	if (w && (uintptr_t)w > 0x1000 && w >= c->ireqs->w && w < c->ireqs->w + NET_IREQS)
-		req = w->ireq;
-	return net_inner_irecv_consumed(c->ctx->inner, c->ic, n, req);
+	return net_wrap_consumed(c, n, req);
 }
 
 nbpf_nccl_result_t net_core_set_attr(void *p, nbpf_net_attr_v11_t *attr)

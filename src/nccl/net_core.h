@@ -13,10 +13,11 @@
 #include <pthread.h>
 
 #include "abi_net.h"
+#include "ncclbpf/policy.h"
 #include "net/nnet.h"
 #include "net_inner.h"
 
-#define NET_CORE_MAX_RECVS 1 /* maxRecvs we announce */
+#define NET_CORE_MAX_RECVS 1 /* maxRecvs our transport announces */
 #define NBPF_NCCL_NET 0x10ul /* NCCL_NET log subsystem */
 
 /* One init context: per communicator from v11, per process before. */
@@ -26,7 +27,8 @@ struct net_ctx {
 	uint64_t comm_id;        /* NCCL's commHash (v11+), else 0 */
 	int traffic_class;       /* ncclNetCommConfig.trafficClass, -1: undefined */
 	nbpf_net_prof_cb_t prof; /* v10+: NCCL's profiler callback, may be NULL */
-	struct nbpf_comm *cm;    /* registry entry (role "net"): program runs, refusals */
+	struct nbpf_comm *cm;    /* registry entry (role "net"): messages, program runs, refusals */
+	bool stats;              /* NCCLBPF_STATS=1: time every program run */
 	struct net_inner *inner; /* NCCLBPF_NET=inner:...: the plugin we wrap, else NULL */
 	void *ictx;              /* the inner plugin's context (v11+) */
 };
@@ -47,8 +49,11 @@ struct net_listen {
 struct net_ireq {
 	uint32_t magic;          /* NET_IREQ_MAGIC while in flight */
 	uint32_t event;          /* NCCLBPF_NET_*_DONE, or UINT32_MAX for a flush */
-	struct net_comm *c;
-	void *ireq;              /* the inner plugin's request */
+	struct net_comm *c;      /* the comm whose pool holds it, for its whole life */
+	void *ireq;              /* the inner plugin's request (0x1 too, if it answered so) */
+	void *done_ireq;         /* the last receive it completed, for irecvConsumed */
+	int n;                   /* grouped receives (1 for a send) */
+	size_t bytes;            /* posted: size, or the receives' capacities summed */
 	uint64_t posted;         /* post time (0: not timed) */
 };
 
@@ -68,12 +73,13 @@ struct net_comm {
 	int dev;
 	bool warned;             /* one WARN per failed comm */
 	struct net_peer_stats *peer; /* this comm's per-peer counters (net_peers.h), may be NULL */
+	struct ncclbpf_net_ctx hook; /* its events' context but event, bytes, tag, latency */
 };
 
 nbpf_nccl_result_t net_ctx_create(struct net_ctx **out, int abi, uint64_t comm_id,
 				  int traffic_class, nbpf_nccl_logger_t logger,
 				  nbpf_net_prof_cb_t prof);
-void net_ctx_destroy(struct net_ctx *ctx);
+nbpf_nccl_result_t net_ctx_destroy(struct net_ctx *ctx);
 
 nbpf_nccl_result_t net_core_devices(int *ndev);
 nbpf_nccl_result_t net_core_props(int dev, nbpf_net_props_v12_t *p);
@@ -99,7 +105,7 @@ nbpf_nccl_result_t net_core_irecv_consumed(void *rc, int n, void *req);
 nbpf_nccl_result_t net_core_set_attr(void *ctx, nbpf_net_attr_v11_t *attr);
 
 /* net_wrap.c: the inner backend's requests. */
-struct net_ireqs *net_wrap_pool_new(void);
+struct net_ireqs *net_wrap_pool_new(struct net_comm *c);
 nbpf_nccl_result_t net_wrap_post(struct net_comm *c, bool send, void **data, size_t *sizes,
 				 int n, int *tags, void **mh, void **ph, void **req);
 /* Whether req looks like one of our wrappers in flight. */
@@ -107,12 +113,15 @@ bool net_wrap_ok(const struct net_ireq *w);
 nbpf_nccl_result_t net_wrap_test(struct net_ireq *w, int *done, int *sizes);
 nbpf_nccl_result_t net_wrap_flush(struct net_comm *c, int n, void **data, int *sizes, void **mh,
 				  void **req);
+nbpf_nccl_result_t net_wrap_consumed(struct net_comm *c, int n, void *req);
 
 /* net_hooks.c: SEC("net") programs around the calls. */
 struct nbpf_comm;
 uint64_t net_peer_key(const union nnet_addr *a);
 void net_hook_connect(struct net_ctx *ctx, int dev, const union nnet_addr *peer,
 		      struct nnet_conn_opts *opts);
+/* Fills c->hook once its backend comm exists. */
+void net_hook_comm_init(struct net_comm *c);
 void net_hook_accept(struct net_comm *c);
 /* Counts an output the backend cannot apply. */
 void net_hook_refuse(struct net_ctx *ctx);

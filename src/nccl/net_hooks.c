@@ -14,9 +14,11 @@
  * connection as configured.
  *
  * Cost when no net program is loaded: one relaxed load of the published
- * image, plus a scan of its program list when there is one.  Post and
- * completion events are timed (two clock reads per message) only while a
- * net program is loaded.
+ * image, plus a scan of its program list when there is one.  With one, a
+ * message event copies its comm's prebuilt context (filled once per comm)
+ * and sets four fields, then one epoch section runs the programs.  The
+ * clock is read once per event in all cases, by the caller (post time,
+ * then latency: per-peer telemetry and the DONE context share it).
  */
 #include <arpa/inet.h>
 #include <string.h>
@@ -39,10 +41,41 @@ void net_hook_refuse(struct net_ctx *ctx)
 	count_refusal(ctx, NBPF_REFUSE_RANGE);
 }
 
-/* Runs every net program; returns false when none ran. *skip: one said SKIP. */
-static bool run_programs(struct net_ctx *ctx, struct ncclbpf_net_ctx *x, bool *skip)
+static inline void bump(_Atomic uint64_t *v, uint64_t by)
 {
+	atomic_store_explicit(v, atomic_load_explicit(v, memory_order_relaxed) + by,
+			      memory_order_relaxed);
+}
+
+/*
+ * Per-program counters restart when the context first runs a new image,
+ * as the tuner's do (`prog list` sums those of the current generation).
+ * v6-v10 share one context between NCCL's threads: one wins the reset.
+ */
+static __attribute__((noinline, cold)) void stats_reset(struct nbpf_comm *cm, uint64_t gen)
+{
+	uint64_t old = atomic_load_explicit(&cm->stats_gen, memory_order_relaxed);
+
+	if (!atomic_compare_exchange_strong(&cm->stats_gen, &old, gen))
+		return;
+	for (uint32_t i = 0; i < NBPF_HOST_MAX_PROGS; i++) {
+		atomic_store_explicit(&cm->prog[i].runs, 0, memory_order_relaxed);
+		atomic_store_explicit(&cm->prog[i].ns, 0, memory_order_relaxed);
+	}
+	atomic_store_explicit(&cm->image_gen, gen, memory_order_relaxed);
+}
+
+/*
+ * Runs every net program; returns false when none ran. *skip: one said SKIP.
+ * Inlined: for the message events its call was a fifth of the plumbing.
+ */
+static inline __attribute__((always_inline)) bool run_programs(struct net_ctx *ctx,
+							       struct ncclbpf_net_ctx *x,
+							       bool *skip)
+{
+	struct nbpf_comm *cm = ctx->cm;
 	struct nbpf_image *img;
+	uint64_t t0 = 0;
 	bool ran = false;
 
 	*skip = false;
@@ -50,6 +83,12 @@ static bool run_programs(struct net_ctx *ctx, struct ncclbpf_net_ctx *x, bool *s
 		return false;
 	nbpf_epoch_enter();
 	img = atomic_load_explicit(&nbpf_host_published, memory_order_acquire);
+	if (img && cm && __builtin_expect(atomic_load_explicit(&cm->stats_gen, memory_order_relaxed) !=
+					  img->generation, 0))
+		stats_reset(cm, img->generation);
+	/* NCCLBPF_STATS=1: one clock read per program boundary (a run ends where the next starts). */
+	if (__builtin_expect(ctx->stats, 0))
+		t0 = nbpf_now_ns();
 	for (uint32_t i = 0; img && i < img->n_progs; i++) {
 		const struct nbpf_host_prog *hp = &img->progs[i];
 		uint64_t ret = 0;
@@ -64,20 +103,19 @@ static bool run_programs(struct net_ctx *ctx, struct ncclbpf_net_ctx *x, bool *s
 		}
 		*skip |= ret == NCCLBPF_NET_SKIP;
 		ran = true;
-		if (ctx->cm) {
-			if (atomic_load_explicit(&ctx->cm->image_gen, memory_order_relaxed) !=
-			    img->generation)
-				atomic_store_explicit(&ctx->cm->image_gen, img->generation,
-						      memory_order_relaxed);
-			/*
-			 * One thread drives a context's data path (NCCL's proxy
-			 * progress thread; v6..v10 share one context between
-			 * communicators, where a count may be lost): no locked add.
-			 */
-			_Atomic uint64_t *runs = &ctx->cm->prog[hp->slot].runs;
+		/*
+		 * One thread drives a context's data path (NCCL's proxy progress
+		 * thread; v6..v10 share one context between communicators, where
+		 * a count may be lost): no locked add.
+		 */
+		if (cm) {
+			bump(&cm->prog[hp->slot].runs, 1);
+			if (__builtin_expect(ctx->stats, 0)) {
+				uint64_t t1 = nbpf_now_ns();
 
-			atomic_store_explicit(runs, atomic_load_explicit(runs, memory_order_relaxed) + 1,
-					      memory_order_relaxed);
+				bump(&cm->prog[hp->slot].ns, t1 - t0);
+				t0 = t1;
+			}
 		}
 	}
 	nbpf_epoch_exit();
@@ -174,14 +212,19 @@ void net_hook_connect(struct net_ctx *ctx, int dev, const union nnet_addr *peer,
 	}
 }
 
+void net_hook_comm_init(struct net_comm *c)
+{
+	ctx_init(&c->hook, c->ctx, 0, c->dev, c->tc ? nnet_comm_peer(c->tc) : NULL);
+	c->hook.n_socks = (uint32_t)nnet_comm_weights(c->tc, c->hook.sock_weight);
+}
+
 void net_hook_accept(struct net_comm *c)
 {
-	struct ncclbpf_net_ctx x;
+	struct ncclbpf_net_ctx x = c->hook;
 	int tos = -1, prio = -1;
 	bool skip;
 
-	ctx_init(&x, c->ctx, NCCLBPF_NET_ACCEPT, c->dev, c->tc ? nnet_comm_peer(c->tc) : NULL);
-	x.n_socks = (uint32_t)nnet_comm_weights(c->tc, x.sock_weight);
+	x.event = NCCLBPF_NET_ACCEPT;
 	if (!run_programs(c->ctx, &x, &skip) || skip)
 		return;
 	take_marking(c->ctx, &x, &tos, &prio);
@@ -199,12 +242,15 @@ bool net_hook_msg(struct net_comm *c, uint32_t event, size_t bytes, int tag, uin
 	struct ncclbpf_net_ctx x;
 	bool skip;
 
+	/* The context's registry entry counts messages done (`ps`: calls). */
+	if (c->ctx->cm && (event == NCCLBPF_NET_SEND_DONE || event == NCCLBPF_NET_RECV_DONE))
+		bump(&c->ctx->cm->calls, 1);
 	if (!atomic_load_explicit(&nbpf_host_published, memory_order_relaxed))
 		return false;
-	ctx_init(&x, c->ctx, event, c->dev, c->tc ? nnet_comm_peer(c->tc) : NULL);
+	x = c->hook; /* the comm's fields, filled once */
+	x.event = event;
 	x.bytes = bytes;
 	x.tag = tag;
 	x.latency_ns = latency_ns;
-	x.n_socks = (uint32_t)nnet_comm_weights(c->tc, x.sock_weight);
 	return run_programs(c->ctx, &x, &skip);
 }

@@ -2,10 +2,13 @@
 /*
  * net_inner.c - calls into an inner net plugin at whatever version it
  * exports (v6..v12), as NCCL's own adaptors would: sizes narrowed to int
- * for v6..v8 (refused above INT_MAX), the device-handle and config
- * arguments where the version has them, properties widened to the v12
- * layout.  Pointers NCCL gives (device handles, phandles, request
- * pre-sets) pass through untouched.
+ * for v6..v8 (ncclInternalError above INT_MAX, as NCCL's), the receive's
+ * optional-completion pre-set (0x1) cleared for v6..v8 and passed to
+ * v9+, the device-handle and config arguments where the version has them
+ * (a pointer to a NULL handle where NCCL gave none: a v7+ plugin may
+ * read it), phandles NULL where NCCL gave none, properties widened to the
+ * v12 layout with NCCL's defaults for what the version lacks.  Everything
+ * else NCCL gives passes through untouched.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -18,8 +21,6 @@
 
 #include "host/host.h"
 #include "net_inner.h"
-
-#define MAX_GROUPED_RECVS 8
 
 struct net_inner {
 	void *dl;
@@ -62,6 +63,33 @@ static void *open_lib(const char *spec, char *err, size_t errlen)
 	return dl;
 }
 
+/*
+ * NCCLBPF_NET=inner:ncclbpf, our own path or a link to it would have this
+ * library wrap itself, each call calling itself until the stack runs out
+ * (dlopen of any path to our file hands back our own link map: glibc
+ * matches the inode, and runs no constructor again); another copy of it
+ * would read NCCLBPF_NET and wrap again.  Returns whether refused.
+ */
+static bool is_self(const char *spec, const void *tbl, char *err, size_t errlen)
+{
+	Dl_info me, it;
+
+	if (!dladdr((void *)net_inner_open, &me) || !dladdr(tbl, &it))
+		return false;
+	if (it.dli_fbase == me.dli_fbase) {
+		snprintf(err, errlen, "%s is this plugin itself (%s); it cannot wrap itself", spec,
+			 me.dli_fname);
+		return true;
+	}
+	if (((const nbpf_net_v6_t *)tbl)->name &&
+	    !strcmp(((const nbpf_net_v6_t *)tbl)->name, NET_PLUGIN_NAME)) {
+		snprintf(err, errlen, "%s is another copy of %s (%s); it cannot wrap itself", spec,
+			 NET_PLUGIN_NAME, it.dli_fname);
+		return true;
+	}
+	return false;
+}
+
 int net_inner_open(const char *spec, struct net_inner **out, char *err, size_t errlen)
 {
 	struct net_inner *in;
@@ -87,13 +115,13 @@ int net_inner_open(const char *spec, struct net_inner **out, char *err, size_t e
 		in->tbl = dlsym(in->dl, sym);
 		in->v = v;
 	}
-	if (!in->tbl) {
-		if (in->dl) {
+	if (!in->tbl || is_self(spec, in->tbl, err, errlen)) {
+		rc = in->tbl ? -ELOOP : -ENOENT;
+		if (in->dl && !in->tbl)
 			snprintf(err, errlen, "%s exports no ncclNetPlugin_v6..v12", spec);
+		if (in->dl)
 			dlclose(in->dl);
-		}
 		free(in);
-		rc = -ENOENT;
 		goto out;
 	}
 	/* The name is read from the table, the same for every version. */
@@ -192,7 +220,10 @@ nbpf_nccl_result_t net_inner_props(struct net_inner *in, int dev, nbpf_net_props
 	p->railId = p->planeId = -1;
 	switch (in->v) {
 	case 12:
-		return T(12)->getProperties(dev, p);
+		res = T(12)->getProperties(dev, p);
+		if (!res && p->maxRecvs > NET_MAX_RECVS)
+			p->maxRecvs = NET_MAX_RECVS;
+		return res;
 	case 11:
 		res = T(11)->getProperties(dev, &u.v11);
 		break;
@@ -211,6 +242,7 @@ nbpf_nccl_result_t net_inner_props(struct net_inner *in, int dev, nbpf_net_props
 	}
 	if (res)
 		return res;
+	p->maxRecvs = p->maxRecvs > NET_MAX_RECVS ? NET_MAX_RECVS : p->maxRecvs;
 	if (in->v >= 9) {
 		COPY_COMMON(p, &u.v9);
 		p->regIsGlobal = u.v9.regIsGlobal;
@@ -248,7 +280,10 @@ nbpf_nccl_result_t net_inner_connect(struct net_inner *in, void *ictx, int dev, 
 				     void *handle, void **sc, void **dc)
 {
 	nbpf_net_comm_config_t cfg = { .trafficClass = traffic_class };
+	void *none = NULL;
 
+	if (!dc)
+		dc = &none;
 	switch (in->v) {
 	case 6:
 		return T(6)->connect(dev, handle, sc);
@@ -263,6 +298,10 @@ nbpf_nccl_result_t net_inner_connect(struct net_inner *in, void *ictx, int dev, 
 
 nbpf_nccl_result_t net_inner_accept(struct net_inner *in, void *lc, void **rc, void **dc)
 {
+	void *none = NULL;
+
+	if (!dc)
+		dc = &none;
 	if (in->v == 6)
 		return T(6)->accept(lc, rc);
 	return T(7)->accept(lc, rc, (nbpf_net_dev_handle_t **)dc);
@@ -295,7 +334,7 @@ nbpf_nccl_result_t net_inner_isend(struct net_inner *in, void *sc, void *data, s
 				   int tag, void *mh, void *ph, void **req)
 {
 	if (in->v <= 8)
-		return size > INT_MAX ? NBPF_NCCL_INVALID_ARGUMENT
+		return size > INT_MAX ? NBPF_NCCL_INTERNAL_ERROR
 				      : T(6)->isend(sc, data, (int)size, tag, mh, req);
 	if (in->v == 9)
 		return T(9)->isend(sc, data, size, tag, mh, req);
@@ -305,21 +344,25 @@ nbpf_nccl_result_t net_inner_isend(struct net_inner *in, void *sc, void *data, s
 nbpf_nccl_result_t net_inner_irecv(struct net_inner *in, void *rc, int n, void **data,
 				   size_t *sizes, int *tags, void **mh, void **ph, void **req)
 {
-	if (in->v <= 8) {
-		int isz[MAX_GROUPED_RECVS];
+	static void *no_ph[NET_MAX_RECVS]; /* v10+ plugins may read phandles[i]: all NULL */
 
-		if (n < 1 || n > MAX_GROUPED_RECVS)
-			return NBPF_NCCL_INVALID_ARGUMENT;
+	if (n < 1 || n > NET_MAX_RECVS)
+		return NBPF_NCCL_INTERNAL_ERROR;
+	if (in->v <= 8) {
+		int isz[NET_MAX_RECVS];
+
 		for (int i = 0; i < n; i++) {
 			if (sizes[i] > INT_MAX)
-				return NBPF_NCCL_INVALID_ARGUMENT;
+				return NBPF_NCCL_INTERNAL_ERROR;
 			isz[i] = (int)sizes[i];
 		}
+		if (*req == NET_OPTIONAL_RECV)
+			*req = NULL; /* NCCL's v6-v8 adaptor: those plugins never see the marker */
 		return T(6)->irecv(rc, n, data, isz, tags, mh, req);
 	}
 	if (in->v == 9)
 		return T(9)->irecv(rc, n, data, sizes, tags, mh, req);
-	return T(10)->irecv(rc, n, data, sizes, tags, mh, ph, req);
+	return T(10)->irecv(rc, n, data, sizes, tags, mh, ph ? ph : no_ph, req);
 }
 
 nbpf_nccl_result_t net_inner_iflush(struct net_inner *in, void *rc, int n, void **data,

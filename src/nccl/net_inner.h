@@ -14,9 +14,18 @@
 struct net_inner;
 
 /*
+ * Grouped receives we marshal (NCCL_PROXY_MAX_SUBS): an inner plugin's
+ * maxRecvs is announced up to this.
+ */
+#define NET_MAX_RECVS 64
+#define NET_OPTIONAL_RECV ((void *)0x1) /* NCCL_NET_OPTIONAL_RECV_COMPLETION */
+#define NET_PLUGIN_NAME "ncclbpf"      /* our tables' name */
+
+/*
  * Loads spec: dlopen(spec), then for a bare name libnccl-net-<spec>.so,
  * RTLD_NOW | RTLD_LOCAL.  Reference-counted per process (one inner
- * library).  0 or a negative errno, with a message in err.
+ * library).  0 or a negative errno, with a message in err: -ELOOP when
+ * spec is this library itself (by name, path or link) or another copy of it.
  */
 int net_inner_open(const char *spec, struct net_inner **out, char *err, size_t errlen);
 void net_inner_close(struct net_inner *in);

@@ -4,6 +4,20 @@
  * wrappers per comm (a freed wrapper is reused last, so irecvConsumed
  * still finds a just-completed request), posting through the inner plugin
  * and testing it, with per-peer telemetry and SEC("net") events around.
+ *
+ * What NCCL gets back is exactly what the inner plugin answered: its
+ * result, NULL where it posted nothing ("not now", or nothing to flush),
+ * a wrapper around any request it returned, and at test its done flag and
+ * sizes.  Every wrapper belongs to its comm from the pool's creation, so
+ * one the inner plugin left unused goes back without looking anything up.
+ *
+ * irecvConsumed comes after the receive's test, when its wrapper is back
+ * in the pool: a wrapper keeps the last receive it completed apart from
+ * the one it carries, so it names the right inner request until it has
+ * been reused for NET_IREQS more posts and completed again (NCCL consumes
+ * within NCCL_STEPS).  NCCL has no irecvConsumed in our v6 table: there
+ * the wrapper consumes a receive itself once it completes, which is when
+ * a host-memory receive is consumed.
  */
 #include <stdlib.h>
 
@@ -14,15 +28,17 @@
 #define NET_IREQ_MAGIC 0x51455249u
 #define NET_FLUSH_EVENT UINT32_MAX
 
-struct net_ireqs *net_wrap_pool_new(void)
+struct net_ireqs *net_wrap_pool_new(struct net_comm *c)
 {
 	struct net_ireqs *q = calloc(1, sizeof(*q));
 
 	if (!q)
 		return NULL;
 	pthread_mutex_init(&q->mu, NULL);
-	for (unsigned i = 0; i < NET_IREQS; i++)
+	for (unsigned i = 0; i < NET_IREQS; i++) {
 		q->free_idx[i] = (uint16_t)i;
+		q->w[i].c = c;
+	}
 	q->tail = NET_IREQS;
 	return q;
 }
@@ -49,39 +65,51 @@ static void ireq_put(struct net_ireq *w)
 	pthread_mutex_unlock(&q->mu);
 }
 
+/* A failed call fails the comm for NCCL: counted once per comm, as our transport does. */
+static nbpf_nccl_result_t comm_failed(struct net_comm *c, nbpf_nccl_result_t res)
+{
+	if (res && !c->warned) {
+		c->warned = true;
+		net_peer_error(c->peer);
+	}
+	return res;
+}
+
 /*
- * Posts to the inner plugin through a wrapper.  *req may arrive pre-set
- * (v9+: 0x1, "completion optional"): the inner plugin sees the same value,
- * and a request it hands back unchanged is passed through unwrapped.
+ * Posts to the inner plugin through a wrapper.  NCCL pre-sets only a
+ * receive's request, to 0x1 (completion optional); net_inner_irecv hands
+ * the inner plugin what NCCL's own adaptor would (NULL for v6-v8).
  */
 nbpf_nccl_result_t net_wrap_post(struct net_comm *c, bool send, void **data, size_t *sizes,
 				 int n, int *tags, void **mh, void **ph, void **req)
 {
-	void *in = *req;
+	void *in = !send && *req == NET_OPTIONAL_RECV ? NET_OPTIONAL_RECV : NULL;
 	struct net_ireq *w;
 	nbpf_nccl_result_t res;
+	size_t bytes = 0;
 
+	*req = NULL;
 	w = ireq_get(c);
-	if (!w) {
-		*req = NULL; /* every wrapper in flight: NCCL retries */
-		return NBPF_NCCL_SUCCESS;
-	}
+	if (!w)
+		return NBPF_NCCL_SUCCESS; /* every wrapper in flight: NCCL retries */
 	if (send)
 		res = net_inner_isend(c->ctx->inner, c->ic, data[0], sizes[0], tags[0], mh[0],
 				      ph ? ph[0] : NULL, &in);
 	else
 		res = net_inner_irecv(c->ctx->inner, c->ic, n, data, sizes, tags, mh, ph, &in);
-	if (res || !in || in == *req) {
+	if (res || !in) {
 		ireq_put(w);
-		*req = res ? NULL : in;
-		return res;
+		return comm_failed(c, res);
 	}
+	for (int i = 0; i < n; i++)
+		bytes += sizes[i];
 	w->magic = NET_IREQ_MAGIC;
-	w->c = c;
 	w->ireq = in;
+	w->n = n;
+	w->bytes = bytes;
 	w->event = send ? NCCLBPF_NET_SEND_DONE : NCCLBPF_NET_RECV_DONE;
 	*req = w;
-	net_hook_msg(c, send ? NCCLBPF_NET_SEND_POST : NCCLBPF_NET_RECV_POST, sizes[0],
+	net_hook_msg(c, send ? NCCLBPF_NET_SEND_POST : NCCLBPF_NET_RECV_POST, bytes,
 		     tags ? tags[0] : -1, 0);
 	w->posted = nbpf_now_ns();
 	return NBPF_NCCL_SUCCESS;
@@ -97,27 +125,44 @@ nbpf_nccl_result_t net_wrap_test(struct net_ireq *w, int *done, int *sizes)
 {
 	struct net_comm *c = w->c;
 	nbpf_nccl_result_t res;
-	int sz[8] = { 0 };
+	int local[NET_MAX_RECVS], *sz = sizes ? sizes : local;
+	size_t bytes = 0;
 
-	res = net_inner_test(c->ctx->inner, w->ireq, done, sizes ? sizes : sz);
-	if (res) {
-		if (!c->warned) {
-			c->warned = true;
-			net_peer_error(c->peer);
-		}
-		return res;
-	}
-	if (!*done)
-		return res;
+	/*
+	 * NCCL zeroes the sizes it passes; a plugin that reports none (a
+	 * receive answered with 0x1) then reads as 0 bytes, never as what the
+	 * array held.  Without an array (NCCL's flush test) ours takes them.
+	 */
+	for (int i = 0; i < w->n; i++)
+		sz[i] = 0;
+	res = net_inner_test(c->ctx->inner, w->ireq, done, sz);
+	if (res || !*done)
+		return comm_failed(c, res);
 	if (w->event != NET_FLUSH_EVENT) {
 		uint64_t lat = w->posted ? nbpf_now_ns() - w->posted : 0;
-		size_t n = (size_t)(sizes ? sizes[0] : sz[0]);
 
-		net_peer_msg(c->peer, w->event == NCCLBPF_NET_RECV_DONE, n, lat);
-		net_hook_msg(c, w->event, n, -1, lat);
+		for (int i = 0; i < w->n; i++)
+			bytes += sz[i] > 0 ? (size_t)sz[i] : 0;
+		net_peer_msg(c->peer, w->event == NCCLBPF_NET_RECV_DONE, bytes, lat);
+		net_hook_msg(c, w->event, bytes, -1, lat);
+	}
+	if (w->event == NCCLBPF_NET_RECV_DONE) {
+		w->done_ireq = w->ireq;
+		if (c->ctx->abi < 7)
+			res = net_inner_irecv_consumed(c->ctx->inner, c->ic, w->n, w->ireq);
 	}
 	ireq_put(w);
-	return NBPF_NCCL_SUCCESS;
+	return comm_failed(c, res);
+}
+
+nbpf_nccl_result_t net_wrap_consumed(struct net_comm *c, int n, void *req)
+{
+	struct net_ireq *w = req;
+
+	if (!w || w < c->ireqs->w || w >= c->ireqs->w + NET_IREQS ||
+	    (uintptr_t)((char *)w - (char *)c->ireqs->w) % sizeof(*w))
+		return NBPF_NCCL_INVALID_ARGUMENT; /* not a receive of this comm */
+	return comm_failed(c, net_inner_irecv_consumed(c->ctx->inner, c->ic, n, w->done_ireq));
 }
 
 nbpf_nccl_result_t net_wrap_flush(struct net_comm *c, int n, void **data, int *sizes, void **mh,
@@ -127,16 +172,18 @@ nbpf_nccl_result_t net_wrap_flush(struct net_comm *c, int n, void **data, int *s
 	nbpf_nccl_result_t res;
 	void *in = NULL;
 
+	*req = NULL;
 	if (!w)
 		return NBPF_NCCL_SUCCESS;
 	res = net_inner_iflush(c->ctx->inner, c->ic, n, data, sizes, mh, &in);
 	if (res || !in) {
 		ireq_put(w);
-		return res;
+		return comm_failed(c, res);
 	}
 	w->magic = NET_IREQ_MAGIC;
-	w->c = c;
 	w->ireq = in;
+	w->n = n;
+	w->bytes = 0;
 	w->event = NET_FLUSH_EVENT;
 	w->posted = 0;
 	*req = w;

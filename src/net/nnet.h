@@ -11,6 +11,10 @@
  *   -EINVAL        bad argument, bad handle, request not in flight;
  *   -EMSGSIZE      the peer sent more than the receive buffer holds;
  *   -ECONNRESET    the peer closed, died or reset the connection;
+ *   -ECONNABORTED  connect: the listener closed the connection before
+ *                  accepting it (another wire version, or its hello deadline);
+ *   -ETIMEDOUT     a send made no progress, and the peer showed no sign of
+ *                  life, for the connection's timeout (NCCLBPF_NET_TIMEOUT);
  *   other          a system call failed (-errno).
  * A failed connection stays failed: every later call on it returns the
  * same error, and its sockets are shut down so the peer fails too instead
@@ -49,11 +53,21 @@ struct nnet_dev {
 	int speed_mbps;              /* /sys/class/net/<if>/speed, 10000 if unknown */
 };
 
-/* Settings read once by nnet_init from the environment (NCCL's names). */
+#define NNET_TIMEOUT_MS       60000 /* NCCLBPF_NET_TIMEOUT's default */
+#define NNET_HELLO_TIMEOUT_MS 10000 /* NCCLBPF_NET_HELLO_TIMEOUT's default */
+
+/*
+ * Settings read once by nnet_init from the environment (NCCL's names and
+ * ours).  Those that shape the wire (min_chunk, timeout_ms) are the
+ * connector's: they travel in its hello and the acceptor adopts them for
+ * that connection, so two processes set differently still agree.
+ */
 struct nnet_settings {
 	int nthreads;           /* NCCL_SOCKET_NTHREADS (1..16, default 2) */
 	int nsocks_per_thread;  /* NCCL_NSOCKS_PERTHREAD (1..64, default 1) */
-	size_t min_chunk;       /* messages above this go to the data sockets */
+	size_t min_chunk;       /* NCCLBPF_NET_MIN_CHUNK: messages above this go to the data sockets */
+	uint32_t timeout_ms;    /* NCCLBPF_NET_TIMEOUT: a send stalled this long fails (0: never) */
+	uint32_t hello_timeout_ms; /* NCCLBPF_NET_HELLO_TIMEOUT: an accepted socket has this long to say hello */
 };
 
 /*

@@ -5,10 +5,21 @@
  * NCCL calls connect() again and again with the same handle buffer until
  * it returns a comm, so the connector's state lives in a registry and the
  * handle carries only its id: a corrupted or foreign handle is refused
- * (-EINVAL) instead of being dereferenced.  The acceptor collects sockets
- * from its listening socket until one connection's control socket and all
- * its data sockets have said hello; sockets with a wrong magic or token
- * (port scanners, stale peers) are closed and forgotten.
+ * (-EINVAL) instead of being dereferenced.  The connector sends a hello on
+ * each socket, then waits for the acceptor's ack on the control socket.
+ *
+ * The acceptor collects sockets from its listening socket until one
+ * connection's control socket and all its data sockets have said hello,
+ * then acks.  Its table of sockets still saying hello is bounded, and
+ * nothing can hold a place in it for long: a socket whose first 16 bytes
+ * are not our magic and the listener's token (port scanners, stale peers,
+ * another wire version) is closed at once; one that has not finished its
+ * hello within NCCLBPF_NET_HELLO_TIMEOUT of being accepted is closed; and
+ * when the table is full, the oldest socket that has not proven the token
+ * makes room for the new one.  Idle connections, however many, thus
+ * delay a real connection by at most their own accept, never for ever.
+ * (No smaller per-peer quota: a real connector opens up to 65 sockets at
+ * once, before any of them has said hello.)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,16 +28,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "nnet_internal.h"
 
-#define NNET_MAX_PENDING (NNET_MAX_SOCKS + 8)
+/* Room for two whole connections (one is what NCCL waits for). */
+#define NNET_MAX_PENDING (2 * (NNET_MAX_SOCKS + 1))
+#define NNET_PROOF (2 * sizeof(uint64_t)) /* hello bytes that prove the token: magic, token */
 
 struct nnet_pending {
 	int fd;
 	union nnet_addr peer;
 	size_t got;
+	uint64_t since_ms;       /* accepted at */
 	struct nnet_hello hello;
 };
 
@@ -51,10 +66,20 @@ struct nnet_connect {
 	int fds[NNET_MAX_SOCKS + 1];
 	size_t sent[NNET_MAX_SOCKS + 1];
 	bool connected[NNET_MAX_SOCKS + 1];
+	struct nnet_ack ack;     /* the acceptor's, arriving on the control socket */
+	size_t ack_got;
 };
 
 static pthread_mutex_t conn_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct nnet_connect *conn_list;
+
+uint64_t nnet_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
 
 uint64_t nnet_random64(void)
 {
@@ -253,8 +278,11 @@ static int connect_step(struct nnet_connect *s, int i)
 	};
 	ssize_t n;
 
-	if (i == s->nsocks)
+	if (i == s->nsocks) {
+		hello.min_chunk = nnet_settings()->min_chunk;
+		hello.timeout_ms = nnet_settings()->timeout_ms;
 		memcpy(hello.weights, s->weights, sizeof(hello.weights));
+	}
 	if (!s->connected[i]) {
 		struct pollfd p = { .fd = s->fds[i], .events = POLLOUT };
 		int soerr = 0;
@@ -295,7 +323,7 @@ static int connect_finish(struct nnet_connect *s, struct nnet_comm **out)
 	for (int i = 0; i < s->nsocks; i++)
 		c->socks[i].fd = s->fds[i];
 	nnet_cut_init(c, s->weights);
-	err = nnet_comm_start(c);
+	err = nnet_comm_start(c, nnet_settings()->min_chunk, nnet_settings()->timeout_ms);
 	if (err) {
 		free(c);
 		return err;
@@ -305,6 +333,28 @@ static int connect_finish(struct nnet_connect *s, struct nnet_comm **out)
 		s->fds[i] = -1;
 	*out = c;
 	return 0;
+}
+
+/*
+ * Reads the acceptor's ack: 1 once it has come, 0 not yet.  A listener
+ * that closes first refused the connection (-ECONNABORTED): a peer of
+ * another wire version drops our hello, and so does one whose hello
+ * deadline passed before all our sockets arrived.
+ */
+static int connect_ack(struct nnet_connect *s)
+{
+	int fd = s->fds[s->nsocks];
+
+	while (s->ack_got < sizeof(s->ack)) {
+		ssize_t n = recv(fd, (char *)&s->ack + s->ack_got, sizeof(s->ack) - s->ack_got, 0);
+
+		if (n == 0 || (n < 0 && (errno == ECONNRESET || errno == EPIPE)))
+			return -ECONNABORTED;
+		if (n < 0)
+			return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+		s->ack_got += (size_t)n;
+	}
+	return s->ack.magic == NNET_MAGIC && s->ack.conn_id == s->conn_id ? 1 : -EPROTO;
 }
 
 static int connect_new(int dev, struct nnet_handle *h, const struct nnet_conn_opts *opts,
@@ -361,6 +411,12 @@ int nnet_connect(int dev, void *handle, const struct nnet_conn_opts *opts,
 			goto fail;
 		ready &= s->sent[i] == sizeof(struct nnet_hello);
 	}
+	if (ready) {
+		err = connect_ack(s);
+		if (err < 0)
+			goto fail;
+		ready = err;
+	}
 	if (!ready) {
 		connect_put(s);
 		return 0;
@@ -386,21 +442,10 @@ static void pend_drop(struct nnet_listen *l, int i)
 	l->pend[i] = l->pend[--l->npend];
 }
 
-static void accept_new(struct nnet_listen *l)
+/* Whether the socket has shown it knows the listener's token. */
+static bool pend_proven(const struct nnet_listen *l, const struct nnet_pending *p)
 {
-	for (;;) {
-		union nnet_addr peer = { 0 };
-		socklen_t len = sizeof(peer);
-		int fd = accept4(l->fd, &peer.sa, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-
-		if (fd < 0)
-			return;
-		if (l->npend == NNET_MAX_PENDING || nnet_sock_opts(fd)) {
-			close(fd);
-			continue;
-		}
-		l->pend[l->npend++] = (struct nnet_pending){ .fd = fd, .peer = peer };
-	}
+	return p->got >= NNET_PROOF && p->hello.magic == NNET_MAGIC && p->hello.token == l->token;
 }
 
 /* A control hello's weights must fit its socket count: the cut depends on them. */
@@ -411,25 +456,69 @@ static bool hello_ok(const struct nnet_listen *l, const struct nnet_hello *h)
 	       (h->index != NNET_HELLO_CTRL || nnet_weights_check(h->weights, (int)h->nsocks) >= 0);
 }
 
-/* Reads what has arrived of each pending hello; drops broken or foreign sockets. */
-static void accept_hellos(struct nnet_listen *l)
+/*
+ * Reads what has arrived of pending hello i; drops it when broken, foreign
+ * (as soon as its first 16 bytes are in), invalid or past its deadline.
+ * Returns whether it is still pending.
+ */
+static bool pend_read(struct nnet_listen *l, int i, uint64_t now)
 {
-	for (int i = 0; i < l->npend;) {
-		struct nnet_pending *p = &l->pend[i];
-		ssize_t n = 1;
+	struct nnet_pending *p = &l->pend[i];
+	ssize_t n = 1;
 
-		while (p->got < sizeof(p->hello) && n > 0) {
-			n = recv(p->fd, (char *)&p->hello + p->got, sizeof(p->hello) - p->got, 0);
-			if (n > 0)
-				p->got += (size_t)n;
-		}
-		if ((n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) ||
-		    (p->got == sizeof(p->hello) && !hello_ok(l, &p->hello))) {
-			pend_drop(l, i);
+	while (p->got < sizeof(p->hello) && n > 0) {
+		n = recv(p->fd, (char *)&p->hello + p->got, sizeof(p->hello) - p->got, 0);
+		if (n > 0)
+			p->got += (size_t)n;
+	}
+	if ((n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) ||
+	    (p->got >= NNET_PROOF && !pend_proven(l, p)) ||
+	    (p->got == sizeof(p->hello) && !hello_ok(l, &p->hello)) ||
+	    now - p->since_ms > nnet_settings()->hello_timeout_ms) {
+		pend_drop(l, i);
+		return false;
+	}
+	return true;
+}
+
+/* Drops the oldest socket that has not proven the token; false when there is none. */
+static bool pend_evict(struct nnet_listen *l)
+{
+	int victim = -1;
+
+	for (int i = 0; i < l->npend; i++)
+		if (!pend_proven(l, &l->pend[i]) &&
+		    (victim < 0 || l->pend[i].since_ms < l->pend[victim].since_ms))
+			victim = i;
+	if (victim >= 0)
+		pend_drop(l, victim);
+	return victim >= 0;
+}
+
+static void accept_new(struct nnet_listen *l, uint64_t now)
+{
+	for (;;) {
+		union nnet_addr peer = { 0 };
+		socklen_t len = sizeof(peer);
+		int fd = accept4(l->fd, &peer.sa, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0)
+			return;
+		if (nnet_sock_opts(fd) || (l->npend == NNET_MAX_PENDING && !pend_evict(l))) {
+			close(fd);
 			continue;
 		}
-		i++;
+		l->pend[l->npend] = (struct nnet_pending){ .fd = fd, .peer = peer, .since_ms = now };
+		/* Its hello is usually in already: proven at once, it cannot be evicted. */
+		pend_read(l, l->npend++, now);
 	}
+}
+
+/* Reads what has arrived of each pending hello. */
+static void accept_hellos(struct nnet_listen *l, uint64_t now)
+{
+	for (int i = 0; i < l->npend;)
+		i += pend_read(l, i, now);
 }
 
 /* The complete connection among the pending sockets, or -1. */
@@ -463,19 +552,24 @@ int nnet_accept(struct nnet_listen *l, struct nnet_comm **out)
 {
 	int idx[NNET_MAX_SOCKS], ci, err, nsocks;
 	bool taken[NNET_MAX_PENDING] = { false };
+	const struct nnet_hello *h;
+	struct nnet_ack ack;
 	struct nnet_comm *c;
+	uint64_t now;
 
 	if (!out)
 		return -EINVAL;
 	*out = NULL;
 	if (!l)
 		return -EINVAL;
-	accept_new(l);
-	accept_hellos(l);
+	now = nnet_now_ms();
+	accept_new(l, now);
+	accept_hellos(l, now);
 	ci = accept_ready(l, idx);
 	if (ci < 0)
 		return 0;
-	nsocks = (int)l->pend[ci].hello.nsocks;
+	h = &l->pend[ci].hello;
+	nsocks = (int)h->nsocks;
 	c = aligned_alloc(64, (sizeof(*c) + 63) & ~(size_t)63);
 	if (!c)
 		return -ENOMEM;
@@ -486,11 +580,19 @@ int nnet_accept(struct nnet_listen *l, struct nnet_comm **out)
 	c->peer = l->pend[ci].peer;
 	for (int k = 0; k < nsocks; k++)
 		c->socks[k].fd = l->pend[idx[k]].fd;
-	nnet_cut_init(c, l->pend[ci].hello.weights);
-	err = nnet_comm_start(c);
+	nnet_cut_init(c, h->weights);
+	/*
+	 * The connector returns its comm on this ack, so it goes before any
+	 * keepalive of ours can.  A fresh socket takes 16 bytes whole; if the
+	 * peer is gone, the data path reports it.
+	 */
+	ack = (struct nnet_ack){ .magic = NNET_MAGIC, .conn_id = h->conn_id };
+	(void)!send(c->ctrl_fd, &ack, sizeof(ack), MSG_DONTWAIT | MSG_NOSIGNAL);
+	/* The connector's wire settings, whatever ours are. */
+	err = nnet_comm_start(c, (size_t)h->min_chunk, h->timeout_ms);
 	if (err) {
 		free(c);
-		return err;
+		return err; /* the sockets stay pending; the connector fails on its first use */
 	}
 	/* Remove the sockets the comm owns now, highest index first (pend_drop moves the last). */
 	taken[ci] = true;

@@ -19,6 +19,16 @@
  * Request handles carry the slot's generation in their top 16 bits
  * (user-space addresses fit in 47), so testing a finished request, or a
  * request whose slot has been reused since, is refused with -EINVAL.
+ *
+ * Stalls (NCCL_IB_TIMEOUT's role).  A sender whose data the peer stops
+ * taking would wait for ever: the peer's kernel keeps acknowledging a
+ * closed window.  So the acceptor (the receiving end) writes one byte on
+ * the control socket's idle direction every quarter of the connector's
+ * timeout while the connection is open, from a helper thread: a process
+ * that is merely late to post its receive stays alive, one that no longer
+ * runs (stopped, hung, its host gone) goes silent.  The sender's test()
+ * fails the connection with -ETIMEDOUT once a message has moved no byte
+ * and no keepalive has come for the whole timeout.
  */
 #include <errno.h>
 #include <poll.h>
@@ -27,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "nnet_internal.h"
@@ -34,6 +45,7 @@
 #define REQ_GEN_SHIFT 48
 #define REQ_PTR_MASK  ((UINT64_C(1) << REQ_GEN_SHIFT) - 1)
 #define HELPER_POLL_MS 100
+#define STALL_CHECK_MS 50    /* a stalled sender looks at its peer this often */
 /* Bytes one test() call moves at most (comm_assist): a bounded detour for the proxy thread. */
 #define ASSIST_BUDGET (512u << 10)
 #define ASSIST_SOCK_BUDGET (256u << 10)
@@ -108,19 +120,29 @@ static void ctrl_abort(struct nnet_comm *c)
 
 /* ---- helper threads ------------------------------------------------------ */
 
+/* Counts what a socket moved (the busy flag's holder writes it; stall_check reads it). */
+static void sock_count(struct nnet_sock *sk, size_t n)
+{
+	atomic_store_explicit(&sk->moved,
+			      atomic_load_explicit(&sk->moved, memory_order_relaxed) + n,
+			      memory_order_relaxed);
+}
+
 /*
- * Moves bytes of slice s on fd, at most budget of them; 1 if it moved any,
- * 0 if it would block at once, <0 error.
+ * Moves bytes of slice s on socket sk, at most budget of them; 1 if it
+ * moved any, 0 if it would block at once, <0 error.  Each call to the
+ * kernel is counted as it returns: one slice can take seconds on a slow
+ * link, and a sender watching for a stall must see it move meanwhile.
  */
-static int slice_io(struct nnet_comm *c, struct nnet_slice *s, int fd, size_t budget)
+static int slice_io(struct nnet_comm *c, struct nnet_slice *s, struct nnet_sock *sk, size_t budget)
 {
 	size_t end = s->len - s->done > budget ? s->done + budget : s->len;
 	int moved = 0;
 
 	while (s->done < end) {
-		ssize_t n = c->send ? send(fd, s->ptr + s->done, end - s->done,
+		ssize_t n = c->send ? send(sk->fd, s->ptr + s->done, end - s->done,
 					   MSG_DONTWAIT | MSG_NOSIGNAL)
-				    : recv(fd, s->ptr + s->done, end - s->done, MSG_DONTWAIT);
+				    : recv(sk->fd, s->ptr + s->done, end - s->done, MSG_DONTWAIT);
 
 		if (n <= 0) {
 			int err = io_err(n);
@@ -128,6 +150,7 @@ static int slice_io(struct nnet_comm *c, struct nnet_slice *s, int fd, size_t bu
 			return err ? err : moved;
 		}
 		s->done += (size_t)n;
+		sock_count(sk, (size_t)n);
 		moved = 1;
 	}
 	return 1;
@@ -171,7 +194,7 @@ static int sock_move(struct nnet_comm *c, struct nnet_helper *hp, struct nnet_so
 			return moved;
 		/* The head slot is stable until head moves: the producer only writes at tail. */
 		before = s->done;
-		r = slice_io(c, s, sk->fd, *budget);
+		r = slice_io(c, s, sk, *budget);
 		if (r < 0)
 			return r;
 		moved |= r;
@@ -261,6 +284,57 @@ static bool helper_abort(struct nnet_helper *hp)
 	return true;
 }
 
+/* The acceptor's first helper keeps the connection alive (see the file's comment). */
+static bool helper_keeps_alive(const struct nnet_helper *hp)
+{
+	return !hp->comm->send && hp->first == 0 && hp->comm->timeout_ms;
+}
+
+/* Writes a keepalive byte when one is due; returns when the next is (ms). */
+static uint64_t helper_keepalive(struct nnet_helper *hp)
+{
+	struct nnet_comm *c = hp->comm;
+	uint64_t now = nnet_now_ms();
+
+	if (now < hp->keepalive_ms)
+		return hp->keepalive_ms;
+	/* The caller drives (and aborts) the control socket under c->mu: never wait on it. */
+	if (pthread_mutex_trylock(&c->mu))
+		return now + 10;
+	if (!atomic_load(&c->err))
+		(void)!send(c->ctrl_fd, "", 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+	pthread_mutex_unlock(&c->mu);
+	hp->keepalive_ms = now + (c->timeout_ms / 4 ? c->timeout_ms / 4 : 1);
+	return hp->keepalive_ms;
+}
+
+static bool helper_idle(struct nnet_helper *hp)
+{
+	return !hp->stop && !helper_has_work(hp) && (hp->aborted || !atomic_load(&hp->comm->abort));
+}
+
+/* Waits under hp->mu for work; a keepalive helper wakes when its next byte is due. */
+static void helper_wait(struct nnet_helper *hp)
+{
+	while (helper_idle(hp)) {
+		uint64_t due;
+		struct timespec ts;
+
+		if (!helper_keeps_alive(hp)) {
+			pthread_cond_wait(&hp->cv, &hp->mu);
+			continue;
+		}
+		pthread_mutex_unlock(&hp->mu); /* c->mu comes first (dispatch holds it, then ours) */
+		due = helper_keepalive(hp);
+		pthread_mutex_lock(&hp->mu);
+		if (!helper_idle(hp))
+			break;
+		ts.tv_sec = (time_t)(due / 1000);
+		ts.tv_nsec = (long)(due % 1000) * 1000000;
+		pthread_cond_timedwait(&hp->cv, &hp->mu, &ts);
+	}
+}
+
 static void *helper_main(void *arg)
 {
 	struct nnet_helper *hp = arg;
@@ -271,14 +345,14 @@ static void *helper_main(void *arg)
 		int npfd, r;
 
 		pthread_mutex_lock(&hp->mu);
-		while (!hp->stop && !helper_has_work(hp) &&
-		       (hp->aborted || !atomic_load(&hp->comm->abort)))
-			pthread_cond_wait(&hp->cv, &hp->mu);
+		helper_wait(hp);
 		if (hp->stop) {
 			pthread_mutex_unlock(&hp->mu);
 			break;
 		}
 		pthread_mutex_unlock(&hp->mu);
+		if (helper_keeps_alive(hp))
+			helper_keepalive(hp);
 		if (helper_abort(hp)) {
 			helper_drop_all(hp);
 			continue;
@@ -325,22 +399,28 @@ static void helpers_stop(struct nnet_comm *c)
 	}
 }
 
-int nnet_comm_start(struct nnet_comm *c)
+int nnet_comm_start(struct nnet_comm *c, size_t min_chunk, uint32_t timeout_ms)
 {
 	const struct nnet_settings *st = nnet_settings();
+	pthread_condattr_t ca;
 	int err;
 
 	c->nthreads = st->nthreads < c->nsocks ? st->nthreads : c->nsocks;
-	c->min_chunk = st->min_chunk;
+	c->min_chunk = min_chunk;
+	c->timeout_ms = timeout_ms;
 	atomic_init(&c->err, 0);
 	atomic_init(&c->abort, false);
 	for (int i = 0; i < NNET_MAX_REQS; i++) {
 		c->reqs[i].comm = c;
 		atomic_init(&c->reqs[i].pending, 0);
 	}
-	for (int i = 0; i < c->nsocks; i++)
+	for (int i = 0; i < c->nsocks; i++) {
 		atomic_init(&c->socks[i].busy, false);
+		atomic_init(&c->socks[i].moved, 0);
+	}
 	pthread_mutex_init(&c->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* keepalive deadlines are monotonic */
 	for (int t = 0; t < c->nthreads; t++) {
 		struct nnet_helper *hp = &c->helpers[t];
 
@@ -348,8 +428,9 @@ int nnet_comm_start(struct nnet_comm *c)
 		hp->first = t;
 		hp->stride = c->nthreads;
 		pthread_mutex_init(&hp->mu, NULL);
-		pthread_cond_init(&hp->cv, NULL);
+		pthread_cond_init(&hp->cv, &ca);
 	}
+	pthread_condattr_destroy(&ca);
 	for (int t = 0; t < c->nthreads; t++) {
 		err = -pthread_create(&c->helpers[t].tid, NULL, helper_main, &c->helpers[t]);
 		if (err) {
@@ -456,6 +537,7 @@ static int ctrl_send(struct nnet_comm *c, struct nnet_req *r)
 		if (n == 0)
 			return 0;
 		r->ctrl_off += (size_t)n;
+		c->ctrl_moved += (size_t)n;
 	}
 	return 1;
 }
@@ -591,6 +673,35 @@ static int comm_assist(struct nnet_comm *c, const struct nnet_req *req)
 	return 0;
 }
 
+/*
+ * A sender's watch on its peer (see the file's comment), from test() while
+ * a request is not done; under c->mu.  0, or -ETIMEDOUT once nothing has
+ * moved and no keepalive has come for the connection's timeout.
+ */
+static int stall_check(struct nnet_comm *c)
+{
+	uint64_t now = nnet_now_ms(), moved = c->ctrl_moved;
+	bool alive = false;
+	char buf[64];
+	ssize_t n;
+
+	if (c->alive_ms && now < c->check_ms)
+		return 0;
+	c->check_ms = now + STALL_CHECK_MS;
+	for (int i = 0; i < c->nsocks; i++)
+		moved += atomic_load_explicit(&c->socks[i].moved, memory_order_relaxed);
+	while ((n = recv(c->ctrl_fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0)
+		alive = true;
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+		return io_err(n);
+	if (!c->alive_ms || alive || moved != c->moved_seen) {
+		c->alive_ms = now;
+		c->moved_seen = moved;
+		return 0;
+	}
+	return now - c->alive_ms >= c->timeout_ms ? -ETIMEDOUT : 0;
+}
+
 int nnet_test(void *req, int *done, size_t *size)
 {
 	uint16_t gen;
@@ -626,6 +737,11 @@ int nnet_test(void *req, int *done, size_t *size)
 			*size = r->size;
 		r->state = NNET_REQ_FREE;
 		r->gen++;
+		c->alive_ms = 0; /* progress: a later stall is timed from its own start */
+	} else if (c->send && c->timeout_ms && (err = stall_check(c))) {
+		nnet_comm_fail(c, err);
+		ctrl_abort(c);
+		err = atomic_load(&c->err);
 	}
 out:
 	pthread_mutex_unlock(&c->mu);

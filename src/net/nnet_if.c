@@ -67,6 +67,22 @@ static int env_int(const char *name, int def, int lo, int hi)
 	return (int)v;
 }
 
+/* Seconds (a decimal fraction allowed) as milliseconds; 0 switches the deadline off. */
+static uint32_t env_seconds_ms(const char *name, uint32_t def_ms)
+{
+	const char *s = getenv(name);
+	char *end;
+	double v;
+
+	if (!s || !*s)
+		return def_ms;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || *end || !(v >= 0) || v > 86400.0 * 365)
+		return def_ms;
+	return v > 0 && v < 0.001 ? 1 : (uint32_t)(v * 1000.0 + 0.5);
+}
+
 static int dev_speed(const char *ifname)
 {
 	char path[128];
@@ -180,6 +196,10 @@ static void read_settings(void)
 	if (if_settings.nthreads * if_settings.nsocks_per_thread > NNET_MAX_SOCKS)
 		if_settings.nsocks_per_thread = NNET_MAX_SOCKS / if_settings.nthreads;
 	if_settings.min_chunk = (size_t)env_int("NCCLBPF_NET_MIN_CHUNK", 64 << 10, 0, INT_MAX);
+	if_settings.timeout_ms = env_seconds_ms("NCCLBPF_NET_TIMEOUT", NNET_TIMEOUT_MS);
+	if_settings.hello_timeout_ms = env_seconds_ms("NCCLBPF_NET_HELLO_TIMEOUT", NNET_HELLO_TIMEOUT_MS);
+	if (!if_settings.hello_timeout_ms)
+		if_settings.hello_timeout_ms = NNET_HELLO_TIMEOUT_MS; /* never unbounded */
 }
 
 int nnet_init(void)

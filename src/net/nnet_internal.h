@@ -4,15 +4,22 @@
  * connection code (nnet_conn.c) and the data path (nnet_data.c).
  *
  * Wire format.  A connection is one control socket and nsocks data
- * sockets, each opening with a struct nnet_hello.  Every message starts
- * with a struct nnet_hdr on the control socket.  A message of at most
- * min_chunk bytes follows its header there; a larger one is cut into at
- * most one contiguous slice per data socket, in socket order, by the
- * connection's weights (sent once, in the control socket's hello) and a
- * per-socket byte credit both ends keep (nnet_data.c, cut()).  The cut
- * depends only on the weights and the sequence of message sizes, so both
- * ends derive the same placement and every data socket carries its slices
- * in message order.
+ * sockets, each opening with a struct nnet_hello; the acceptor answers a
+ * struct nnet_ack on the control socket once the whole connection has
+ * arrived, and the connector returns its comm only then.  Every message
+ * starts with a struct nnet_hdr on the control socket.  A message of at
+ * most min_chunk bytes follows its header there; a larger one is cut into
+ * at most one contiguous slice per data socket, in socket order, by the
+ * connection's weights and a per-socket byte credit both ends keep
+ * (nnet_cut.c).  The cut depends only on the weights, min_chunk and the
+ * sequence of message sizes, so both ends derive the same placement and
+ * every data socket carries its slices in message order.
+ *
+ * Everything that shapes the wire is the connector's and travels in its
+ * control hello (socket count, weights, min_chunk, the stall timeout that
+ * sets the acceptor's keepalive period); the acceptor adopts it for that
+ * connection.  The control socket's other direction carries only the ack
+ * and then keepalive bytes from the acceptor (nnet_data.c).
  */
 #ifndef NCCLBPF_NET_INTERNAL_H
 #define NCCLBPF_NET_INTERNAL_H
@@ -22,7 +29,7 @@
 
 #include "nnet.h"
 
-#define NNET_MAGIC       0x6e63636c62706632ull /* "ncclbpf2": hello with weights */
+#define NNET_MAGIC       0x6e63636c62706633ull /* "ncclbpf3": hello with min_chunk, acked */
 #define NNET_HELLO_CTRL  0xffffffffu
 
 /* The listener's handle; connect() keeps its state id in it. */
@@ -42,7 +49,17 @@ struct nnet_hello {
 	uint64_t conn_id;        /* random per connection: groups its sockets */
 	uint32_t index;          /* data socket index, or NNET_HELLO_CTRL */
 	uint32_t nsocks;
-	uint8_t weights[NNET_MAX_SOCKS]; /* control hello: the cut's weights, all 0: equal */
+	/* Control hello only (zero on data sockets): the connection's wire settings. */
+	uint64_t min_chunk;      /* NCCLBPF_NET_MIN_CHUNK */
+	uint32_t timeout_ms;     /* NCCLBPF_NET_TIMEOUT: the acceptor keeps alive every quarter */
+	uint32_t pad;
+	uint8_t weights[NNET_MAX_SOCKS]; /* the cut's weights, all 0: equal */
+};
+
+/* The acceptor's answer on the control socket: the whole connection is in. */
+struct nnet_ack {
+	uint64_t magic;
+	uint64_t conn_id;
 };
 
 struct nnet_hdr {
@@ -64,6 +81,7 @@ struct nnet_slice {
 struct nnet_sock {
 	int fd;
 	atomic_bool busy;        /* held by whoever moves its slices (nnet_data.c) */
+	_Atomic uint64_t moved;  /* bytes moved, written by the busy flag's holder */
 	unsigned head, tail;     /* under the helper's mutex */
 	struct nnet_slice q[NNET_MAX_REQS];
 };
@@ -77,6 +95,7 @@ struct nnet_helper {
 	bool stop;               /* under mu */
 	bool started;
 	bool aborted;            /* its sockets aborted (helper thread only) */
+	uint64_t keepalive_ms;   /* the acceptor's first helper: next keepalive due (its own) */
 };
 
 enum nnet_req_state { NNET_REQ_FREE = 0, NNET_REQ_POSTED };
@@ -107,7 +126,13 @@ struct nnet_comm {
 	bool ctrl_aborted;       /* under mu */
 	uint64_t post_seq;       /* messages posted */
 	uint64_t ctrl_seq;       /* messages whose control part is done */
-	size_t min_chunk;
+	size_t min_chunk;        /* the connector's (nnet_hello) */
+	uint32_t timeout_ms;     /* the connector's stall timeout, 0: none */
+	/* Stall detection (sender), under mu: see stall_check(). */
+	uint64_t ctrl_moved;     /* bytes of the control stream moved */
+	uint64_t moved_seen;     /* bytes moved at the last check */
+	uint64_t alive_ms;       /* last progress or keepalive seen; 0: not watching */
+	uint64_t check_ms;       /* next check */
 	/* The cut (cut()): identical on both ends, driven under mu. */
 	uint8_t weight[NNET_MAX_SOCKS]; /* 0 beyond nsocks; equal shares are 1 each */
 	uint32_t wsum;
@@ -118,8 +143,8 @@ struct nnet_comm {
 	struct nnet_helper helpers[NNET_MAX_THREADS];
 };
 
-/* nnet_data.c */
-int nnet_comm_start(struct nnet_comm *c);
+/* nnet_data.c; min_chunk and timeout_ms: the connector's settings. */
+int nnet_comm_start(struct nnet_comm *c, size_t min_chunk, uint32_t timeout_ms);
 void nnet_comm_fail(struct nnet_comm *c, int err);
 
 /* nnet_cut.c */
@@ -129,6 +154,7 @@ int nnet_cut(struct nnet_comm *c, size_t size, size_t len[NNET_MAX_SOCKS]);
 /* nnet_conn.c */
 int nnet_sock_opts(int fd);
 uint64_t nnet_random64(void);
+uint64_t nnet_now_ms(void);      /* CLOCK_MONOTONIC in ms: deadlines */
 void nnet_conn_cleanup(void);
 
 #endif

@@ -178,6 +178,138 @@ static inline int drv_irecv(struct drv *d, void *rc, void *data, size_t size, in
 	return DRV_T(d, 10)->irecv(rc, 1, &data, &size, &tag, &mh, &ph, req);
 }
 
+/*
+ * Grouped receive (n >= 1) as NCCL posts it: *req holds NCCL's pre-set (0x1
+ * for an optional completion, else NULL), which NCCL's own adaptor clears
+ * before calling a v6-v8 plugin; sizes are narrowed to int for v6-v8.
+ */
+static inline int drv_irecvn(struct drv *d, void *rc, int n, void **data, size_t *sizes,
+			     int *tags, void **mh, void **ph, void **req)
+{
+	if (d->v <= 8) {
+		int isz[64];
+
+		if (*req == (void *)0x1)
+			*req = NULL;
+		for (int i = 0; i < n && i < 64; i++)
+			isz[i] = (int)sizes[i];
+		return DRV_T(d, 6)->irecv(rc, n, data, isz, tags, mh, req);
+	}
+	if (d->v == 9)
+		return DRV_T(d, 9)->irecv(rc, n, data, sizes, tags, mh, req);
+	return DRV_T(d, 10)->irecv(rc, n, data, sizes, tags, mh, ph, req);
+}
+
+static inline int drv_iflush(struct drv *d, void *rc, int n, void **data, int *sizes, void **mh,
+			     void **req)
+{
+	return DRV_T(d, 6)->iflush(rc, n, data, sizes, mh, req);
+}
+
+/* NCCL calls irecvConsumed only where the table has it (v7+, non-NULL). */
+static inline int drv_irecv_consumed(struct drv *d, void *rc, int n, void *req)
+{
+	if (d->v < 7 || !DRV_T(d, 7)->irecvConsumed)
+		return 0;
+	return DRV_T(d, 7)->irecvConsumed(rc, n, req);
+}
+
+static inline int drv_get_device_mr(struct drv *d, void *comm, void *mh, void **dptr)
+{
+	return d->v < 7 ? -1 : DRV_T(d, 7)->getDeviceMr(comm, mh, dptr);
+}
+
+static inline int drv_regmr_dmabuf(struct drv *d, void *comm, void *data, size_t size, int type,
+				   uint64_t offset, int fd, void **mh)
+{
+	return DRV_T(d, 6)->regMrDmaBuf(comm, data, size, type, offset, fd, mh);
+}
+
+static inline int drv_set_attr(struct drv *d, nbpf_net_attr_v11_t *a)
+{
+	return d->v < 11 ? -1 : DRV_T(d, 11)->setNetAttr(d->ctx, a);
+}
+
+/* connect/accept with NCCL's device-handle pointer (v7+; ignored before). */
+static inline int drv_connect_dc(struct drv *d, int dev, void *handle, void **sc, void **dc)
+{
+	switch (d->v) {
+	case 6: return DRV_T(d, 6)->connect(dev, handle, sc);
+	case 7: case 8: case 9: return DRV_T(d, 7)->connect(dev, handle, sc, dc);
+	case 10: { nbpf_net_comm_config_t cfg = { -1 };
+		return DRV_T(d, 10)->connect(dev, &cfg, handle, sc, dc); }
+	default: return DRV_T(d, 11)->connect(d->ctx, dev, handle, sc, dc);
+	}
+}
+
+static inline int drv_accept_dc(struct drv *d, void *lc, void **rc, void **dc)
+{
+	if (d->v == 6)
+		return DRV_T(d, 6)->accept(lc, rc);
+	return DRV_T(d, 7)->accept(lc, rc, dc);
+}
+
+/*
+ * Every property through the version's own layout, widened to v12's;
+ * fields the version lacks keep the 0xa5 fill (so a test can tell).
+ */
+static inline int drv_props_all(struct drv *d, int dev, nbpf_net_props_v12_t *out)
+{
+	union {
+		nbpf_net_props_v6_t v6; nbpf_net_props_v7_t v7; nbpf_net_props_v8_t v8;
+		nbpf_net_props_v9_t v9; nbpf_net_props_v11_t v11;
+	} u;
+	int r;
+
+	memset(out, 0xa5, sizeof(*out));
+	memset(&u, 0xa5, sizeof(u));
+#define BASE(x) do { out->name = (x)->name; out->pciPath = (x)->pciPath; out->guid = (x)->guid; \
+	out->ptrSupport = (x)->ptrSupport; out->speed = (x)->speed; out->port = (x)->port; \
+	out->latency = (x)->latency; out->maxComms = (x)->maxComms; out->maxRecvs = (x)->maxRecvs; } while (0)
+	switch (d->v) {
+	case 6:
+		if ((r = DRV_T(d, 6)->getProperties(dev, &u.v6)))
+			return r;
+		BASE(&u.v6);
+		break;
+	case 7:
+		if ((r = DRV_T(d, 7)->getProperties(dev, &u.v7)))
+			return r;
+		BASE(&u.v7);
+		out->netDeviceType = u.v7.netDeviceType;
+		out->netDeviceVersion = u.v7.netDeviceVersion;
+		break;
+	case 8:
+		if ((r = DRV_T(d, 8)->getProperties(dev, &u.v8)))
+			return r;
+		BASE(&u.v8);
+		out->regIsGlobal = u.v8.regIsGlobal;
+		out->netDeviceType = u.v8.netDeviceType;
+		out->netDeviceVersion = u.v8.netDeviceVersion;
+		break;
+	case 12:
+		return DRV_T(d, 12)->getProperties(dev, out);
+	default:
+		if ((r = d->v == 11 ? DRV_T(d, 11)->getProperties(dev, &u.v11)
+				    : DRV_T(d, 9)->getProperties(dev, &u.v9)))
+			return r;
+		BASE(&u.v9);
+		out->regIsGlobal = u.v9.regIsGlobal;
+		out->forceFlush = u.v9.forceFlush;
+		out->netDeviceType = u.v9.netDeviceType;
+		out->netDeviceVersion = u.v9.netDeviceVersion;
+		out->vProps.ndevs = u.v9.vProps.ndevs;
+		memcpy(out->vProps.devs, u.v9.vProps.devs, sizeof(u.v9.vProps.devs));
+		out->maxP2pBytes = u.v9.maxP2pBytes;
+		out->maxCollBytes = u.v9.maxCollBytes;
+		if (d->v == 11)
+			out->maxMultiRequestSize = u.v11.maxMultiRequestSize;
+		break;
+	}
+#undef BASE
+	return 0;
+}
+
 static inline int drv_test(struct drv *d, void *req, int *done, int *size)
 {
 	return DRV_T(d, 6)->test(req, done, size);

@@ -20,6 +20,9 @@
 #include "net_drv.h"
 
 #define TMO 10000
+/* Pairing with a child just started: its start and the plugin's load take
+ * seconds under a sanitizer on a loaded machine. */
+#define PAIR_TMO 120000
 #define BIG (64u << 20)
 #define V 11
 
@@ -61,14 +64,14 @@ static int child_main(const char *lib_path, const char *mode)
 	if (!strcmp(mode, "recv-die")) {
 		if (drv_listen(&d, 0, handle, &lc) ||
 		    write(1, handle, sizeof(handle)) != (ssize_t)sizeof(handle) ||
-		    drv_pair(&d, 0, NULL, lc, &sc, &rc, TMO))
+		    drv_pair(&d, 0, NULL, lc, &sc, &rc, PAIR_TMO))
 			return 11;
 		if (read(0, &go, 1) != 1)
 			return 12;
 		raise(SIGKILL);
 	}
 	if (read(0, handle, sizeof(handle)) != (ssize_t)sizeof(handle) ||
-	    drv_pair(&d, 0, handle, NULL, &sc, &rc, TMO))
+	    drv_pair(&d, 0, handle, NULL, &sc, &rc, PAIR_TMO))
 		return 13;
 	if (!strcmp(mode, "rst")) {
 		set_rst_on_close();
@@ -131,7 +134,7 @@ static void peer_killed_sending(void)
 	CHECK(drv_listen(&d, 0, handle, &lc) == 0);
 	pid = spawn("send-die", &to, &from);
 	CHECK(write(to, handle, sizeof(handle)) == (ssize_t)sizeof(handle));
-	CHECK(drv_pair(&d, 0, NULL, lc, &sc, &rc, TMO) == 0 && rc);
+	CHECK(drv_pair(&d, 0, NULL, lc, &sc, &rc, PAIR_TMO) == 0 && rc);
 	/*
 	 * Start receiving: part of the message is in, the rest never comes.  The
 	 * peer is stopped before it is killed, so what it sent is bounded by the
@@ -169,7 +172,7 @@ static void peer_killed_receiving(void)
 
 	pid = spawn("recv-die", &to, &from);
 	CHECK(read(from, handle, sizeof(handle)) == (ssize_t)sizeof(handle));
-	CHECK(drv_pair(&d, 0, handle, NULL, &sc, &rc, TMO) == 0 && sc);
+	CHECK(drv_pair(&d, 0, handle, NULL, &sc, &rc, PAIR_TMO) == 0 && sc);
 	CHECK(drv_isend(&d, sc, buf, BIG, 0, NULL, &req) == 0 && req);
 	CHECK(write(to, "k", 1) == 1);
 	CHECK(waitpid(pid, &st, 0) == pid && WIFSIGNALED(st));
@@ -192,7 +195,7 @@ static void connection_reset(void)
 	CHECK(drv_listen(&d, 0, handle, &lc) == 0);
 	pid = spawn("rst", &to, &from);
 	CHECK(write(to, handle, sizeof(handle)) == (ssize_t)sizeof(handle));
-	CHECK(drv_pair(&d, 0, NULL, lc, &sc, &rc, TMO) == 0 && rc);
+	CHECK(drv_pair(&d, 0, NULL, lc, &sc, &rc, PAIR_TMO) == 0 && rc);
 	reap(pid, to, from);
 	CHECK(drv_irecv(&d, rc, buf, sizeof(buf), 0, NULL, &req) == 0 || req == NULL);
 	r = req ? drv_wait(&d, req, NULL, TMO) : NBPF_NCCL_REMOTE_ERROR;

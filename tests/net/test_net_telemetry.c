@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * test_net_telemetry.c - the operator's view of the net plugin, through the
- * ncclbpf command against this process: `ps` lists the net role, `export`
- * carries per-peer series whose message and byte counts match the traffic
- * sent (and passes promtool where installed), and `top` shows the
- * per-peer pane.
+ * ncclbpf command against this process: `ps` lists the net role with the
+ * messages it moved (no rank count: the net ABI gives none), `prog list`
+ * counts every run of the net program, `export` carries per-peer series
+ * whose message and byte counts match the traffic sent (and passes
+ * promtool where installed), and `top` shows the per-peer pane.
  */
 #include <stdarg.h>
 #include <sys/wait.h>
@@ -56,7 +57,7 @@ int main(void)
 	snprintf(ctl, sizeof(ctl), "%s/ctl", dir);
 	setenv("NCCLBPF_CTL_DIR", ctl, 1);
 	setenv("NCCL_SOCKET_IFNAME", "lo", 0);
-	unsetenv("NCCLBPF_POLICY");
+	setenv("NCCLBPF_POLICY", EMU_BPF_DIR "/t_net_count.bpf.o", 1);
 	lib = drv_open(NET_PLUGIN);
 	CHECK(lib && drv_bind(&d, lib, 11) == 0 && drv_init(&d, 0xabc, -1, NULL) == 0);
 	if (!lib)
@@ -74,6 +75,13 @@ int main(void)
 
 	CHECK(run(out, sizeof(out), "ps %d", getpid()) == 0);
 	CHECK_STR_CONTAINS(out, " net ");
+	/* One context moved n messages each way; the ranks are NCCL's to know, not ours. */
+	snprintf(buf, sizeof(buf), "net      rank -    ranks -    nodes -   calls %d\n", 2 * n);
+	CHECK_STR_CONTAINS(out, buf);
+	/* The program ran on connect, accept, and each message's post and completion on both ends. */
+	CHECK(run(out, sizeof(out), "prog list %d", getpid()) == 0);
+	snprintf(buf, sizeof(buf), "hook net  runs %d ", 2 + 4 * n);
+	CHECK_STR_CONTAINS(out, buf);
 	CHECK(run(out, sizeof(out), "export %d", getpid()) == 0);
 	/* At least ours: other tests' traffic never reaches this process's counters. */
 	CHECK_EQ_U64(metric(out, "ncclbpf_net_peer_messages_total{peer=\"127.0.0.1\",dir=\"send\"} "), n);

@@ -5,17 +5,25 @@
  * number of sockets a connection opens (settings and per-connection
  * option, seen on both ends), TOS / priority visible with getsockopt,
  * socket weights (both ends cut alike, an idle zero-weight socket, weights
- * that do not fit ignored), and traffic from two threads on two comms at
- * once (a TSan target).
+ * that do not fit ignored), traffic from two threads on two comms at
+ * once (a TSan target), and the accept path under idle and foreign
+ * connections: 70 idle ones before a real connection, 8 before one of 64
+ * data sockets, 200 before and 150 during one; foreign hellos closed at
+ * once, silent or half-said ones at the hello deadline
+ * (NCCLBPF_NET_HELLO_TIMEOUT, 2 s here); a listener that closes before
+ * acknowledging makes connect fail (-ECONNABORTED) rather than succeed.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <linux/tcp.h>
+#include <poll.h>
 #include <netinet/in.h>
 #include <netinet/ip.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "net/nnet.h"
@@ -327,12 +335,190 @@ static void ipv6(void)
 	unsetenv("NCCL_SOCKET_FAMILY");
 }
 
+/* ---- accept under idle and foreign connections ---------------------------- */
+
+#define HELLO_TMO_MS 2000 /* NCCLBPF_NET_HELLO_TIMEOUT=2 (main) */
+
+/* A plain TCP connection to the listener handle names; it never says hello. */
+static int idle_conn(const void *handle)
+{
+	union nnet_addr a;
+	int fd;
+
+	if (nnet_handle_peer(handle, &a))
+		return -1;
+	fd = socket(a.sa.sa_family, SOCK_STREAM, 0);
+	if (fd >= 0 && connect(fd, &a.sa, sizeof(a.in)) < 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+static int pair_on(struct nnet_listen *l, void *handle, const struct nnet_conn_opts *opts,
+		   struct nnet_comm **s, struct nnet_comm **r, const void *flood_handle, int flood,
+		   int *flood_fds)
+{
+	uint64_t end = now_ms() + 10000;
+	int err = 0, opened = 0;
+
+	*s = *r = NULL;
+	while (!err && (!*s || !*r) && now_ms() < end) {
+		if (!*s)
+			err = nnet_connect(0, handle, opts, s);
+		/* Idle connections keep arriving while this one is being made. */
+		for (int k = 0; k < 10 && opened < flood; k++)
+			flood_fds[opened++] = idle_conn(flood_handle);
+		if (!err && !*r)
+			err = nnet_accept(l, r);
+	}
+	return err ? err : (*s && *r) ? 0 : -ETIMEDOUT;
+}
+
+/* A real connection of nsocks data sockets made after (and while) idle ones arrive. */
+static int starved(int idle_before, int idle_during, int nsocks)
+{
+	struct nnet_conn_opts o = { .nsocks = nsocks, .tos = -1, .priority = -1 };
+	char handle[NNET_HANDLE_SIZE];
+	int *fds = calloc((size_t)(idle_before + idle_during), sizeof(int)), err;
+	struct nnet_listen *l;
+	struct nnet_comm *s, *r;
+
+	if (!fds || nnet_listen(0, handle, &l)) {
+		free(fds);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < idle_before; i++)
+		fds[i] = idle_conn(handle);
+	/* The listener sees them all first (NCCL polls accept before the peer connects). */
+	for (int i = 0; i < 3; i++)
+		nnet_accept(l, &r);
+	err = pair_on(l, handle, &o, &s, &r, handle, idle_during, fds + idle_before);
+	if (!err) {
+		err = roundtrip(s, r, (1u << 20) + 5);
+		nnet_close(s);
+		nnet_close(r);
+	}
+	for (int i = 0; i < idle_before + idle_during; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	free(fds);
+	nnet_close_listen(l);
+	return err;
+}
+
+static void accept_starvation(void)
+{
+	/* The cases: 72 pending slots filled by idle sockets starved a connection for ever. */
+	CHECK_EQ_U64(starved(70, 0, 0), 0);
+	CHECK_EQ_U64(starved(8, 0, 64), 0);
+	CHECK_EQ_U64(starved(200, 0, 64), 0);
+	CHECK_EQ_U64(starved(50, 150, 64), 0);
+}
+
+/* Whether the peer closed fd within ms (EOF or reset). */
+static bool closed_within(int fd, unsigned ms, struct nnet_listen *l)
+{
+	uint64_t end = now_ms() + ms;
+	struct nnet_comm *r;
+	char b;
+
+	while (now_ms() < end) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+
+		nnet_accept(l, &r); /* the deadline is the listener's, kept by NCCL's accept polls */
+		if (poll(&p, 1, 20) > 0 && recv(fd, &b, 1, MSG_DONTWAIT) <= 0)
+			return true;
+	}
+	return false;
+}
+
+static void hello_deadline(void)
+{
+	char handle[NNET_HANDLE_SIZE], junk[16];
+	const struct nnet_handle *h = (const void *)handle;
+	struct nnet_listen *l;
+	int idle, foreign, half, old;
+	uint64_t t0, half_hello[2];
+	struct nnet_hello v2;
+
+	CHECK(nnet_listen(0, handle, &l) == 0);
+	idle = idle_conn(handle);
+	foreign = idle_conn(handle);
+	half = idle_conn(handle);
+	old = idle_conn(handle);
+	memset(junk, 0x42, sizeof(junk));
+	CHECK(send(foreign, junk, sizeof(junk), 0) == sizeof(junk));
+	/* The right token and magic, then silence: proven, yet bounded all the same. */
+	half_hello[0] = NNET_MAGIC;
+	half_hello[1] = h->token;
+	CHECK(send(half, half_hello, sizeof(half_hello), 0) == sizeof(half_hello));
+	/* A peer of the previous wire version ("ncclbpf2"). */
+	memset(&v2, 0, sizeof(v2));
+	v2.magic = 0x6e63636c62706632ull;
+	v2.token = h->token;
+	v2.index = NNET_HELLO_CTRL;
+	v2.nsocks = 1;
+	CHECK(send(old, &v2, sizeof(v2), 0) == sizeof(v2));
+	t0 = now_ms();
+	CHECK(closed_within(foreign, 1000, l));
+	CHECK(closed_within(old, 1000, l));
+	CHECK(closed_within(idle, HELLO_TMO_MS + 10000, l));
+	CHECK(closed_within(half, HELLO_TMO_MS + 10000, l));
+	/* Not before the deadline. */
+	CHECK(now_ms() - t0 >= HELLO_TMO_MS);
+	close(idle);
+	close(foreign);
+	close(half);
+	close(old);
+	nnet_close_listen(l);
+}
+
+/* A listener that reads the hellos and closes: connect fails instead of handing out a comm. */
+static void refused_before_ack(void)
+{
+	char handle[NNET_HANDLE_SIZE];
+	struct nnet_handle *h = (void *)handle;
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(sa);
+	struct nnet_listen *l;
+	struct nnet_comm *s = NULL;
+	uint64_t end;
+	int fake = socket(AF_INET, SOCK_STREAM, 0), err = 0, n = 0;
+
+	CHECK(fake >= 0 && bind(fake, (struct sockaddr *)&sa, sizeof(sa)) == 0 && listen(fake, 16) == 0 &&
+	      getsockname(fake, (struct sockaddr *)&sa, &len) == 0);
+	CHECK(nnet_listen(0, handle, &l) == 0);
+	h->addr.in.sin_port = sa.sin_port; /* our handle, someone else's port */
+	end = now_ms() + 10000;
+	while (!err && !s && now_ms() < end) {
+		struct pollfd p = { .fd = fake, .events = POLLIN };
+
+		err = nnet_connect(0, handle, NULL, &s);
+		while (poll(&p, 1, 0) > 0) {
+			int fd = accept(fake, NULL, NULL);
+
+			if (fd >= 0)
+				close(fd);
+			n++;
+		}
+	}
+	CHECK_MSG(err == -ECONNABORTED && !s, "connect to a listener that closed: %d, comm %p", err,
+		  (void *)s);
+	CHECK(n >= 1);
+	if (s)
+		nnet_close(s);
+	nnet_close_listen(l);
+	close(fake);
+}
+
 int main(void)
 {
 	ifname_grammar();
 	setenv("NCCL_SOCKET_IFNAME", "=lo", 1);
 	setenv("NCCL_SOCKET_NTHREADS", "3", 1);
 	setenv("NCCL_NSOCKS_PERTHREAD", "2", 1);
+	setenv("NCCLBPF_NET_HELLO_TIMEOUT", "2", 1);
 	CHECK(nnet_init() == 0);
 	CHECK_EQ_U64(nnet_ndev(), 1);
 	CHECK(nnet_dev_get(0) && !strcmp(nnet_dev_get(0)->name, "lo"));
@@ -343,6 +529,9 @@ int main(void)
 	weighted_cut();
 	tos_and_priority();
 	two_threads();
+	accept_starvation();
+	hello_deadline();
+	refused_before_ack();
 	nnet_fini();
 	ipv6();
 	/* An exclusion that leaves nothing: no devices, not a failure. */

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Benchmark net program that acts on every connection (DSCP AF41, TOS
  * 0x88, and priority 4 on both ends) and counts every message as
- * b_net_count does: bytes per peer and a per-peer log2 latency histogram. */
+ * b_net_count does: at completion, bytes per peer and a per-peer log2
+ * latency histogram. */
 #include <ncclbpf/policy.h>
 
 struct lat_key {
@@ -47,6 +48,8 @@ SEC("net") int act(struct ncclbpf_net_ctx *ctx)
 		ctx->priority = 4;
 		return NCCLBPF_NET_APPLY;
 	}
+	if (ctx->event != NCCLBPF_NET_SEND_DONE && ctx->event != NCCLBPF_NET_RECV_DONE)
+		return NCCLBPF_NET_APPLY;
 	bump(&b_peer_bytes, &peer, ctx->bytes);
 	bump(&b_peer_lat, &lk, 1);
 	return NCCLBPF_NET_APPLY;
