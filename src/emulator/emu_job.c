@@ -54,7 +54,7 @@ static bool job_should_stop(struct job *j)
 	return (j->o->stop && *j->o->stop) || (j->deadline_ns && now_ns() >= j->deadline_ns);
 }
 
-/* The collective as NCCL's profiler sees it: start, one KernelCh span of lat_ns, stop. */
+/* The collective as NCCL's profiler sees it: Coll start and stop, then a KernelCh span of lat_ns per channel. */
 static void report(struct rank *r, const nbpf_profiler_v5_t *p5, int coll, uint64_t bytes,
 		   const struct emu_decision *d, uint64_t seq, uint64_t lat_ns)
 {
@@ -65,16 +65,28 @@ static void report(struct rank *r, const nbpf_profiler_v5_t *p5, int coll, uint6
 
 	cd.coll.seqNumber = seq;
 	cd.coll.func = emu_coll_name(coll);
-	cd.coll.count = bytes / 4 ? bytes / 4 : 1;
+	/* One rank's part for AllGather and ReduceScatter: the profiler multiplies back. */
+	cd.coll.count = bytes / 4 / (coll == 2 || coll == 3 ? (uint64_t)r->j->o->topo.n_ranks : 1);
+	if (!cd.coll.count)
+		cd.coll.count = 1;
 	cd.coll.datatype = "ncclFloat32";
 	cd.coll.nChannels = (uint8_t)(d->n_channels ? d->n_channels : d->nccl_channels);
 	cd.coll.algo = emu_algo_name(d->algo);
 	cd.coll.proto = emu_proto_name(d->proto);
 	if (p5->startEvent(r->pctx, &hc, &cd))
 		atomic_fetch_add(&r->j->prof_errors, 1);
-	if (hc && (r->mask & NBPF_PROF_KERNEL_CH)) {
+	/*
+	 * NCCL stops the Coll once it is enqueued, before its kernel runs; then
+	 * one KernelCh per channel it announced reports the kernel's span
+	 * (recorded from NCCL 2.28.3, tests/traces).
+	 */
+	if (hc)
+		p5->stopEvent(hc);
+	for (int c = 0; hc && (r->mask & NBPF_PROF_KERNEL_CH) && c < cd.coll.nChannels; c++) {
 		kd.parentObj = hc;
+		kd.kernelCh.channelId = (uint8_t)c;
 		kd.kernelCh.pTimer = r->pclock;
+		hk = NULL;
 		if (!p5->startEvent(r->pctx, &hk, &kd) && hk) {
 			ka.kernelCh.pTimer = r->pclock + lat_ns;
 			p5->recordEventState(hk, NBPF_PROF_STATE_KERNEL_CH_STOP, &ka);
@@ -82,8 +94,6 @@ static void report(struct rank *r, const nbpf_profiler_v5_t *p5, int coll, uint6
 		}
 	}
 	r->pclock += lat_ns + 1000;
-	if (hc)
-		p5->stopEvent(hc);
 }
 
 static void *rank_main(void *arg)
@@ -111,6 +121,10 @@ static void *rank_main(void *arg)
 		float us;
 		bool stop;
 
+		if (o->n_steps) {
+			coll = o->steps[seq % o->n_steps].coll;
+			bytes = o->steps[seq % o->n_steps].n_bytes;
+		}
 		if (emu_tuner_call(&r->t, &o->topo, coll, bytes, d))
 			atomic_fetch_add(&j->tuner_errors, 1);
 		emu_cost_table(&o->topo, coll, bytes, table);
@@ -127,7 +141,8 @@ static void *rank_main(void *arg)
 					break;
 				}
 			j->st.collectives = seq + 1;
-			atomic_store(&j->done, job_should_stop(j));
+			atomic_store(&j->done, job_should_stop(j) ||
+				     (o->collectives && seq + 1 >= o->collectives));
 		}
 		pthread_barrier_wait(&j->meet);
 		stop = atomic_load(&j->done);
