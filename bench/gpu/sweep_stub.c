@@ -173,7 +173,9 @@ int main(int argc, char **argv)
 		{ "id-file", 1, 0, 'I' }, { "device", 1, 0, 'd' }, { "until-file", 1, 0, 'u' },
 		{ 0, 0, 0, 0 },
 	};
-	struct stub s = { .topo = { .n_ranks = 2, .n_nodes = 2 }, .rank = 0, .gpu_ns = 1000000 };
+	/* Ranks on their own hosts joined over sockets, as ranks.sh makes them. */
+	struct stub s = { .topo = { .n_ranks = 2, .n_nodes = 2, .host_net = true }, .rank = 0,
+			  .gpu_ns = 1000000 };
 	size_t lo_b = 8, hi_b = 1 << 30;
 	double factor = 2;
 	int iters = 20, warmup = 5, repeat = 0, c, ngpus = 0, serve = 0;

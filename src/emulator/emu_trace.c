@@ -75,6 +75,8 @@ int emu_trace_load(const char *path, struct emu_trace *t, char *err, size_t errl
 				c1_tsc = tsc;
 			} else if (!strncmp(p, "# policy ", 9)) {
 				snprintf(t->policy, sizeof(t->policy), "%s", p + 9);
+			} else if (!strncmp(p, "# pid ", 6) && strstr(p, " target ")) {
+				sscanf(strstr(p, " target ") + 8, "%511s", t->target);
 			}
 		} else if (*p) {
 			e = &t->ev[t->n++];
@@ -394,6 +396,8 @@ int emu_trace_comms(const struct emu_trace *t, struct emu_trace_comm **out, size
 			for (size_t k = 0; k < np; k++)
 				if (pctx[k].ctx == ctx)
 					ci = pctx[k].comm;
+			if (ci != SIZE_MAX && type && !(type & (type - 1)) && __builtin_ctzll(type) < 16)
+				c[ci].starts[__builtin_ctzll(type)]++;
 			if (type == 0x2 && ci != SIZE_MAX) {
 				struct emu_trace_coll *x;
 

@@ -45,6 +45,7 @@ struct emu_trace {
 	size_t n;
 	double tsc_per_ns;   /* from the clock comments; 0 when unknown */
 	char policy[512];    /* the NCCLBPF_POLICY line of the header ("" none) */
+	char target[512];    /* the library the recorder forwarded to ("none": it answered itself) */
 };
 
 /* Reads a trace; 0 or a negative errno with a message in err. */
@@ -93,6 +94,7 @@ struct emu_trace_comm {
 	struct emu_trace_coll *colls;
 	size_t n_colls;
 	size_t n_tuner_calls, n_prof_colls; /* before the join (they should agree) */
+	uint64_t starts[16];      /* startEvent calls by type bit (0: Group, 1: Coll, 8: GroupApi ...) */
 };
 
 /*

@@ -147,6 +147,7 @@ static const char *const known_settings[] = {
 	"NCCLBPF_STATS", "NCCLBPF_MAP_DIR", "NCCLBPF_PROFILER_MASK", "NCCLBPF_PLUGIN",
 	"NCCLBPF_NET", "NCCLBPF_NET_MIN_CHUNK", /* net plugin: docs/net.md */
 	"NCCLBPF_TEST_SCALE", /* read by the test suite, not the plugin */
+	"NCCLBPF_RECORD_DIR", "NCCLBPF_RECORD_TARGET", "NCCLBPF_RECORD_MASK", /* the recorder, libncclbpf-rec.so */
 	NULL,
 };
 

@@ -11,7 +11,10 @@
  *     total as the count, so `top` showed ~8x AllGather bandwidth);
  *   - what ran equal to what the tuner decided, on every rank;
  *   - one KernelCh per channel the Coll announces, started after the Coll
- *     stopped (NCCL stops a Coll once enqueued; its kernel runs later).
+ *     stopped (NCCL stops a Coll once enqueued; its kernel runs later);
+ *   - one Group, one GroupApi and one CollApi event per collective, and
+ *     Broadcast and AllGather counted in bytes (ncclInt8), as NCCL 2.28
+ *     raises them.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -88,11 +91,15 @@ int main(void)
 	for (size_t i = 0; i < n; i++) {
 		CHECK_EQ_U64(c[i].n_tuner_calls, 27);
 		CHECK_EQ_U64(c[i].n_prof_colls, 27);
+		CHECK_EQ_U64(c[i].starts[0], 27); /* Group */
+		CHECK_EQ_U64(c[i].starts[8], 27); /* GroupApi */
+		CHECK_EQ_U64(c[i].starts[9], 27); /* CollApi */
 		for (size_t k = 0; k < c[i].n_colls; k++) {
 			const struct emu_trace_coll *x = &c[i].colls[k];
 			uint64_t per = x->count * (uint64_t)x->dsize;
 
 			CHECK(x->have_coll);
+			CHECK_EQ_U64(x->dsize, x->coll == 0 || x->coll == 2 ? 1 : 4);
 			CHECK_MSG((x->coll == 2 || x->coll == 3 ? per * 4 : per) == x->bytes,
 				  "rank %d call %zu: coll %d count %llu x %d for %llu tuner bytes", c[i].rank,
 				  k, x->coll, (unsigned long long)x->count, x->dsize,
