@@ -34,6 +34,8 @@
 #   observe   ncclbpf observe --comm nccl_sweep --probes gpu,net beside a
 #             live job, and loop --kernel, when this machine lets us load
 #             BPF (else SKIP)
+#   insitu    (4 ranks) noop + latency_hist through this build and PAYLOAD/base/,
+#             interleaved twice: the in-situ cost of cold calls, before and after
 #   cold      (once, first, not per NCCL) bench_cold: the plugin's calls with
 #             caches and TLBs emptied before each, for this build, the one
 #             in PAYLOAD/base/ if any, and a native C tuner (OUT_DIR/cold.txt)
@@ -214,6 +216,18 @@ check_policies() {
 	grep -h "channels forced" "$R/bad_channels.check" 2>/dev/null | head -2 >"$R/bad_channels.channels"
 }
 
+# In-situ cost of a cold call, this build against PAYLOAD/base/, interleaved (4 ranks only).
+check_insitu() {
+	[ -f "$P/base/libnccl-ncclbpf.so" ] && [ "$N" = 4 ] || return 0
+	for round in 1 2; do
+		for b in base new; do
+			lib=$P/libnccl-ncclbpf.so
+			[ $b = base ] && lib=$P/base/libnccl-ncclbpf.so
+			policy_job "insitu_${b}_r$round" "$POL/noop.bpf.o:$POL/latency_hist.bpf.o" "$lib"
+		done
+	done
+}
+
 # ---- fail open ----------------------------------------------------------------
 check_failopen() {
 	local label spec want rc
@@ -256,11 +270,23 @@ check_live() {
 		c2=$(calls $label)
 		margin=$((3 * (c2 - c) + 10))
 		echo "rate $((c2 - c)) calls/s, margin $margin calls"
-		# channel_plan[AllReduce, 1 MiB] = 2 channels from call F on, every rank at once.
-		f=$((c2 + margin))
-		word=$(printf '%016x' $(((f << 16) | 2)))
+		# The loop first, while channel_plan is empty: it takes the count in force before
+		# its first plan to be NCCL's own (0), which is only true of an empty map.
+		echo "loop"
+		"$CLI" loop --channels 1,2 --window 10 --margin $margin --pids "$pids" --timeout 60 \
+			>"$R/$label.loop" 2>&1; echo "exit=$?"
+		cat "$R/$label.loop"
+		from=$(sed -n 's/.*plan from call \([0-9]*\).*/\1/p' "$R/$label.loop" | tail -1)
+		have=$(sed -n 's/^key 148 .*: \([0-9]*\) channels.*/\1/p' "$R/$label.loop" | tail -1)
+		wait_calls $label $((${from:-0} + 10)) 120
+		# channel_plan[AllReduce, 1 MiB]: another count from call F on, every rank at once; the
+		# count before F is the loop's, in force on every rank now.
+		want=2
+		[ "${have:-0}" = 2 ] && want=1
+		f=$(($(calls $label) + margin))
+		word=$(printf '%016x' $(((f << 16) | (${have:-0} << 8) | want)))
 		le=$(echo "$word" | sed 's/../& /g' | awk '{ for (i = NF; i >= 1; i--) printf "%s", $i }')
-		echo "map update channel_plan key 94000000 value $le (2 channels from call $f)"
+		echo "map update channel_plan key 94000000 value $le ($want channels from call $f, ${have:-0} before)"
 		ups=()
 		for pid in $(pids_of $label); do
 			( "$CLI" map update "$pid" channel_plan key 94000000 value "$le"; echo "exit=$?"
@@ -276,15 +302,12 @@ check_live() {
 		wait_calls $label $(($(calls $label) + margin + 10)) 120
 		echo "rollback"; "$CLI" rollback --exe "$(basename "$SW")" --margin $margin; echo "exit=$?"
 		wait_calls $label $(($(calls $label) + margin + 10)) 120
-		echo "loop"
-		"$CLI" loop --channels 1,2 --window 10 --margin $margin --pids "$pids" --timeout 60; echo "exit=$?"
-		wait_calls $label $(($(calls $label) + 10)) 60
 		for pid in $(pids_of $label); do "$CLI" ps "$pid"; done
 	} >"$R/$label.ops" 2>&1
 	stop $label
 	rc=$?
 	if check_traces $label && [ $rc = 0 ] && ! grep -q "exit=[1-9]" "$R/$label.ops"; then
-		result "live PASS map update, reload, rollback, loop; $(tail -1 "$R/$label.check")"
+		result "live PASS loop, map update, reload, rollback; $(tail -1 "$R/$label.check")"
 	else
 		result "live FAIL exit $rc; ops: $(grep -c 'exit=[1-9]' "$R/$label.ops") failed; $(tail -1 "$R/$label.check")"
 	fi
