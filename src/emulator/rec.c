@@ -25,6 +25,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -456,35 +457,35 @@ __attribute__((visibility("default"))) const nbpf_profiler_v5_t ncclProfiler_v5 
  * addressing table; a request that never completes is simply never written.
  */
 #define POLL_SLOTS 4096u
+#define POLL_GONE  ((uintptr_t)-1) /* a completed request's slot: probing goes on, inserts reuse it */
 static struct { uintptr_t req; uint32_t polls; } rec_polls[POLL_SLOTS];
 
-static uint32_t *poll_slot(uintptr_t req)
+static uint32_t poll_hash(uintptr_t req)
 {
-	uint32_t i = (uint32_t)((req >> 4) * 2654435761u) & (POLL_SLOTS - 1);
+	return (uint32_t)((req >> 4) * 2654435761u) & (POLL_SLOTS - 1);
+}
+
+/* req's slot (made when insert); -1 when absent or the table is full. */
+static int poll_slot(uintptr_t req, bool insert)
+{
+	uint32_t i = poll_hash(req), reuse = POLL_SLOTS;
 
 	for (uint32_t k = 0; k < POLL_SLOTS; k++, i = (i + 1) & (POLL_SLOTS - 1)) {
 		if (rec_polls[i].req == req)
-			return &rec_polls[i].polls;
+			return (int)i;
+		if (rec_polls[i].req == POLL_GONE && reuse == POLL_SLOTS)
+			reuse = i;
 		if (!rec_polls[i].req) {
-			rec_polls[i].req = req;
-			rec_polls[i].polls = 0;
-			return &rec_polls[i].polls;
+			if (reuse == POLL_SLOTS)
+				reuse = i;
+			break;
 		}
 	}
-	return NULL;
-}
-
-static void poll_forget(uintptr_t req)
-{
-	uint32_t i = (uint32_t)((req >> 4) * 2654435761u) & (POLL_SLOTS - 1);
-
-	for (uint32_t k = 0; k < POLL_SLOTS && rec_polls[i].req; k++, i = (i + 1) & (POLL_SLOTS - 1))
-		if (rec_polls[i].req == req) {
-			/* Backward-shift deletion would be exact; a tombstone that keeps probing is enough. */
-			rec_polls[i].req = 1;
-			rec_polls[i].polls = 0;
-			return;
-		}
+	if (!insert || reuse == POLL_SLOTS)
+		return -1;
+	rec_polls[reuse].req = req;
+	rec_polls[reuse].polls = 0;
+	return (int)reuse;
 }
 
 /* A handle's identity: FNV-1a of its bytes (the listener writes it, the peer connects with it). */
@@ -632,22 +633,21 @@ static nbpf_nccl_result_t n_iflush(void *rcomm, int n, void **data, int *sizes, 
 static nbpf_nccl_result_t n_test(void *req, int *done, int *sizes)
 {
 	nbpf_nccl_result_t rc = NET_CALL(test, req, done, sizes);
-	uint32_t *polls, k = 0;
+	bool pending = rc == NBPF_NCCL_SUCCESS && done && !*done;
+	uint32_t k = 0;
+	int i;
 
-	if (rc == NBPF_NCCL_SUCCESS && done && !*done) {
-		pthread_mutex_lock(&rec_lock);
-		polls = poll_slot((uintptr_t)req);
-		if (polls)
-			(*polls)++;
-		pthread_mutex_unlock(&rec_lock);
-		return rc;
-	}
 	pthread_mutex_lock(&rec_lock);
-	polls = poll_slot((uintptr_t)req);
-	if (polls)
-		k = *polls;
-	poll_forget((uintptr_t)req);
+	i = poll_slot((uintptr_t)req, pending);
+	if (i >= 0 && pending)
+		rec_polls[i].polls++;
+	if (i >= 0 && !pending) {
+		k = rec_polls[i].polls;
+		rec_polls[i].req = POLL_GONE;
+	}
 	pthread_mutex_unlock(&rec_lock);
+	if (pending)
+		return rc;
 	rec("ntest", "req=%#" PRIxPTR " done=%d size=%d polls=%u rc=%d", (uintptr_t)req,
 	    done ? *done : -1, sizes && done && *done ? sizes[0] : -1, k, rc);
 	return rc;
