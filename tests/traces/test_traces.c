@@ -204,7 +204,9 @@ static int replay_rank(const char *path)
 	struct emu_plugin tp = { 0 }, pp = { 0 };
 	const nbpf_tuner_v5_t *t5;
 	const nbpf_profiler_v5_t *p5;
-	struct { long long id; void *ctx; } tctx[8], pctx[8];
+	struct { long long id; void *ctx; } tctx[8];
+	/* The plugin keeps the mask's address (NCCL's is process-global): it lives as long as the context. */
+	struct { long long id; void *ctx; int mask; } pctx[8];
 	int nt = 0, np = 0, compared = 0;
 	struct hmap *hm = calloc(1 << 16, sizeof(*hm));
 	struct emu_trace t;
@@ -309,18 +311,19 @@ static int replay_rank(const char *path)
 				}
 			}
 		} else if (!strcmp(e->kind, "pinit") && np < 8) {
-			int mask = (int)emu_trace_int(e, "mask_in", 0);
+			int *mask = &pctx[np].mask;
 			char name[64];
 
+			*mask = (int)emu_trace_int(e, "mask_in", 0);
 			pctx[np].id = ctx;
-			CHECK_EQ_U64(p5->init(&pctx[np].ctx, emu_trace_u64(e, "comm", 0), &mask,
+			CHECK_EQ_U64(p5->init(&pctx[np].ctx, emu_trace_u64(e, "comm", 0), mask,
 					      emu_trace_str(e, "name", name, sizeof(name), "-"),
 					      (int)emu_trace_int(e, "nodes", 0),
 					      (int)emu_trace_int(e, "ranks", 0),
 					      (int)emu_trace_int(e, "rank", 0), NULL),
 				     emu_trace_int(e, "rc", 0));
 			if (answered)
-				CHECK_EQ_U64(mask, emu_trace_int(e, "mask", -1));
+				CHECK_EQ_U64(*mask, emu_trace_int(e, "mask", -1));
 			np++;
 		} else if (!strcmp(e->kind, "pstart") && cp) {
 			nbpf_prof_descr_v5_t d = { 0 };
