@@ -3,7 +3,9 @@
 # CUDA and NCCL but no clang or libbpf: the plugin (and its short-name
 # symlinks), the compiled policies (sweep.bpf.o included, for tune), the
 # libbpf.so.1 the plugin was linked against, the sweep binary, the ncclbpf
-# tool, run.sh and tune.sh.
+# tool, run.sh and tune.sh; for the real-NCCL lane (realnccl.sh) also the
+# recorder, nccl_trace, ranks.sh, the lane's own objects (lane/), native C
+# tuners (native/) and the stand-in inner net plugin.
 #
 #   bench/gpu/payload.sh BUILD_DIR DEST_DIR
 #
@@ -31,11 +33,21 @@ fi
 if [ -x "$build/ncclbpf" ]; then
 	cp "$build/ncclbpf" "$dest/"
 fi
-cp "$here/run.sh" "$here/tune.sh" "$here/nccl_sweep.c" "$here/cuda_job.cu" "$here/observe_cuda.sh" "$dest/"
+cp "$here/run.sh" "$here/tune.sh" "$here/nccl_sweep.c" "$here/cuda_job.cu" "$here/observe_cuda.sh" \
+	"$here/ranks.sh" "$here/realnccl.sh" "$dest/"
+# The real-NCCL lane: recorder, trace checker, its objects, native tuners, an inner net plugin.
+mkdir -p "$dest/lane" "$dest/native"
+for f in libncclbpf-rec.so bench/gpu/nccl_trace tests/net/libnccl-net-testinner11.so \
+	 bench/tuner/bench_cold; do
+	[ -e "$build/$f" ] && cp "$build/$f" "$dest/"
+done
+cp "$build"/bench/gpu/bpf/*.bpf.o "$dest/lane/" 2>/dev/null || true
+[ -e "$build/tests/emulator/bpf/t_reject.bpf.o" ] && cp "$build/tests/emulator/bpf/t_reject.bpf.o" "$dest/lane/refused.bpf.o"
+cp "$build"/bench/tuner/libnative_*.so "$dest/native/" 2>/dev/null || true
 # Non-system dependencies that a bare CUDA image lacks (libbpf; the tool's
 # libmicrohttpd and its TLS stack); put DEST_DIR on LD_LIBRARY_PATH there.
 libs='libbpf|libmicrohttpd|libgnutls|libp11-kit|libidn2|libunistring|libtasn1|libnettle|libhogweed|libgmp|libffi'
-for bin in "$build/libnccl-ncclbpf.so" "$dest/ncclbpf"; do
+for bin in "$build/libnccl-ncclbpf.so" "$dest/ncclbpf" "$dest/libnccl-net-testinner11.so"; do
 	[ -e "$bin" ] || continue
 	ldd "$bin" | awk -v re="^($libs)\\." '$1 ~ re { print $3 }'
 done | sort -u | while read -r lib; do

@@ -302,6 +302,7 @@ int cmd_tune(struct cli *c, int argc, char **argv)
 			if (parse_long(v, 2, 65536, &l))
 				return cli_usage_error("tune: --ranks: expected 2..65536, got '%s'", v);
 			o.emu.topo.n_ranks = (int)l;
+			o.ranks = (int)l; /* --backend nccl: that many processes on one GPU */
 			break;
 		case O_NODES:
 			if (parse_long(v, 1, 65536, &l))

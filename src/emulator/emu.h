@@ -23,6 +23,14 @@ struct emu_topo {
 	int n_nodes;    /* ranks are spread evenly; 1 GPU per node enables PAT */
 	bool nvls;      /* NVLink SHARP enabled (NVSwitch and NCCL_NVLS_ENABLE=1) */
 	bool collnet;   /* unused: CollNet is never offered (collnetEnable=0) */
+	/*
+	 * The NIC is reached through the CPU, without GPUDirect RDMA (NCCL's
+	 * Socket transport, a host-memory net plugin such as ours): NCCL then
+	 * offers no LL128 across nodes (its LL128 rule wants the inter-node
+	 * path no farther than a PCIe switch), as recorded from 2.28.3 and
+	 * 2.28.9 over sockets (tests/traces).
+	 */
+	bool host_net;
 };
 
 /* One node of 8 Hopper GPUs on NVSwitch, NVLS off as operators run it. */

@@ -54,27 +54,74 @@ static bool job_should_stop(struct job *j)
 	return (j->o->stop && *j->o->stop) || (j->deadline_ns && now_ns() >= j->deadline_ns);
 }
 
-/* The collective as NCCL's profiler sees it: start, one KernelCh span of lat_ns, stop. */
+/*
+ * What the user's call raises before NCCL tunes it (whatever the activation
+ * mask: NCCL 2.28 raises the API events for every collective): GroupApi
+ * and CollApi.  Handles the plugin returns are stopped by api_end.
+ */
+static void api_begin(struct rank *r, const nbpf_profiler_v5_t *p5, int coll, uint64_t bytes,
+		      void *h[2])
+{
+	nbpf_prof_descr_v5_t g = { .type = NBPF_PROF_GROUP_API, .rank = r->rank };
+	nbpf_prof_descr_v5_t c = { .type = NBPF_PROF_COLL_API, .rank = r->rank };
+
+	g.groupApi.groupDepth = 2;
+	c.collApi.func = emu_coll_name(coll);
+	c.collApi.count = bytes / 4 / (coll == 2 || coll == 3 ? (uint64_t)r->j->o->topo.n_ranks : 1);
+	c.collApi.datatype = "ncclFloat32"; /* the user's type: the job's are float */
+	h[0] = h[1] = NULL;
+	p5->startEvent(r->pctx, &h[0], &g);
+	p5->startEvent(r->pctx, &h[1], &c);
+}
+
+static void api_end(const nbpf_profiler_v5_t *p5, void *h[2])
+{
+	for (int i = 1; i >= 0; i--)
+		if (h[i])
+			p5->stopEvent(h[i]);
+}
+
+/*
+ * The collective as NCCL's profiler sees it once tuned (recorded from NCCL
+ * 2.28, tests/traces): a Group with the Coll in it, both stopped once
+ * enqueued, then, as the kernel runs, a KernelCh span of lat_ns per channel
+ * the Coll announced.
+ */
 static void report(struct rank *r, const nbpf_profiler_v5_t *p5, int coll, uint64_t bytes,
 		   const struct emu_decision *d, uint64_t seq, uint64_t lat_ns)
 {
+	nbpf_prof_descr_v5_t gd = { .type = NBPF_PROF_GROUP, .rank = r->rank };
 	nbpf_prof_descr_v5_t cd = { .type = NBPF_PROF_COLL, .rank = r->rank };
 	nbpf_prof_descr_v5_t kd = { .type = NBPF_PROF_KERNEL_CH, .rank = r->rank };
 	nbpf_prof_state_args_v4_t ka = { 0 };
-	void *hc = NULL, *hk = NULL;
+	void *hg = NULL, *hc = NULL, *hk = NULL;
 
 	cd.coll.seqNumber = seq;
 	cd.coll.func = emu_coll_name(coll);
-	cd.coll.count = bytes / 4 ? bytes / 4 : 1;
-	cd.coll.datatype = "ncclFloat32";
+	/*
+	 * One rank's part for AllGather and ReduceScatter (the profiler
+	 * multiplies back); Broadcast and AllGather only move bytes, and NCCL
+	 * reports them as int8.
+	 */
+	cd.coll.count = bytes / (coll == 0 || coll == 2 ? 1 : 4) /
+			(coll == 2 || coll == 3 ? (uint64_t)r->j->o->topo.n_ranks : 1);
+	if (!cd.coll.count)
+		cd.coll.count = 1;
+	cd.coll.datatype = coll == 0 || coll == 2 ? "ncclInt8" : "ncclFloat32";
 	cd.coll.nChannels = (uint8_t)(d->n_channels ? d->n_channels : d->nccl_channels);
 	cd.coll.algo = emu_algo_name(d->algo);
 	cd.coll.proto = emu_proto_name(d->proto);
-	if (p5->startEvent(r->pctx, &hc, &cd))
+	if (p5->startEvent(r->pctx, &hg, &gd) || p5->startEvent(r->pctx, &hc, &cd))
 		atomic_fetch_add(&r->j->prof_errors, 1);
-	if (hc && (r->mask & NBPF_PROF_KERNEL_CH)) {
+	if (hc)
+		p5->stopEvent(hc);
+	if (hg)
+		p5->stopEvent(hg);
+	for (int c = 0; hc && (r->mask & NBPF_PROF_KERNEL_CH) && c < cd.coll.nChannels; c++) {
 		kd.parentObj = hc;
+		kd.kernelCh.channelId = (uint8_t)c;
 		kd.kernelCh.pTimer = r->pclock;
+		hk = NULL;
 		if (!p5->startEvent(r->pctx, &hk, &kd) && hk) {
 			ka.kernelCh.pTimer = r->pclock + lat_ns;
 			p5->recordEventState(hk, NBPF_PROF_STATE_KERNEL_CH_STOP, &ka);
@@ -82,8 +129,6 @@ static void report(struct rank *r, const nbpf_profiler_v5_t *p5, int coll, uint6
 		}
 	}
 	r->pclock += lat_ns + 1000;
-	if (hc)
-		p5->stopEvent(hc);
 }
 
 static void *rank_main(void *arg)
@@ -108,9 +153,15 @@ static void *rank_main(void *arg)
 		uint64_t bytes = 8ull << (2 * ((seq / 3) % 14)); /* 8 B .. 512 MiB, x4 */
 		float table[NBPF_NCCL_NUM_ALGORITHMS][NBPF_NCCL_NUM_PROTOCOLS];
 		struct emu_decision *d = &j->dec[r->rank];
+		void *api[2];
 		float us;
 		bool stop;
 
+		if (o->n_steps) {
+			coll = o->steps[seq % o->n_steps].coll;
+			bytes = o->steps[seq % o->n_steps].n_bytes;
+		}
+		api_begin(r, p5, coll, bytes, api);
 		if (emu_tuner_call(&r->t, &o->topo, coll, bytes, d))
 			atomic_fetch_add(&j->tuner_errors, 1);
 		emu_cost_table(&o->topo, coll, bytes, table);
@@ -118,6 +169,7 @@ static void *rank_main(void *arg)
 		if (us <= 0.0f && d->nccl_algo >= 0)
 			us = table[d->nccl_algo][d->nccl_proto];
 		report(r, p5, coll, bytes, d, seq, (uint64_t)(us > 0.0f ? us * 1000.0f : 1000.0f));
+		api_end(p5, api);
 		/* Meet as NCCL's ranks meet in the collective; rank 0 judges agreement and the end. */
 		if (pthread_barrier_wait(&j->meet) == PTHREAD_BARRIER_SERIAL_THREAD) {
 			for (int k = 1; k < o->topo.n_ranks; k++)
@@ -127,7 +179,8 @@ static void *rank_main(void *arg)
 					break;
 				}
 			j->st.collectives = seq + 1;
-			atomic_store(&j->done, job_should_stop(j));
+			atomic_store(&j->done, job_should_stop(j) ||
+				     (o->collectives && seq + 1 >= o->collectives));
 		}
 		pthread_barrier_wait(&j->meet);
 		stop = atomic_load(&j->done);

@@ -98,7 +98,7 @@ struct cell {
  * disables (CollNet off, NVLS Tree on one node, PAT unless one GPU per
  * node, NVLS/NVLS Tree only Simple, Tree only AllReduce, ...).
  */
-static struct cell tune_cell(int coll, int a, int p, int n, int nodes, bool nvls)
+static struct cell tune_cell(int coll, int a, int p, int n, int nodes, bool nvls, bool host_net)
 {
 	struct cell c = { 0, 0 };
 	int ppn_i = n / nodes, idx = nodes <= 2 ? nodes - 1 : 2;
@@ -133,6 +133,8 @@ static struct cell tune_cell(int coll, int a, int p, int n, int nodes, bool nvls
 	    (a == A_NVLS_TREE && !multi))
 		return c;
 	if ((a == A_NVLS || a == A_NVLS_TREE) && (!nvls || ppn_i < 2))
+		return c;
+	if (p == P_LL128 && multi && host_net)
 		return c;
 
 	bw = nodes <= 2 ? g.bw_intra : g.bw_inter;
@@ -221,7 +223,7 @@ void emu_cost_table(const struct emu_topo *topo, int coll, uint64_t n_bytes,
 		nodes = n;
 	for (int a = 0; a < NBPF_NCCL_NUM_ALGORITHMS; a++)
 		for (int p = 0; p < NBPF_NCCL_NUM_PROTOCOLS; p++) {
-			struct cell c = tune_cell(coll, a, p, n, nodes, topo->nvls);
+			struct cell c = tune_cell(coll, a, p, n, nodes, topo->nvls, topo->host_net);
 			int ring_ch = nodes > 1 ? 2 * (n / nodes < 8 ? n / nodes : 8) : 16;
 
 			if (c.bw <= 0)

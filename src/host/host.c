@@ -59,6 +59,22 @@ uint64_t nbpf_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* The stamp and the clock at the first acquire: the TSC's rate is measured from there. */
+static uint64_t g_stamp0, g_stamp0_ns;
+
+uint64_t nbpf_stats_to_ns(uint64_t stamps)
+{
+#if defined(__x86_64__)
+	uint64_t s = nbpf_stats_stamp(), ns = nbpf_now_ns();
+
+	if (!g_stamp0 || s <= g_stamp0 || ns <= g_stamp0_ns)
+		return 0;
+	return (uint64_t)((double)stamps * (double)(ns - g_stamp0_ns) / (double)(s - g_stamp0));
+#else
+	return stamps;
+#endif
+}
+
 uint64_t nbpf_realtime_ns(void)
 {
 	struct timespec ts;
@@ -136,6 +152,7 @@ static const char *const known_settings[] = {
 	"NCCLBPF_NET", "NCCLBPF_NET_MIN_CHUNK", /* net plugin: docs/net.md */
 	"NCCLBPF_NET_TIMEOUT", "NCCLBPF_NET_HELLO_TIMEOUT",
 	"NCCLBPF_TEST_SCALE", /* read by the test suite, not the plugin */
+	"NCCLBPF_RECORD_DIR", "NCCLBPF_RECORD_TARGET", "NCCLBPF_RECORD_MASK", /* the recorder, libncclbpf-rec.so */
 	NULL,
 };
 
@@ -1024,6 +1041,10 @@ void nbpf_host_acquire(nbpf_host_logger_t logger, const char *const *extra_setti
 	}
 	g_extra_settings = extra_settings;
 	settings_read(&g_settings);
+	if (!g_stamp0) {
+		g_stamp0_ns = nbpf_now_ns();
+		g_stamp0 = nbpf_stats_stamp();
+	}
 	ncclbpf_set_logger(runtime_log);
 	if (!g_settings.policy[0]) {
 		nbpf_host_log(NBPF_NCCL_LOG_INFO, NBPF_NCCL_INIT,
@@ -1176,7 +1197,7 @@ void nbpf_host_prog_totals(uint32_t slot, uint64_t *runs, uint64_t *ns)
 	if (runs)
 		*runs = r;
 	if (ns)
-		*ns = t;
+		*ns = nbpf_stats_to_ns(t);
 }
 
 const char *nbpf_host_env_lookup(const char *name, char *buf, size_t n)

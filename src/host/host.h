@@ -452,7 +452,7 @@ enum nbpf_refuse {
 
 struct nbpf_prog_stats {
 	_Atomic uint64_t runs;
-	_Atomic uint64_t ns;     /* only with NCCLBPF_STATS=1 */
+	_Atomic uint64_t ns;     /* only with NCCLBPF_STATS=1, in nbpf_stats_stamp units */
 };
 
 /*
@@ -668,5 +668,30 @@ const char *nbpf_host_env_lookup(const char *name, char *buf, size_t n);
 
 /* Monotonic clock in ns. */
 uint64_t nbpf_now_ns(void);
+
+/*
+ * NCCLBPF_STATS's time stamps around a program run: the time stamp
+ * counter on x86-64 (ordered after the instructions before it), else
+ * nbpf_now_ns.  A call that comes tens of milliseconds after the last
+ * finds clock_gettime's code and data page cold: two such reads cost more
+ * than the program they bracket, and the second lands inside the span.
+ * The stamps are converted to ns only where totals are read
+ * (nbpf_host_prog_totals), against the monotonic clock since the host was
+ * acquired (an invariant TSC, as every x86-64 server CPU has).
+ */
+static inline uint64_t nbpf_stats_stamp(void)
+{
+#if defined(__x86_64__)
+	uint32_t lo, hi;
+
+	__asm__ volatile("lfence\n\trdtsc" : "=a"(lo), "=d"(hi)::"memory");
+	return (uint64_t)hi << 32 | lo;
+#else
+	return nbpf_now_ns();
+#endif
+}
+
+/* A sum of nbpf_stats_stamp differences in ns. */
+uint64_t nbpf_stats_to_ns(uint64_t stamps);
 
 #endif

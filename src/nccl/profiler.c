@@ -401,7 +401,7 @@ static void run_programs(struct pctx *p, struct ncclbpf_coll_record *r)
 	}
 	for (uint32_t i = 0; i < img->n_profilers; i++) {
 		const struct nbpf_host_prog *hp = img->profilers[i];
-		uint64_t t0 = stats ? nbpf_now_ns() : 0, ret;
+		uint64_t t0 = stats ? nbpf_stats_stamp() : 0, ret;
 
 		if (hp->func)
 			hp->func(r, sizeof(*r));
@@ -410,10 +410,33 @@ static void run_programs(struct pctx *p, struct ncclbpf_coll_record *r)
 		if (cm) {
 			atomic_fetch_add_explicit(&cm->prog[hp->slot].runs, 1, memory_order_relaxed);
 			if (stats)
-				atomic_fetch_add_explicit(&cm->prog[hp->slot].ns, nbpf_now_ns() - t0,
+				atomic_fetch_add_explicit(&cm->prog[hp->slot].ns, nbpf_stats_stamp() - t0,
 							  memory_order_relaxed);
 		}
 	}
+}
+
+/*
+ * A completion comes milliseconds after the last one: the programs' code
+ * and the telemetry record it adds to are cold.  Ask for them before the
+ * record is built, so those misses overlap each other and that work (see
+ * tuner_prefetch in tuner.c).  Inside the caller's epoch section.
+ */
+static void complete_prefetch(const struct pctx *p, const struct pev *e, bool run)
+{
+	const struct nbpf_image *img = atomic_load_explicit(&nbpf_host_published, memory_order_acquire);
+	const struct nbpf_telemetry *t;
+	unsigned coll;
+
+	for (uint32_t i = 0; run && img && i < img->n_profilers && i < 4; i++)
+		__builtin_prefetch((const void *)img->profilers[i]->func);
+	if (!p->comm)
+		return;
+	coll = e->coll >= 0 && e->coll < NCCLBPF_NUM_COLLS ? (unsigned)e->coll : NCCLBPF_NUM_COLLS;
+	t = &p->comm->tele[coll][nbpf_size_class(e->bytes)];
+	__builtin_prefetch(&t->count, 1);
+	__builtin_prefetch(&t->mix[0][0], 1);
+	__builtin_prefetch(&p->comm->prog[0], 1);
 }
 
 /*
@@ -427,6 +450,7 @@ static void coll_complete(struct pctx *p, uint32_t idx, bool run)
 	struct ncclbpf_coll_record r;
 	uint64_t gs, gt, hs, h0;
 
+	complete_prefetch(p, e, run);
 	gs = atomic_load_explicit(&e->gpu_start, memory_order_acquire);
 	gt = atomic_load_explicit(&e->gpu_stop, memory_order_acquire);
 	hs = atomic_load_explicit(&e->host_stop, memory_order_acquire);

@@ -204,7 +204,7 @@ tuner_exec(struct tuner_ctx *t, const struct nbpf_host_prog *hp, struct ncclbpf_
 	uint64_t t0 = 0, ret;
 
 	if (__builtin_expect(t->stats, 0))
-		t0 = nbpf_now_ns();
+		t0 = nbpf_stats_stamp();
 	ret = __builtin_expect(t->cache.func != NULL, 1) ? t->cache.func(c, sizeof(*c))
 							  : run_interp(hp, c);
 	if (cm) {
@@ -216,11 +216,35 @@ tuner_exec(struct tuner_ctx *t, const struct nbpf_host_prog *hp, struct ncclbpf_
 			_Atomic uint64_t *ns = &cm->prog[hp->slot].ns;
 
 			atomic_store_explicit(ns, atomic_load_explicit(ns, memory_order_relaxed) +
-					      (nbpf_now_ns() - t0), memory_order_relaxed);
+					      (nbpf_stats_stamp() - t0), memory_order_relaxed);
 		}
 	}
 	section_exit(t);
 	return ret;
+}
+
+/*
+ * Inside a job NCCL calls the tuner once per collective, milliseconds
+ * apart (27 ms with 4 ranks sharing a GPU), and in between NCCL, CUDA and
+ * the other ranks evict this call's lines and TLB entries.  Left alone,
+ * each miss follows the one whose pointer it needs (the context, then the
+ * program's code behind an indirect call the front end waits for, then
+ * the counters): asked for at once, they overlap.  A few loads when warm;
+ * a NULL or stale address only wastes its prefetch (prefetches never fault).
+ */
+static inline void tuner_prefetch(const struct tuner_ctx *t)
+{
+	const struct nbpf_comm *cm = t->comm;
+
+	__builtin_prefetch((const void *)t->cache.func);
+	__builtin_prefetch(t->cache.tuner);
+	__builtin_prefetch(t->rd, 1);
+	__builtin_prefetch(&nbpf_host_chain.v);
+	if (cm) {
+		__builtin_prefetch(&cm->calls, 1);
+		__builtin_prefetch(&cm->applied, 1);
+		__builtin_prefetch(&cm->prog[0], 1);
+	}
 }
 
 /* Context of a program that never reads it: only what apply looks at. */
@@ -314,6 +338,7 @@ static nbpf_nccl_result_t get_coll_info_table(void *ctx, int coll, size_t n_byte
 
 	if (!t)
 		return NBPF_NCCL_SUCCESS;
+	tuner_prefetch(t);
 	seq = t->calls;
 	count_call(t, coll);
 	if (!table || num_algo <= 0 || num_proto <= 0)

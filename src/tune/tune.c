@@ -20,28 +20,33 @@
 #include "tune.h"
 #include "tune_backend.h"
 
-/* ---- the sweep policy's maps, through the control socket of pid ---------- */
+/* ---- the sweep policy's maps, through the control sockets ------------------ */
 
+/* The sweep policy's maps in each process of the back-end (one per rank process). */
 struct tune_maps {
-	struct ncclbpf_map *cell, *seen;
+	struct ncclbpf_map *cell[TUNE_MAX_PROCS], *seen[TUNE_MAX_PROCS];
+	int n;
 };
 
 static void maps_close(struct tune_maps *m)
 {
-	if (m->cell)
-		ncclbpf_map__put(m->cell);
-	if (m->seen)
-		ncclbpf_map__put(m->seen);
-	m->cell = m->seen = NULL;
+	for (int i = 0; i < m->n; i++) {
+		if (m->cell[i])
+			ncclbpf_map__put(m->cell[i]);
+		if (m->seen[i])
+			ncclbpf_map__put(m->seen[i]);
+	}
+	memset(m, 0, sizeof(*m));
 }
 
-static int maps_open(int pid, struct tune_maps *m, char *err, size_t errlen)
+/* sweep_cell and sweep_seen of one process into *cell, *seen (the caller puts them). */
+static int maps_open_one(int pid, struct ncclbpf_map **cell, struct ncclbpf_map **seen, char *err,
+			 size_t errlen)
 {
 	struct nbpf_ctl_msg msg;
 	const char *em = NULL;
 	int ret = nbpf_ctl_call_pid(pid, NBPF_CTL_MAPS, NULL, &msg, &em);
 
-	memset(m, 0, sizeof(*m));
 	if (ret) {
 		snprintf(err, errlen, "pid %d: control socket: %s", pid, em ? em : "no answer");
 		goto out;
@@ -53,44 +58,65 @@ static int maps_open(int pid, struct tune_maps *m, char *err, size_t errlen)
 
 		if (strcmp(r->kind, "map") || !name || !path)
 			continue;
-		slot = !strcmp(name, "sweep_cell") ? &m->cell : !strcmp(name, "sweep_seen") ? &m->seen : NULL;
+		slot = !strcmp(name, "sweep_cell") ? cell : !strcmp(name, "sweep_seen") ? seen : NULL;
 		if (!slot || *slot)
 			continue;
 		ret = ncclbpf_map__open_path(path, true, slot);
 		if (ret)
 			snprintf(err, errlen, "%s: %s", path, ncclbpf_errmsg());
 	}
-	if (!ret && (!m->cell || !m->seen)) {
+	if (!ret && (!*cell || !*seen)) {
 		snprintf(err, errlen, "pid %d has no sweep_cell/sweep_seen maps: is the sweep policy loaded?", pid);
 		ret = -ENOENT;
 	}
-	if (!ret && (ncclbpf_map__value_size(m->cell) != sizeof(struct tune_sweep_cell) ||
-		     ncclbpf_map__value_size(m->seen) != sizeof(struct tune_sweep_seen) ||
-		     ncclbpf_map__max_entries(m->seen) < TUNE_NUM_COLLS * TUNE_NUM_BUCKETS)) {
+	if (!ret && (ncclbpf_map__value_size(*cell) != sizeof(struct tune_sweep_cell) ||
+		     ncclbpf_map__value_size(*seen) != sizeof(struct tune_sweep_seen) ||
+		     ncclbpf_map__max_entries(*seen) < TUNE_NUM_COLLS * TUNE_NUM_BUCKETS)) {
 		snprintf(err, errlen, "the sweep policy's maps have another shape than this tool expects");
 		ret = -EPROTO;
 	}
 out:
 	nbpf_ctl_msg_free(&msg);
+	return ret;
+}
+
+static int maps_open(const struct tune_be *be, struct tune_maps *m, char *err, size_t errlen)
+{
+	int ret = 0;
+
+	memset(m, 0, sizeof(*m));
+	for (int i = 0; i < be->n_pids && !ret; i++, m->n++)
+		ret = maps_open_one(be->pids[i], &m->cell[i], &m->seen[i], err, errlen);
 	if (ret)
 		maps_close(m);
 	return ret;
 }
 
+/* The same cell in every process, before any of them runs a collective with it. */
 static int force_cell(struct tune_maps *m, int algo, int proto, int nch)
 {
 	struct tune_sweep_cell c = { .enabled = algo >= 0, .algo = algo, .proto = proto,
 				     .n_channels = nch };
 	uint32_t zero = 0;
+	int ret = 0;
 
-	return ncclbpf_map__update(m->cell, &zero, &c, NCCLBPF_ANY);
+	for (int i = 0; i < m->n && !ret; i++)
+		ret = ncclbpf_map__update(m->cell[i], &zero, &c, NCCLBPF_ANY);
+	return ret;
 }
 
-static int read_seen(struct tune_maps *m, int coll, uint64_t n_bytes, struct tune_sweep_seen *s)
+static int read_seen_one(struct tune_maps *m, int i, int coll, uint64_t n_bytes,
+			 struct tune_sweep_seen *s)
 {
 	uint32_t key = (uint32_t)coll * TUNE_NUM_BUCKETS + (uint32_t)tune_size_bucket(n_bytes);
 
-	return ncclbpf_map__lookup(m->seen, &key, s);
+	return ncclbpf_map__lookup(m->seen[i], &key, s);
+}
+
+/* What the first process saw (every rank sees the same calls). */
+static int read_seen(struct tune_maps *m, int coll, uint64_t n_bytes, struct tune_sweep_seen *s)
+{
+	return read_seen_one(m, 0, coll, n_bytes, s);
 }
 
 int tune_size_bucket(uint64_t n)
@@ -124,20 +150,28 @@ static void meas_finish(struct tune_meas *m, const double *x, int n, int coll, u
 static int run_cell(struct tune_be *be, struct tune_maps *m, int coll, uint64_t bytes, int algo,
 		    int proto, int nch, double *us, bool *ok, char *err, size_t errlen)
 {
-	struct tune_sweep_seen before = { 0 }, after = { 0 };
+	struct tune_sweep_seen before[TUNE_MAX_PROCS] = { 0 }, after;
 	int ret = force_cell(m, algo, proto, nch);
 
 	if (ret) {
 		snprintf(err, errlen, "writing sweep_cell: %s", strerror(-ret));
 		return ret;
 	}
-	read_seen(m, coll, bytes, &before);
+	for (int i = 0; i < m->n; i++)
+		read_seen_one(m, i, coll, bytes, &before[i]);
 	ret = be->run(be, coll, bytes, us, err, errlen);
 	if (ret)
 		return ret;
-	read_seen(m, coll, bytes, &after);
-	*ok = algo < 0 ? after.calls > before.calls : after.applied > before.applied &&
-		after.applied - before.applied == after.calls - before.calls;
+	/* Applied in every process, on every call of the run. */
+	*ok = true;
+	for (int i = 0; i < m->n; i++) {
+		memset(&after, 0, sizeof(after));
+		read_seen_one(m, i, coll, bytes, &after);
+		*ok = *ok && (algo < 0 ? after.calls > before[i].calls
+				       : after.applied > before[i].applied &&
+					 after.applied - before[i].applied ==
+					 after.calls - before[i].calls);
+	}
 	return 0;
 }
 
@@ -251,7 +285,7 @@ int tune_run(const struct tune_opts *o, struct tune_result *res, char *err, size
 					     : tune_be_nccl_open(o, &be, err, errlen);
 	if (ret)
 		return ret;
-	ret = maps_open(be->pid, &m, err, errlen);
+	ret = maps_open(be, &m, err, errlen);
 	if (ret)
 		goto out;
 	res->n_ranks = be->n_ranks;

@@ -80,9 +80,14 @@ struct tune_opts {
 	const char *clang;            /* NULL: $CLANG, else "clang" */
 	const char *include_dir;      /* -I for policy.h */
 	struct tune_emu_opts emu;
-	/* NCCL back-end: nccl_sweep binary, plugin library, GPUs, iterations per run. */
+	/*
+	 * NCCL back-end: nccl_sweep binary, plugin library, GPUs, iterations per
+	 * run; ranks >= 2: that many nccl_sweep processes on one GPU, each its
+	 * own NCCL host (bench/gpu/ranks.sh's method), instead of one process
+	 * over ngpus GPUs.
+	 */
 	const char *sweep_bin, *plugin;
-	int ngpus, iters, warmup;
+	int ngpus, iters, warmup, ranks;
 	int run_timeout_s;            /* longest wait for one answer; then the child is killed */
 	FILE *log;                    /* progress lines; NULL: quiet */
 };

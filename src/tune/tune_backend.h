@@ -2,16 +2,21 @@
 /*
  * tune_backend.h - where tune's collectives run: the emulator in this
  * process (tune_emu.c) or real NCCL in a child nccl_sweep (tune_nccl.c).
- * Either loads the plugin with the sweep policy; pid is the process whose
- * control socket serves its maps.
+ * Either loads the plugin with the sweep policy; pids are the processes
+ * whose control sockets serve its maps (one per rank process: every one
+ * gets the same forced cell, so the ranks never disagree).
  */
 #ifndef NCCLBPF_TUNE_BACKEND_H
 #define NCCLBPF_TUNE_BACKEND_H
 
 #include "tune.h"
 
+#define TUNE_MAX_PROCS 16
+
 struct tune_be {
-	int pid;
+	int pid;                     /* pids[0] */
+	int pids[TUNE_MAX_PROCS];
+	int n_pids;
 	int n_ranks, n_nodes;
 	char desc[256];
 	/*

@@ -123,7 +123,8 @@ int tune_be_emu_open(const struct tune_opts *o, struct tune_be **out, char *err,
 		free(b);
 		return ret;
 	}
-	b->be.pid = getpid();
+	b->be.pid = b->be.pids[0] = getpid();
+	b->be.n_pids = 1;
 	b->be.n_ranks = b->e.topo.n_ranks;
 	b->be.n_nodes = b->e.topo.n_nodes;
 	snprintf(b->be.desc, sizeof(b->be.desc),

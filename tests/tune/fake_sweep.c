@@ -10,10 +10,16 @@
  * separated by ','; no noise).  "--serve --ngpus N" as nccl_sweep takes.
  * $FAKE_SWEEP_FAIL=hang:K or exit:K makes request K (from 1) hang or the
  * process exit, as a collective that never completes or a crash would.
+ * "--serve --rank R --nranks N --id-file F" is one rank of N processes, as
+ * nccl_sweep's multi-process mode: rank 0 creates F, the others wait for
+ * it; with $FAKE_SWEEP_LOG each rank writes "REQUEST ALGO/PROTO/CHANNELS
+ * NCCL_HOSTID" per request to $FAKE_SWEEP_LOG.rank<R>, so a test can
+ * compare what the ranks ran.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "emulator/emu.h"
@@ -28,11 +34,39 @@ int main(int argc, char **argv)
 	const char *skews = getenv("FAKE_SWEEP_SKEW");
 	struct emu_plugin pl;
 	struct emu_tuner t;
-	char err[512], line[256], op[32];
+	char err[512], line[256], op[32], logpath[4200];
+	const char *id_file = NULL;
+	int rank = -1;
+	FILE *log = NULL;
 
-	for (int i = 1; i < argc; i++)
+	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--ngpus") && i + 1 < argc && atoi(argv[i + 1]) > 0)
 			e.topo.n_ranks = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--nranks") && i + 1 < argc && atoi(argv[i + 1]) > 0)
+			e.topo.n_ranks = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--rank") && i + 1 < argc)
+			rank = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--id-file") && i + 1 < argc)
+			id_file = argv[++i];
+	}
+	if (rank >= 0 && id_file) {
+		/* The id exchange of nccl_sweep: rank 0 creates the file, the others wait. */
+		if (rank == 0) {
+			FILE *f = fopen(id_file, "w");
+
+			if (!f || fclose(f))
+				return 1;
+		}
+		for (int w = 0; access(id_file, F_OK); w++) {
+			if (w > 3000)
+				return 1;
+			nanosleep(&(struct timespec){ .tv_nsec = 10 * 1000 * 1000 }, NULL);
+		}
+		if (getenv("FAKE_SWEEP_LOG")) {
+			snprintf(logpath, sizeof(logpath), "%s.rank%d", getenv("FAKE_SWEEP_LOG"), rank);
+			log = fopen(logpath, "w");
+		}
+	}
 	if (skews && *skews) {
 		char buf[1024], *save = NULL;
 
@@ -76,9 +110,15 @@ int main(int argc, char **argv)
 			else
 				printf("ok %llu %.4f 0\n", bytes,
 				       tune_emu_truth(&e, coll, bytes, d.algo, d.proto, d.n_channels));
+			if (log)
+				fprintf(log, "%d %s/%s/%d %s\n", req, emu_algo_name(d.algo),
+					emu_proto_name(d.proto), d.n_channels,
+					getenv("NCCL_HOSTID") ? getenv("NCCL_HOSTID") : "-");
 		}
 		fflush(stdout);
 	}
+	if (log)
+		fclose(log);
 	emu_tuner_fini(&t);
 	emu_close(&pl);
 	return 0;

@@ -134,6 +134,29 @@ got=$(changes "$TMP/d/out.json")
 [ $rc = 0 ] && [ "$got" = "$EXPECT" ] && ok "nccl back-end (child process): the same places" ||
 	{ bad "nccl back-end: exit $rc, changes:"; echo "$got"; cat "$TMP/d/err"; }
 
+# ---- 5b. --ranks N: N processes, each its own NCCL host, every one forced alike
+mkdir -p "$TMP/r"
+FAKE_SWEEP_SKEW=allreduce:64K:1M:TREE/LL~0.7 FAKE_SWEEP_LOG="$TMP/r/ran" "$BIN" -j tune --backend nccl --sweep-bin "$FAKE" \
+	--plugin "$PLUGIN" --sweep-obj "$SWEEP" --coll allreduce --sizes 1K:64M --channels 0 --reps 3 \
+	--ranks 3 --out "$TMP/r" --name ranks > "$TMP/r/out.json" 2> "$TMP/r/err"
+rc=$?
+got=$(changes "$TMP/r/out.json")
+[ $rc = 0 ] && [ "$got" = "$EXPECT" ] && ok "nccl back-end, 3 rank processes: the same places" ||
+	{ bad "nccl back-end --ranks 3: exit $rc, changes:"; echo "$got"; cat "$TMP/r/err"; }
+# every rank got every request and ran the same cell; each its own NCCL host
+n0=$(wc -l < "$TMP/r/ran.rank0" 2> /dev/null || echo 0)
+cut -d' ' -f1,2 "$TMP/r/ran.rank0" > "$TMP/r/ran.cells0" 2> /dev/null
+same=1
+for r in 1 2; do
+	cut -d' ' -f1,2 "$TMP/r/ran.rank$r" 2> /dev/null | cmp -s - "$TMP/r/ran.cells0" || same=0
+done
+hosts=$(cut -d' ' -f3 "$TMP/r"/ran.rank* 2> /dev/null | sort -u | wc -l)
+[ "$n0" -gt 20 ] && [ $same = 1 ] && grep -q "TREE/LL" "$TMP/r/ran.cells0" && [ "$hosts" = 3 ] &&
+	ok "3 ranks: $n0 requests each, the same cell on every rank every time, 3 NCCL hosts" ||
+	bad "3 ranks: $n0 requests, same=$same, $hosts hosts"
+grep -q "3 ranks as 3 processes on one GPU" "$TMP/r/ranks.report.txt" 2> /dev/null &&
+	ok "report names the 3 rank processes" || bad "report: $(head -5 "$TMP/r/ranks.report.txt" 2> /dev/null)"
+
 # ---- 6. a child that hangs or dies mid-sweep: tune ends with a message, the child is gone
 for mode in hang:5 exit:5; do
 	start=$(date +%s)
