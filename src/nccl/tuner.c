@@ -1,5 +1,5 @@
 /*
- * tuner.c - NCCL tuner plugin v2..v6: marshal getCollInfo into a struct
+ * tuner.c - NCCL tuner plugin v2..v7: marshal getCollInfo into a struct
  * ncclbpf_tuner_ctx, run the image's tuner program, apply its outputs by the
  * rules of docs/nccl-plugin-abi.md §2.3-2.4.
  *
@@ -411,6 +411,14 @@ static nbpf_nccl_result_t init_v6(void **ctx, uint64_t comm_id, size_t n_ranks, 
 	return tuner_init_common(ctx, 6, comm_id, n_ranks, n_nodes, logger, nvl);
 }
 
+static nbpf_nccl_result_t init_v7(void **ctx, uint64_t comm_id, size_t n_ranks, size_t n_nodes,
+				  nbpf_nccl_logger_t logger, nbpf_nvl_domain_info_v5_t *nvl,
+				  nbpf_tuner_constants_v7_t *constants)
+{
+	(void)constants;
+	return tuner_init_common(ctx, 7, comm_id, n_ranks, n_nodes, logger, nvl);
+}
+
 NBPF_EXPORT const nbpf_tuner_v2_t ncclTunerPlugin_v2 = {
 	.name = "ncclbpf", .init = init_v2, .getCollInfo = get_coll_info_v2, .destroy = tuner_fini,
 };
@@ -425,5 +433,9 @@ NBPF_EXPORT const nbpf_tuner_v5_t ncclTunerPlugin_v5 = {
 };
 NBPF_EXPORT const nbpf_tuner_v6_t ncclTunerPlugin_v6 = {
 	.name = "ncclbpf", .init = init_v6, .getCollInfo = get_coll_info_table, .finalize = tuner_fini,
+	.getChunkSize = NULL,
+};
+NBPF_EXPORT const nbpf_tuner_v7_t ncclTunerPlugin_v7 = {
+	.name = "ncclbpf", .init = init_v7, .getCollInfo = get_coll_info_table, .finalize = tuner_fini,
 	.getChunkSize = NULL,
 };

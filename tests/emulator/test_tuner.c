@@ -44,7 +44,7 @@ static void cheapest(int coll, uint64_t n, int algo, int proto, int *oa, int *op
 
 static void test_versions(void)
 {
-	for (int v = 2; v <= 6; v++) {
+	for (int v = 2; v <= 7; v++) {
 		struct emu_plugin pl;
 		struct emu_tuner t;
 		int changed = 0;
@@ -340,14 +340,54 @@ static void test_short_name_and_reload(void)
 		CHECK(emu_tuner_fini(&t[1]) == 0);
 		emu_close(&pl);
 	}
-	/* NCCL 2.28.9 looks for v5 first; 2.30.7 for v6. */
+	/* NCCL 2.28.9 looks for v5 first; 2.30.7 for v6; the newest sources for v7. */
 	struct emu_plugin pl;
 
 	CHECK(open_tuner(&pl, EMU_PLUGIN, 6) == 0);
 	CHECK_EQ_U64(pl.version, 6);
-	CHECK(((const nbpf_tuner_v6_t *)pl.table)->getChunkSize == NULL);
 	CHECK(((const nbpf_tuner_v6_t *)pl.table)->finalize(NULL) == 0);
 	emu_close(&pl);
+	CHECK(open_tuner(&pl, EMU_PLUGIN, 7) == 0);
+	CHECK_EQ_U64(pl.version, 7);
+	CHECK(((const nbpf_tuner_v7_t *)pl.table)->finalize(NULL) == 0);
+	emu_close(&pl);
+}
+
+/*
+ * NCCL hands v5+ tuners its default constants to edit in place (v7's rows
+ * have a fifth, Rubin, entry).  The plugin keeps NCCL's defaults: every
+ * byte of either layout comes back unchanged.
+ */
+static void test_constants_untouched(void)
+{
+	nbpf_nvl_domain_info_v5_t nvl = { 1, 8, 8 };
+	nbpf_tuner_constants_v5_t c5, w5;
+	nbpf_tuner_constants_v7_t c7, w7;
+	struct emu_plugin pl;
+	void *ctx = NULL;
+
+	memset(&c5, 0x5a, sizeof(c5));
+	memset(&c7, 0xa5, sizeof(c7));
+	w5 = c5;
+	w7 = c7;
+	emu_set_policy(emu_policy("t_ring_ll128"));
+	for (int v = 5; v <= 7; v++) {
+		CHECK(open_tuner(&pl, EMU_PLUGIN, v) == 0);
+		if (v == 7) {
+			const nbpf_tuner_v7_t *t = pl.table;
+
+			CHECK(t->init(&ctx, 9, 8, 1, emu_logger, &nvl, &c7) == 0 && ctx);
+			CHECK(t->finalize(ctx) == 0);
+		} else {
+			const nbpf_tuner_v5_t *t = pl.table; /* v6 has the same first slots */
+
+			CHECK(t->init(&ctx, 9, 8, 1, emu_logger, &nvl, &c5) == 0 && ctx);
+			CHECK(t->finalize(ctx) == 0);
+		}
+		emu_close(&pl);
+	}
+	CHECK(!memcmp(&c5, &w5, sizeof(c5)));
+	CHECK(!memcmp(&c7, &w7, sizeof(c7)));
 }
 
 int main(void)
@@ -358,5 +398,6 @@ int main(void)
 	test_bad_settings();
 	test_rank_agreement();
 	test_short_name_and_reload();
+	test_constants_untouched();
 	return check_summary("emulator_tuner");
 }
