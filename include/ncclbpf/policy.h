@@ -143,12 +143,48 @@ struct ncclbpf_tuner_ctx {
 	__u32 nvl_domains;    /* NVLink domains (tuner v5+; 0 if unknown) */
 	__u32 min_ranks_per_nvl_domain;
 	__u32 max_ranks_per_nvl_domain;
-	__u32 abi_version;    /* tuner ABI version NCCL loaded (2..6) */
+	__u32 abi_version;    /* tuner ABI version NCCL loaded (2..7) */
 	/* outputs */
 	__s32 algo;           /* NCCLBPF_ALGO_* or NCCLBPF_KEEP */
 	__s32 proto;          /* NCCLBPF_PROTO_* or NCCLBPF_KEEP */
 	__s32 n_channels;     /* 1..64, or NCCLBPF_KEEP */
 	__u32 reserved;
+};
+
+/* ---- SEC("tuner/chunk") ------------------------------------------------ */
+
+/* Chunk program return values (as the tuner's). */
+#define NCCLBPF_CHUNK_APPLY 0 /* apply chunk_size (NCCLBPF_KEEP: NCCL's) */
+#define NCCLBPF_CHUNK_SKIP  1 /* leave this call to NCCL */
+
+/*
+ * One call per NCCL getChunkSize (tuner v6+), made once NCCL has chosen a
+ * collective's algorithm, protocol and channels: for Ring, Tree, NVLS and
+ * PAT once per part of the collective one channel runs (n_channels 1,
+ * n_bytes that part's bytes: the collective is split over its channels),
+ * for CollNet once per collective with its channel count.  Inputs are
+ * read-only and identical on every rank for the same call; chunk_size
+ * starts as NCCLBPF_KEEP.  The adapter applies a chunk_size of at least
+ * grain bytes (NCCL rounds it down to a multiple of grain and lowers it to
+ * what its buffers hold); anything else is refused, counted, and NCCL's
+ * chunk stands.
+ */
+struct ncclbpf_chunk_ctx {
+	/* inputs */
+	__u64 n_bytes;        /* bytes of this call: one channel's part, or the collective (CollNet) */
+	__u64 comm_id;        /* communicator hash, same on every rank */
+	__u64 call_seq;       /* getCollInfo calls the communicator has made so far */
+	__u32 coll_type;      /* NCCLBPF_COLL_* */
+	__u32 n_ranks;
+	__u32 n_nodes;
+	__s32 algo;           /* NCCLBPF_ALGO_* NCCL runs */
+	__s32 proto;          /* NCCLBPF_PROTO_* NCCL runs */
+	__u32 n_channels;     /* channels of this call */
+	__u32 nccl_chunk;     /* the chunk size NCCL computed (bytes) */
+	__u32 grain;          /* the protocol's grain: LL 16, LL128 1920, Simple 512 bytes */
+	__u32 abi_version;    /* tuner ABI version NCCL loaded (6..7) */
+	/* output */
+	__s32 chunk_size;     /* bytes >= grain, or NCCLBPF_KEEP */
 };
 
 /* ---- SEC("profiler") --------------------------------------------------- */

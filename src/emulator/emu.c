@@ -118,6 +118,31 @@ int emu_tuner_fini(struct emu_tuner *t)
 	return r;
 }
 
+/* v6+: getChunkSize for each part of the collective NCCL plans (emu_chunk.c). */
+static int chunk_calls(struct emu_tuner *t, const struct emu_topo *topo, int coll,
+		       uint64_t n_bytes, struct emu_decision *d)
+{
+	/* v6 and v7 share the slot (pinned in abi_tuner.h). */
+	const nbpf_tuner_v6_t *tab = t->pl->table;
+
+	d->n_chunks = emu_chunk_calls(topo, coll, n_bytes, d->algo, d->proto, d->n_channels,
+				      d->chunks);
+	for (int i = 0; i < d->n_chunks; i++) {
+		const struct emu_chunk_call *c = &d->chunks[i];
+		size_t answer = c->nccl_chunk;
+
+		if (tab->getChunkSize) {
+			int r = tab->getChunkSize(t->ctx, coll, c->n_bytes, d->algo, d->proto,
+						  c->n_channels, &answer);
+
+			if (r)
+				return r;
+		}
+		d->chunk[i] = emu_chunk_final(d->proto, c->max_chunk, answer);
+	}
+	return NBPF_NCCL_SUCCESS;
+}
+
 int emu_tuner_call(struct emu_tuner *t, const struct emu_topo *topo, int coll,
 		   uint64_t n_bytes, struct emu_decision *d)
 {
@@ -164,6 +189,9 @@ int emu_tuner_call(struct emu_tuner *t, const struct emu_topo *topo, int coll,
 	emu_pick(table, &d->algo, &d->proto);
 	d->n_channels = nch;
 	d->nccl_channels = emu_channels(topo, d->nccl_algo);
+	d->n_chunks = 0;
+	if (!r && t->pl->version >= 6)
+		r = chunk_calls(t, topo, coll, n_bytes, d);
 	return r;
 }
 

@@ -20,6 +20,9 @@
 #define TF(f, acc, fl, d) \
 	{ #f, offsetof(struct ncclbpf_tuner_ctx, f), \
 	  sizeof(((struct ncclbpf_tuner_ctx *)0)->f), acc, fl, d }
+#define CF(f, acc, fl, d) \
+	{ #f, offsetof(struct ncclbpf_chunk_ctx, f), \
+	  sizeof(((struct ncclbpf_chunk_ctx *)0)->f), acc, fl, d }
 #define PF(f, d) \
 	{ #f, offsetof(struct ncclbpf_coll_record, f), \
 	  sizeof(((struct ncclbpf_coll_record *)0)->f), R, 0, d }
@@ -41,6 +44,10 @@ _Static_assert(offsetof(struct ncclbpf_tuner_ctx, coll_type) == 24, "tuner ctx l
 _Static_assert(offsetof(struct ncclbpf_tuner_ctx, avail_mask) == 44, "tuner ctx layout");
 _Static_assert(offsetof(struct ncclbpf_tuner_ctx, algo) == 72, "tuner ctx layout");
 _Static_assert(offsetof(struct ncclbpf_tuner_ctx, n_channels) == 80, "tuner ctx layout");
+_Static_assert(sizeof(struct ncclbpf_chunk_ctx) == 64, "chunk ctx layout");
+_Static_assert(offsetof(struct ncclbpf_chunk_ctx, coll_type) == 24, "chunk ctx layout");
+_Static_assert(offsetof(struct ncclbpf_chunk_ctx, nccl_chunk) == 48, "chunk ctx layout");
+_Static_assert(offsetof(struct ncclbpf_chunk_ctx, chunk_size) == 60, "chunk ctx layout");
 _Static_assert(sizeof(struct ncclbpf_coll_record) == 64, "coll record layout");
 _Static_assert(offsetof(struct ncclbpf_coll_record, rank) == 32, "coll record layout");
 _Static_assert(offsetof(struct ncclbpf_coll_record, gpu_timed) == 56, "coll record layout");
@@ -66,6 +73,27 @@ static const struct ncclbpf_ctx_field tuner_fields[] = {
 	TF(n_channels, RW, DEC, "output: 1..64 or NCCLBPF_KEEP"),
 	/* Readable so a program may copy the whole context; always 0. */
 	TF(reserved, R, INV, "always 0"),
+};
+
+/*
+ * NCCL plans every rank's collective the same way, so each getChunkSize
+ * input is the same on every rank for the same call, and the chunk size is
+ * a decision: ranks that disagree on it pipeline different steps and hang.
+ */
+static const struct ncclbpf_ctx_field chunk_fields[] = {
+	CF(n_bytes, R, INV, "bytes of this call: one channel's part of the collective (CollNet: all of it)"),
+	CF(comm_id, R, INV, "communicator hash, same on every rank"),
+	CF(call_seq, R, INV, "getCollInfo calls the communicator has made so far"),
+	CF(coll_type, R, INV, "NCCLBPF_COLL_*"),
+	CF(n_ranks, R, INV, "ranks in the communicator"),
+	CF(n_nodes, R, INV, "nodes in the communicator"),
+	CF(algo, R, INV, "algorithm NCCL runs"),
+	CF(proto, R, INV, "protocol NCCL runs"),
+	CF(n_channels, R, INV, "channels of this call (1 per part; CollNet: the collective's)"),
+	CF(nccl_chunk, R, INV, "chunk size NCCL computed, bytes"),
+	CF(grain, R, INV, "protocol grain: NCCL rounds the chunk down to a multiple of it"),
+	CF(abi_version, R, INV, "tuner ABI version NCCL loaded"),
+	CF(chunk_size, RW, DEC, "output: bytes >= grain, or NCCLBPF_KEEP"),
 };
 
 static const struct ncclbpf_ctx_field profiler_fields[] = {
@@ -136,6 +164,21 @@ const struct ncclbpf_hook_desc ncclbpf_hooks[NCCLBPF_HOOK_COUNT] = {
 		.ret_doc = "0 (NCCLBPF_TUNER_APPLY): apply the outputs; 1 (NCCLBPF_TUNER_SKIP): leave the call to NCCL",
 		.doc = "Runs on every getCollInfo; picks algorithm, protocol and channel count.",
 		/* typed only: `void *` would hide a program written for the other hook */
+		.ctx_check = NCCLBPF_CTX_CHECK_TYPE,
+	},
+	[NCCLBPF_HOOK_CHUNK] = {
+		.name = "chunk",
+		.section = "tuner/chunk",
+		.ctx_type = "struct ncclbpf_chunk_ctx",
+		.ctx_size = sizeof(struct ncclbpf_chunk_ctx),
+		.fields = chunk_fields,
+		.n_fields = ARRAY_LEN(chunk_fields),
+		.helpers = common_helpers,
+		.n_helpers = ARRAY_LEN(common_helpers),
+		.ret_min = NCCLBPF_CHUNK_APPLY,
+		.ret_max = NCCLBPF_CHUNK_SKIP,
+		.ret_doc = "0 (NCCLBPF_CHUNK_APPLY): apply chunk_size; 1 (NCCLBPF_CHUNK_SKIP): leave the call to NCCL",
+		.doc = "Runs on every getChunkSize (tuner v6+), after NCCL chose the cell: sets the pipeline chunk size.",
 		.ctx_check = NCCLBPF_CTX_CHECK_TYPE,
 	},
 	[NCCLBPF_HOOK_PROFILER] = {

@@ -125,6 +125,8 @@ struct nbpf_image {
 
 	/* Hook dispatch: the tuner program (first one found; others refused). */
 	const struct nbpf_host_prog *tuner;
+	/* The SEC("tuner/chunk") program, likewise the first one found. */
+	const struct nbpf_host_prog *chunk;
 	/* Every profiler program, in object order. */
 	const struct nbpf_host_prog *profilers[NBPF_HOST_MAX_PROGS];
 	uint32_t n_profilers;
@@ -304,6 +306,8 @@ struct nbpf_comm {
 	_Atomic uint64_t skipped;                     /* program returned SKIP */
 	_Atomic uint64_t refused[NBPF_REFUSE_COUNT];
 	_Atomic uint64_t image_gen;                   /* generation of the image last used */
+	_Atomic uint64_t chunk_calls;                 /* getChunkSize calls (tuner v6+) */
+	_Atomic uint64_t chunk_applied;               /* ... where the program's chunk size was applied */
 
 	/* per-program stats for the image whose generation is stats_gen */
 	_Atomic uint64_t stats_gen;
@@ -397,6 +401,9 @@ struct nbpf_image_cache {
 	const struct nbpf_host_prog *tuner;
 	ncclbpf_func_t func;
 	uint64_t gen;
+	/* img's chunk program and its JIT entry (getChunkSize) */
+	const struct nbpf_host_prog *chunk;
+	ncclbpf_func_t chunk_func;
 };
 
 /* Refills cache for call; out of line (once per publish and per activation). */

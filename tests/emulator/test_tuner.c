@@ -318,6 +318,149 @@ static void test_rank_agreement(void)
 	emu_close(&pl);
 }
 
+/*
+ * getChunkSize (v6, v7) as NCCL 2.30 calls it while it plans each
+ * collective: one call per channel part, for the cell NCCL runs after the
+ * tuner program's answer.  t_chunk answers 64 KiB + 100 for
+ * Simple (NCCL rounds to 64 KiB), 8 bytes for LL (below the grain: refused,
+ * NCCL's chunk kept), 1 GiB for LL128 (NCCL lowers it to its buffer) and
+ * skips Tree.  v5 has no getChunkSize: nothing is asked.
+ */
+static void test_chunk(void)
+{
+	for (int v = 5; v <= 7; v++) {
+		struct emu_plugin pl;
+		struct emu_tuner t;
+		int seen[3] = { 0 };
+
+		char spec[2048];
+
+		/* t_ring_ll128 forces Ring/LL128 for 64 KiB..16 MiB: the chunk program sees that cell. */
+		snprintf(spec, sizeof(spec), "%s:%s", emu_policy("t_ring_ll128"), emu_policy("t_chunk"));
+		emu_set_policy(spec);
+		CHECK(open_tuner(&pl, EMU_PLUGIN, v) == 0);
+		CHECK(emu_tuner_init(&t, &pl, 0x77, &topo8, emu_logger) == 0);
+		for (uint64_t n = 8; n <= (1ull << 30); n <<= 1) {
+			struct emu_decision d;
+
+			CHECK(emu_tuner_call(&t, &topo8, 4, n, &d) == 0);
+			if (v < 6) {
+				CHECK_EQ_U64(d.n_chunks, 0);
+				continue;
+			}
+			CHECK_MSG(d.n_chunks >= 1, "v%d %llu: no getChunkSize", v, (unsigned long long)n);
+			for (int i = 0; i < d.n_chunks; i++) {
+				const struct emu_chunk_call *c = &d.chunks[i];
+				uint32_t want = d.algo == 0 || d.proto == 0 ? emu_chunk_final(d.proto, c->max_chunk, c->nccl_chunk)
+					      : d.proto == 2 ? 64u << 10 : emu_chunk_final(1, c->max_chunk, 1u << 30);
+
+				CHECK_MSG(d.chunk[i] == want, "v%d %llu %s/%s part %d: chunk %u, want %u",
+					  v, (unsigned long long)n, emu_algo_name(d.algo),
+					  emu_proto_name(d.proto), i, d.chunk[i], want);
+				if (d.algo != 0)
+					seen[d.proto]++;
+			}
+		}
+		if (v >= 6)
+			CHECK_MSG(seen[0] && seen[1] && seen[2], "v%d: protocols seen %d %d %d", v,
+				  seen[0], seen[1], seen[2]);
+		CHECK(emu_tuner_fini(&t) == 0);
+		emu_close(&pl);
+	}
+	/* No chunk program: NCCL's chunk everywhere. */
+	struct emu_plugin pl;
+	struct emu_tuner t;
+	struct emu_decision d;
+
+	emu_set_policy(emu_policy("t_ring_ll128"));
+	CHECK(open_tuner(&pl, EMU_PLUGIN, 7) == 0);
+	CHECK(emu_tuner_init(&t, &pl, 0x78, &topo8, emu_logger) == 0);
+	CHECK(emu_tuner_call(&t, &topo8, 4, 1 << 20, &d) == 0);
+	CHECK(d.n_chunks >= 1);
+	for (int i = 0; i < d.n_chunks; i++)
+		CHECK_EQ_U64(d.chunk[i], emu_chunk_final(d.proto, d.chunks[i].max_chunk,
+							 d.chunks[i].nccl_chunk));
+	CHECK(emu_tuner_fini(&t) == 0);
+	emu_close(&pl);
+}
+
+/*
+ * Chunk decisions on many ranks and communicators at once, each rank on its
+ * own thread with its tuner and chunk programs: every rank decides every
+ * part alike, and as t_chunk_seq's rank-invariant formula says (the chunk
+ * calls after getCollInfo number i see call_seq i + 1).
+ */
+static void *chunk_rank_thread(void *p)
+{
+	struct rank_arg *a = p;
+
+	for (int i = 0; i < a->calls; i++)
+		if (emu_tuner_call(&a->t, &topo8, (i % 3) ? 4 : 2, 1ull << (6 + (i * 5) % 25), &a->d[i]))
+			a->failures++;
+	return NULL;
+}
+
+static void test_chunk_agreement(void)
+{
+	struct emu_plugin pl;
+	struct rank_arg args[N_COMMS][N_RANKS];
+	pthread_t th[N_COMMS][N_RANKS];
+	int calls = (int)(1000 * emu_scale());
+	char spec[2048];
+
+	snprintf(spec, sizeof(spec), "%s:%s", emu_policy("t_seq"), emu_policy("t_chunk_seq"));
+	emu_set_policy(spec);
+	CHECK(open_tuner(&pl, EMU_PLUGIN, 7) == 0);
+	for (int c = 0; c < N_COMMS; c++)
+		for (int r = 0; r < N_RANKS; r++) {
+			struct rank_arg *a = &args[c][r];
+
+			memset(a, 0, sizeof(*a));
+			a->comm_id = 0xc4c000 + (uint64_t)c * 5;
+			a->calls = calls;
+			a->d = calloc((size_t)calls, sizeof(*a->d));
+			CHECK(emu_tuner_init(&a->t, &pl, a->comm_id, &topo8, emu_logger) == 0);
+		}
+	for (int c = 0; c < N_COMMS; c++)
+		for (int r = 0; r < N_RANKS; r++)
+			pthread_create(&th[c][r], NULL, chunk_rank_thread, &args[c][r]);
+	for (int c = 0; c < N_COMMS; c++)
+		for (int r = 0; r < N_RANKS; r++)
+			pthread_join(th[c][r], NULL);
+	for (int c = 0; c < N_COMMS; c++) {
+		int disagree = 0, wrong = 0, parts = 0;
+
+		for (int i = 0; i < calls; i++) {
+			const struct emu_decision *d0 = &args[c][0].d[i];
+
+			for (int r = 1; r < N_RANKS; r++) {
+				const struct emu_decision *d = &args[c][r].d[i];
+
+				disagree += d->n_chunks != d0->n_chunks ||
+					    memcmp(d->chunk, d0->chunk, sizeof(d->chunk[0]) * (size_t)d0->n_chunks);
+			}
+			for (int k = 0; k < d0->n_chunks; k++) {
+				uint64_t g = emu_proto_grain(d0->proto);
+				uint64_t want = g * (1 + ((uint64_t)i + 1 + args[c][0].comm_id +
+							  d0->chunks[k].n_bytes / g) % 64);
+
+				wrong += d0->chunk[k] != emu_chunk_final(d0->proto, d0->chunks[k].max_chunk, want);
+				parts++;
+			}
+		}
+		CHECK_EQ_U64(disagree, 0);
+		CHECK_EQ_U64(wrong, 0);
+		CHECK(parts >= calls);
+	}
+	for (int c = 0; c < N_COMMS; c++)
+		for (int r = 0; r < N_RANKS; r++) {
+			CHECK_EQ_U64(args[c][r].failures, 0);
+			CHECK(emu_tuner_fini(&args[c][r].t) == 0);
+			free(args[c][r].d);
+		}
+	emu_close(&pl);
+}
+
 /* NCCL_TUNER_PLUGIN=ncclbpf: the short name resolves to libnccl-tuner-ncclbpf.so. */
 static void test_short_name_and_reload(void)
 {
@@ -399,5 +542,7 @@ int main(void)
 	test_rank_agreement();
 	test_short_name_and_reload();
 	test_constants_untouched();
+	test_chunk();
+	test_chunk_agreement();
 	return check_summary("emulator_tuner");
 }

@@ -9,7 +9,7 @@
  *   test_corpus asm FILE             FILE is assembler text; "# HOOK: <hook>"
  *                                    (default tuner) and "# EXPECT: <text>" as
  *                                    above, or "# EXPECT: accept"
- *   test_corpus consistency SRC OBJ  "// EXPECT: warn": every tuner program is
+ *   test_corpus consistency SRC OBJ  "// EXPECT: warn": every tuner (and chunk) program is
  *                                    accepted with a consistency warning and
  *                                    rejected under strict consistency;
  *                                    "// EXPECT: clean": accepted without warning,
@@ -134,7 +134,7 @@ static int run_objects(const char *mode, const char *src, const char *path)
 				else
 					print_findings(ncclbpf_program__name(p), &r);
 			}
-		} else if (strcmp(h->name, "tuner") == 0) {
+		} else if (!strcmp(h->name, "tuner") || !strcmp(h->name, "chunk")) {
 			bool warn = !strcmp(want, "warn");
 
 			CHECK_MSG(!err, "%s: %s rejected without strict consistency", path,
