@@ -64,14 +64,28 @@ int tune_choose(const struct tune_meas *def, const struct tune_meas *cells, int 
 			pick = i;
 	}
 	/*
-	 * A channel count is worth forcing only when it beats the same cell
-	 * with NCCL's own count outside the noise too; otherwise the cell with
-	 * NCCL's count, if it also wins against the default, changes less.
+	 * A chunk size, then a channel count, is worth forcing only when it
+	 * beats the same cell with NCCL's own chunk (count) outside the noise
+	 * too; otherwise that cell, if it also wins against the default,
+	 * changes less.
 	 */
+	for (int i = 0; pick >= 0 && cells[pick].chunk && i < n; i++) {
+		const struct tune_meas *c = &cells[i], *p = &cells[pick];
+
+		if (c->chunk || c->algo != p->algo || c->proto != p->proto ||
+		    c->n_channels != p->n_channels || c->n < 2)
+			continue;
+		if (p->hi_us * (1.0 + min_gain) < c->lo_us)
+			break;
+		if (c->hi_us * (1.0 + min_gain) < def->lo_us)
+			pick = i;
+		break;
+	}
 	for (int i = 0; pick >= 0 && cells[pick].n_channels && i < n; i++) {
 		const struct tune_meas *c = &cells[i], *p = &cells[pick];
 
-		if (c->n_channels || c->algo != p->algo || c->proto != p->proto || c->n < 2)
+		if (c->n_channels || c->chunk != p->chunk || c->algo != p->algo ||
+		    c->proto != p->proto || c->n < 2)
 			continue;
 		if (p->hi_us * (1.0 + min_gain) < c->lo_us)
 			break;
