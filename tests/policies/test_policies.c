@@ -229,6 +229,64 @@ out:
 	ncclbpf_object__close(o);
 }
 
+static uint64_t chunk_word(uint32_t now, uint32_t before, uint64_t from)
+{
+	return (uint64_t)(now / 128) | (uint64_t)(before / 128) << 16 | from << 32;
+}
+
+/* chunk_plan's decision for a part of bytes on proto at call_seq; NCCLBPF_KEEP: NCCL's. */
+static int chunk_of(struct ncclbpf_object *o, uint32_t coll, int proto, uint64_t bytes,
+		    uint64_t call_seq)
+{
+	struct ncclbpf_program *p = ncclbpf_object__find_program(o, "chunk_plan_apply");
+	static const uint32_t grain[3] = { 16, 1920, 512 };
+	struct ncclbpf_chunk_ctx c = {
+		.n_bytes = bytes, .comm_id = 0x1234, .call_seq = call_seq, .coll_type = coll,
+		.n_ranks = 8, .n_nodes = 1, .algo = NCCLBPF_ALGO_RING, .proto = proto,
+		.n_channels = 1, .nccl_chunk = 1u << 21, .grain = grain[proto], .abi_version = 7,
+		.chunk_size = NCCLBPF_KEEP,
+	};
+	uint64_t r = 1;
+
+	CHECK(p && ncclbpf_program__run(p, &c, sizeof(c), &r) == 0 && r == NCCLBPF_CHUNK_APPLY);
+	return c.chunk_size;
+}
+
+static void test_chunk_plan(void)
+{
+	struct ncclbpf_object *o = load("chunk_plan");
+	struct ncclbpf_map *plan = o ? ncclbpf_object__find_map(o, "chunk_plan") : NULL;
+	const int S = NCCLBPF_PROTO_SIMPLE, L = NCCLBPF_PROTO_LL;
+	uint32_t key = (AR * 3 + S) * NCCLBPF_SIZE_BUCKETS + ncclbpf_size_bucket(4 * MiB);
+	uint64_t v;
+
+	CHECK(plan != NULL);
+	if (!plan)
+		goto out;
+	CHECK_EQ_U64(chunk_of(o, AR, S, 4 * MiB, 0), K);         /* empty plan */
+	v = chunk_word(512 * KiB, 0, 0);
+	CHECK(!ncclbpf_map__update(plan, &key, &v, NCCLBPF_ANY));
+	CHECK_EQ_U64(chunk_of(o, AR, S, 4 * MiB, 0), 512 * KiB);
+	CHECK_EQ_U64(chunk_of(o, AR, S, 5 * MiB, 7), 512 * KiB);  /* same part bucket */
+	CHECK_EQ_U64(chunk_of(o, AR, S, 8 * MiB, 0), K);          /* another part bucket */
+	CHECK_EQ_U64(chunk_of(o, AR, L, 4 * MiB, 0), K);          /* another protocol */
+	CHECK_EQ_U64(chunk_of(o, AG, S, 4 * MiB, 0), K);          /* another collective */
+	/* From its call on; before it, the previous chunk (here NCCL's own). */
+	v = chunk_word(256 * KiB, 0, 1000);
+	CHECK(!ncclbpf_map__update(plan, &key, &v, NCCLBPF_ANY));
+	CHECK_EQ_U64(chunk_of(o, AR, S, 4 * MiB, 999), K);
+	CHECK_EQ_U64(chunk_of(o, AR, S, 4 * MiB, 1000), 256 * KiB);
+	v = chunk_word(256 * KiB, 128 * KiB, 1000);
+	CHECK(!ncclbpf_map__update(plan, &key, &v, NCCLBPF_ANY));
+	CHECK_EQ_U64(chunk_of(o, AR, S, 4 * MiB, 999), 128 * KiB);
+	/* Below the protocol's grain: left to NCCL. */
+	v = chunk_word(256, 0, 0);
+	CHECK(!ncclbpf_map__update(plan, &key, &v, NCCLBPF_ANY));
+	CHECK_EQ_U64(chunk_of(o, AR, S, 4 * MiB, 0), K);
+out:
+	ncclbpf_object__close(o);
+}
+
 struct slo_target {
 	uint64_t target_ns;
 	uint32_t n_channels, reserved;
@@ -467,6 +525,7 @@ int main(void)
 {
 	test_noop_and_bad_channels();
 	test_sweep();
+	test_chunk_plan();
 	test_size_aware();
 	test_nvlink_ring_mid();
 	test_adaptive_channels();
