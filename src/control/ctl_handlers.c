@@ -11,7 +11,8 @@
  *   comm   id comm_id rank ranks nodes kind abi calls applied skipped
  *          refused(csv by reason) image_gen colls_seen events_dropped
  *          colls_abandoned colls_unrun coll_calls(csv) chunk_calls
- *          chunk_applied
+ *          chunk_applied events(csv: profiler events started, by NCCL's
+ *          type bit)
  *   map    name type key_size value_size max_entries path
  *          lock_timeouts lock_recoveries lock_discarded
  *   tele   comm coll size count bytes sum_ns gpu_timed hist(csv) mix(csv)
@@ -212,6 +213,13 @@ static int put_comm(void *user, const struct nbpf_comm *c)
 	nbpf_ctl_buf_u64(b, "events_dropped", ld(&c->events_dropped));
 	nbpf_ctl_buf_u64(b, "colls_abandoned", ld(&c->colls_abandoned));
 	nbpf_ctl_buf_u64(b, "colls_unrun", ld(&c->colls_unrun));
+	if (c->kind == NBPF_COMM_PROFILER) {
+		uint64_t ev[NBPF_PROF_EVENT_TYPES];
+
+		for (int i = 0; i < NBPF_PROF_EVENT_TYPES; i++)
+			ev[i] = ld(&c->prof_events[0].n[i]) + ld(&c->prof_events[1].n[i]);
+		nbpf_ctl_buf_u64s(b, "events", ev, NBPF_PROF_EVENT_TYPES);
+	}
 	if (!w->tele)
 		return 0;
 	for (int coll = 0; coll <= NCCLBPF_NUM_COLLS; coll++) {

@@ -93,7 +93,7 @@ struct emu_plugin {
  * name, libnccl-<kind>-<value>.so), with RTLD_NOW | RTLD_LOCAL, then looks
  * up the version symbols newest first starting at max_version (NCCL
  * 2.28.9: tuner 5, profiler 5, env 1; 2.30.7: 6, 6, 2; the newest NCCL
- * sources: tuner 7).
+ * sources: tuner 7, profiler 7).
  * negative errno with a message in err.
  */
 int emu_open(struct emu_plugin *p, enum emu_kind kind, const char *value, int max_version,

@@ -466,6 +466,8 @@ static int image_add_programs(struct nbpf_image *img, struct ncclbpf_object *obj
 			img->chunk = hp;
 		else if (hp->hook == NCCLBPF_HOOK_PROFILER)
 			img->profilers[img->n_profilers++] = hp;
+		else if (hp->hook == NCCLBPF_HOOK_PROF_EVENT)
+			img->prof_events[img->n_prof_events++] = hp;
 		img->n_progs++;
 	}
 	return 0;
@@ -784,6 +786,8 @@ static struct nbpf_image *image_borrow(const struct nbpf_image *src)
 		img->chunk = &img->progs[src->chunk - src->progs];
 	for (uint32_t i = 0; i < src->n_profilers; i++)
 		img->profilers[i] = &img->progs[src->profilers[i] - src->progs];
+	for (uint32_t i = 0; i < src->n_prof_events; i++)
+		img->prof_events[i] = &img->progs[src->prof_events[i] - src->progs];
 	return img;
 }
 

@@ -44,6 +44,7 @@
 #define NBPF_HOST_MAX_PROGS  32  /* programs in one image */
 #define NBPF_HOST_MAX_ENV    64  /* env overrides in one image */
 #define NBPF_HOST_ERRLEN     512
+#define NBPF_PROF_EVENT_TYPES NCCLBPF_EV_TYPES /* NCCL's ncclProfile* type bits */
 
 /* ---- logging ----------------------------------------------------------- */
 
@@ -130,6 +131,9 @@ struct nbpf_image {
 	/* Every profiler program, in object order. */
 	const struct nbpf_host_prog *profilers[NBPF_HOST_MAX_PROGS];
 	uint32_t n_profilers;
+	/* Every SEC("profiler/event") program, in object order. */
+	const struct nbpf_host_prog *prof_events[NBPF_HOST_MAX_PROGS];
+	uint32_t n_prof_events;
 
 	/* Env overrides from `const char ncclbpf_env[]` in the objects (first wins). */
 	struct nbpf_env_override env[NBPF_HOST_MAX_ENV];
@@ -318,6 +322,13 @@ struct nbpf_comm {
 	_Atomic uint64_t events_dropped;              /* pool full: event not tracked */
 	_Atomic uint64_t colls_abandoned;             /* Coll never stopped: dropped by the sweep */
 	_Atomic uint64_t colls_unrun;                 /* left at finalize past the program budget */
+	/*
+	 * Profiler events NCCL started, by type (bit i of NCCL's type in [.][i]):
+	 * [0] the types launching threads raise, [1] those of the proxy and
+	 * profiler threads (ProxyOp/Step/Ctrl, KernelCh, NetPlugin,
+	 * KernelPhase), each on its own cache lines.  Read: the sum of both.
+	 */
+	struct { _Alignas(64) _Atomic uint64_t n[NBPF_PROF_EVENT_TYPES]; } prof_events[2];
 	struct nbpf_telemetry tele[NCCLBPF_NUM_COLLS + 1][NBPF_SIZE_CLASSES];
 
 	struct nbpf_comm *next;  /* registry list, under the host lock */
