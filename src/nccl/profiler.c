@@ -102,6 +102,9 @@ struct pev {
 	int32_t coll, algo, proto;
 	uint32_t nch;
 	int32_t rank;              /* from the Coll descriptor (v1..v3 contexts know none) */
+	/* rec is filled (an image with SEC("profiler/event") programs was published
+	 * at start); here, beside what every callback touches, not with rec */
+	bool has_rec;
 	_Atomic uint64_t host_start; /* read by the sweep, which may race with a reuse */
 	_Atomic uint64_t host_stop;
 	_Atomic uint64_t gpu_start, gpu_stop;
@@ -109,11 +112,9 @@ struct pev {
 	uint64_t k_start;
 	_Atomic uint64_t k_stop;
 	/*
-	 * For SEC("profiler/event") programs (has_rec: an image with such
-	 * programs was published when the event started): the descriptor as
+	 * For SEC("profiler/event") programs (has_rec): the descriptor as
 	 * decoded at start, and what recordEventState added since.
 	 */
-	bool has_rec;
 	struct ncclbpf_prof_event rec;
 	_Atomic uint32_t st_mask, st_last, st_appended;
 	_Atomic uint64_t st_bytes;
@@ -781,7 +782,9 @@ static nbpf_nccl_result_t stop_event(void *handle)
 	e = handle_get(handle, &p, &w);
 	if (!e)
 		goto out;
-	t = nbpf_now_ns();
+	/* The clock only for what keeps a time: a Coll, an event's record. */
+	t = atomic_load_explicit(&e->type, memory_order_relaxed) == NBPF_PROF_COLL || e->has_rec ?
+	    nbpf_now_ns() : 0;
 	if (atomic_load_explicit(&e->type, memory_order_relaxed) == NBPF_PROF_COLL) {
 		/*
 		 * Read before the stop: once it drops the last reference the
@@ -830,6 +833,9 @@ static void record_state(void *handle, int state, uint64_t bytes, uint32_t appen
 	if (!handle)
 		return;
 	nbpf_epoch_enter();
+	/* Only stop times matter without event programs: nothing else to look up. */
+	if (!timer && !events_wanted())
+		goto out;
 	e = handle_get(handle, &p, &w);
 	if (!e || W_STATE(w) != EV_LIVE)
 		goto out;
