@@ -104,36 +104,26 @@ typedef struct {
 	nbpf_nccl_result_t (*finalize)(void *ctx);
 } nbpf_tuner_v5_t;
 
-typedef struct {
-	const char *name;
-	nbpf_nccl_result_t (*init)(void **ctx, uint64_t commId, size_t nRanks, size_t nNodes,
-				   nbpf_nccl_logger_t logger,
-				   nbpf_nvl_domain_info_v5_t *nvlDomainInfo,
-				   nbpf_tuner_constants_v5_t *constants);
-	nbpf_nccl_result_t (*getCollInfo)(void *ctx, int collType, size_t nBytes, int numPipeOps,
-					  float **collCostTable, int numAlgo, int numProto,
-					  int regBuff, int *nChannels);
-	nbpf_nccl_result_t (*finalize)(void *ctx);
-	/* Optional (may be NULL). */
-	nbpf_nccl_result_t (*getChunkSize)(void *ctx, int collType, size_t nBytes, int algo,
-					   int proto, int nChannels, size_t *chunkSize);
-} nbpf_tuner_v6_t;
-
-/* v7: v6 with the v7 constants (NVL domain info is still v5's). */
-typedef struct {
-	const char *name;
-	nbpf_nccl_result_t (*init)(void **ctx, uint64_t commId, size_t nRanks, size_t nNodes,
-				   nbpf_nccl_logger_t logger,
-				   nbpf_nvl_domain_info_v5_t *nvlDomainInfo,
-				   nbpf_tuner_constants_v7_t *constants);
-	nbpf_nccl_result_t (*getCollInfo)(void *ctx, int collType, size_t nBytes, int numPipeOps,
-					  float **collCostTable, int numAlgo, int numProto,
-					  int regBuff, int *nChannels);
-	nbpf_nccl_result_t (*finalize)(void *ctx);
-	/* Optional (may be NULL). */
-	nbpf_nccl_result_t (*getChunkSize)(void *ctx, int collType, size_t nBytes, int algo,
-					   int proto, int nChannels, size_t *chunkSize);
-} nbpf_tuner_v7_t;
+/* v6 and v7: v5's slots plus the optional getChunkSize; v7 takes v7's constants. */
+#define NBPF_TUNER_TABLE_V6(ver, constants_t) \
+	typedef struct { \
+		const char *name; \
+		nbpf_nccl_result_t (*init)(void **ctx, uint64_t commId, size_t nRanks, size_t nNodes, \
+					   nbpf_nccl_logger_t logger, \
+					   nbpf_nvl_domain_info_v5_t *nvlDomainInfo, \
+					   constants_t *constants); \
+		nbpf_nccl_result_t (*getCollInfo)(void *ctx, int collType, size_t nBytes, \
+						  int numPipeOps, float **collCostTable, \
+						  int numAlgo, int numProto, int regBuff, \
+						  int *nChannels); \
+		nbpf_nccl_result_t (*finalize)(void *ctx); \
+		/* Optional (may be NULL). */ \
+		nbpf_nccl_result_t (*getChunkSize)(void *ctx, int collType, size_t nBytes, \
+						   int algo, int proto, int nChannels, \
+						   size_t *chunkSize); \
+	} nbpf_tuner_##ver##_t
+NBPF_TUNER_TABLE_V6(v6, nbpf_tuner_constants_v5_t);
+NBPF_TUNER_TABLE_V6(v7, nbpf_tuner_constants_v7_t);
 
 #define NBPF_TUNER_ASSERTS(t) \
 	NBPF_ABI_ASSERT_SIZE(t, 32); \

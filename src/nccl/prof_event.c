@@ -121,15 +121,19 @@ static void decode_v1(uint32_t type, const nbpf_prof_descr_v1_t *x, uint32_t n_r
 	}
 }
 
-/* v2 and v3 (v3 dropped trafficBytes from Coll: different offsets, same names). */
-#define DECODE_V23(x)                                                                        \
+/*
+ * Coll and P2p of v2 and later, whose members have the same names in every
+ * version (v3 dropped trafficBytes, v4 renamed nMaxChannels to nChannels
+ * and gave P2p channels: different offsets, one reader per layout).
+ */
+#define DECODE_COLL_P2P(x, coll_nch)                                                         \
 	do {                                                                                 \
 		if (type == NBPF_PROF_COLL) {                                                \
 			ev->seq = (x)->coll.seqNumber;                                       \
 			set_count(ev, func_from_name((x)->coll.func), (x)->coll.count,       \
 				  nbpf_prof_dtype_size_name((x)->coll.datatype), n_ranks);   \
 			ev->root = (x)->coll.root;                                           \
-			ev->n_channels = (x)->coll.nMaxChannels;                             \
+			ev->n_channels = (x)->coll.coll_nch;                                 \
 			ev->n_warps = (x)->coll.nWarps;                                      \
 			set_cell(ev, (x)->coll.algo, (x)->coll.proto);                       \
 		} else if (type == NBPF_PROF_P2P) {                                          \
@@ -142,18 +146,8 @@ static void decode_v1(uint32_t type, const nbpf_prof_descr_v1_t *x, uint32_t n_r
 /* v4's members, and v5..v7's (which start with v4's Coll, P2p and KernelCh fields). */
 #define DECODE_V4(x)                                                                         \
 	do {                                                                                 \
-		if (type == NBPF_PROF_COLL) {                                                \
-			ev->seq = (x)->coll.seqNumber;                                       \
-			set_count(ev, func_from_name((x)->coll.func), (x)->coll.count,       \
-				  nbpf_prof_dtype_size_name((x)->coll.datatype), n_ranks);   \
-			ev->root = (x)->coll.root;                                           \
-			ev->n_channels = (x)->coll.nChannels;                                \
-			ev->n_warps = (x)->coll.nWarps;                                      \
-			set_cell(ev, (x)->coll.algo, (x)->coll.proto);                       \
-		} else if (type == NBPF_PROF_P2P) {                                          \
-			set_count(ev, func_from_name((x)->p2p.func), (x)->p2p.count,         \
-				  nbpf_prof_dtype_size_name((x)->p2p.datatype), n_ranks);    \
-			ev->peer = (x)->p2p.peer;                                            \
+		DECODE_COLL_P2P(x, nChannels);                                               \
+		if (type == NBPF_PROF_P2P) {                                                 \
 			ev->n_channels = (x)->p2p.nChannels;                                 \
 		} else if (type == NBPF_PROF_KERNEL_CH) {                                    \
 			ev->channel = (x)->kernelCh.channelId;                               \
@@ -254,13 +248,13 @@ void nbpf_prof_event_decode(int abi, const void *d, uint32_t n_ranks,
 	case 2: {
 		const nbpf_prof_descr_v2_t *x = d;
 
-		DECODE_V23(x);
+		DECODE_COLL_P2P(x, nMaxChannels);
 		break;
 	}
 	case 3: {
 		const nbpf_prof_descr_v3_t *x = d;
 
-		DECODE_V23(x);
+		DECODE_COLL_P2P(x, nMaxChannels);
 		if (type == NBPF_PROF_KERNEL_CH)
 			ev->channel = x->kernelCh.channelId;
 		break;

@@ -264,32 +264,54 @@ static void *rank_thread(void *p)
 	return NULL;
 }
 
-static void test_rank_agreement(void)
+/*
+ * N_COMMS communicators of N_RANKS ranks (communicator c has id
+ * comm_base + c * step), each rank on its own thread running fn for calls
+ * calls into args[c][r].d.
+ */
+static void run_ranks(const struct emu_plugin *pl, struct rank_arg args[N_COMMS][N_RANKS],
+		      uint64_t comm_base, uint64_t step, int calls, void *(*fn)(void *))
 {
-	struct emu_plugin pl;
-	struct rank_arg args[N_COMMS][N_RANKS];
 	pthread_t th[N_COMMS][N_RANKS];
-	int calls = (int)(4000 * emu_scale());
 
-	emu_set_policy(emu_policy("t_seq"));
-	CHECK(open_tuner(&pl, EMU_PLUGIN, 5) == 0);
 	for (int c = 0; c < N_COMMS; c++)
 		for (int r = 0; r < N_RANKS; r++) {
 			struct rank_arg *a = &args[c][r];
 
 			memset(a, 0, sizeof(*a));
-			a->pl = &pl;
-			a->comm_id = 0xabc000 + (uint64_t)c * 3;
+			a->pl = pl;
+			a->comm_id = comm_base + (uint64_t)c * step;
 			a->calls = calls;
 			a->d = calloc((size_t)calls, sizeof(*a->d));
-			CHECK(emu_tuner_init(&a->t, &pl, a->comm_id, &topo8, emu_logger) == 0);
+			CHECK(emu_tuner_init(&a->t, pl, a->comm_id, &topo8, emu_logger) == 0);
 		}
 	for (int c = 0; c < N_COMMS; c++)
 		for (int r = 0; r < N_RANKS; r++)
-			pthread_create(&th[c][r], NULL, rank_thread, &args[c][r]);
+			pthread_create(&th[c][r], NULL, fn, &args[c][r]);
 	for (int c = 0; c < N_COMMS; c++)
 		for (int r = 0; r < N_RANKS; r++)
 			pthread_join(th[c][r], NULL);
+}
+
+static void end_ranks(struct rank_arg args[N_COMMS][N_RANKS])
+{
+	for (int c = 0; c < N_COMMS; c++)
+		for (int r = 0; r < N_RANKS; r++) {
+			CHECK_EQ_U64(args[c][r].failures, 0);
+			CHECK(emu_tuner_fini(&args[c][r].t) == 0);
+			free(args[c][r].d);
+		}
+}
+
+static void test_rank_agreement(void)
+{
+	struct emu_plugin pl;
+	struct rank_arg args[N_COMMS][N_RANKS];
+	int calls = (int)(4000 * emu_scale());
+
+	emu_set_policy(emu_policy("t_seq"));
+	CHECK(open_tuner(&pl, EMU_PLUGIN, 5) == 0);
+	run_ranks(&pl, args, 0xabc000, 3, calls, rank_thread);
 	for (int c = 0; c < N_COMMS; c++) {
 		int disagree = 0, wrong = 0, tree = 0;
 
@@ -309,12 +331,7 @@ static void test_rank_agreement(void)
 		CHECK_EQ_U64(wrong, 0);
 		CHECK(tree > 0);
 	}
-	for (int c = 0; c < N_COMMS; c++)
-		for (int r = 0; r < N_RANKS; r++) {
-			CHECK_EQ_U64(args[c][r].failures, 0);
-			CHECK(emu_tuner_fini(&args[c][r].t) == 0);
-			free(args[c][r].d);
-		}
+	end_ranks(args);
 	emu_close(&pl);
 }
 
@@ -404,29 +421,13 @@ static void test_chunk_agreement(void)
 {
 	struct emu_plugin pl;
 	struct rank_arg args[N_COMMS][N_RANKS];
-	pthread_t th[N_COMMS][N_RANKS];
 	int calls = (int)(1000 * emu_scale());
 	char spec[2048];
 
 	snprintf(spec, sizeof(spec), "%s:%s", emu_policy("t_seq"), emu_policy("t_chunk_seq"));
 	emu_set_policy(spec);
 	CHECK(open_tuner(&pl, EMU_PLUGIN, 7) == 0);
-	for (int c = 0; c < N_COMMS; c++)
-		for (int r = 0; r < N_RANKS; r++) {
-			struct rank_arg *a = &args[c][r];
-
-			memset(a, 0, sizeof(*a));
-			a->comm_id = 0xc4c000 + (uint64_t)c * 5;
-			a->calls = calls;
-			a->d = calloc((size_t)calls, sizeof(*a->d));
-			CHECK(emu_tuner_init(&a->t, &pl, a->comm_id, &topo8, emu_logger) == 0);
-		}
-	for (int c = 0; c < N_COMMS; c++)
-		for (int r = 0; r < N_RANKS; r++)
-			pthread_create(&th[c][r], NULL, chunk_rank_thread, &args[c][r]);
-	for (int c = 0; c < N_COMMS; c++)
-		for (int r = 0; r < N_RANKS; r++)
-			pthread_join(th[c][r], NULL);
+	run_ranks(&pl, args, 0xc4c000, 5, calls, chunk_rank_thread);
 	for (int c = 0; c < N_COMMS; c++) {
 		int disagree = 0, wrong = 0, parts = 0;
 
@@ -452,12 +453,7 @@ static void test_chunk_agreement(void)
 		CHECK_EQ_U64(wrong, 0);
 		CHECK(parts >= calls);
 	}
-	for (int c = 0; c < N_COMMS; c++)
-		for (int r = 0; r < N_RANKS; r++) {
-			CHECK_EQ_U64(args[c][r].failures, 0);
-			CHECK(emu_tuner_fini(&args[c][r].t) == 0);
-			free(args[c][r].d);
-		}
+	end_ranks(args);
 	emu_close(&pl);
 }
 
