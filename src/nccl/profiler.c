@@ -103,8 +103,10 @@ struct pev {
 	uint32_t nch;
 	int32_t rank;              /* from the Coll descriptor (v1..v3 contexts know none) */
 	/* rec is filled (an image with SEC("profiler/event") programs was published
-	 * at start); here, beside what every callback touches, not with rec */
-	bool has_rec;
+	 * at start); here, beside what every callback touches, not with rec.
+	 * Atomic: a late record on a stale handle may read it while a start reuses
+	 * the slot. */
+	_Atomic bool has_rec;
 	_Atomic uint64_t host_start; /* read by the sweep, which may race with a reuse */
 	_Atomic uint64_t host_stop;
 	_Atomic uint64_t gpu_start, gpu_stop;
@@ -717,7 +719,7 @@ static nbpf_nccl_result_t start_event(void *ctx, int abi, void **handle, const v
 	} else if (type == NBPF_PROF_KERNEL_PHASE) {
 		atomic_store_explicit(&e->k_stop, 0, memory_order_relaxed); /* its start is in rec */
 	}
-	e->has_rec = rec;
+	atomic_store_explicit(&e->has_rec, rec, memory_order_relaxed);
 	if (rec)
 		rec_fill(p, e, abi, d, nbpf_now_ns());
 	atomic_store_explicit(&e->w, W_MAKE(gen, EV_LIVE | (type == NBPF_PROF_COLL ? W_SELF : 0) |
@@ -772,7 +774,7 @@ static nbpf_nccl_result_t stop_event(void *handle)
 {
 	struct ncclbpf_prof_event ev;
 	uint64_t w, nw, t;
-	bool rec = false;
+	bool rec = false, has;
 	struct pctx *p;
 	struct pev *e;
 
@@ -782,17 +784,20 @@ static nbpf_nccl_result_t stop_event(void *handle)
 	e = handle_get(handle, &p, &w);
 	if (!e)
 		goto out;
+	has = atomic_load_explicit(&e->has_rec, memory_order_relaxed);
 	/* The clock only for what keeps a time: a Coll, an event's record. */
-	t = atomic_load_explicit(&e->type, memory_order_relaxed) == NBPF_PROF_COLL || e->has_rec ?
+	t = atomic_load_explicit(&e->type, memory_order_relaxed) == NBPF_PROF_COLL || has ?
 	    nbpf_now_ns() : 0;
 	if (atomic_load_explicit(&e->type, memory_order_relaxed) == NBPF_PROF_COLL) {
 		/*
 		 * Read before the stop: once it drops the last reference the
-		 * slot may be completed and reused.  A copy of a slot that
-		 * changed hands meanwhile is never used: the stop then fails.
+		 * slot may be completed and reused.  Only a live Coll's: it
+		 * holds its own reference, so nothing completes it meanwhile
+		 * (a stopped one, under a duplicate stop, may be completed by
+		 * its last channel); and the copy is used only if this stop
+		 * wins.
 		 */
-		bool has = e->has_rec;
-
+		has = has && W_STATE(w) == EV_LIVE;
 		if (has)
 			rec_finish(e, t, &ev);
 		if (event_stop(e, w, &nw)) {
@@ -804,7 +809,7 @@ static nbpf_nccl_result_t stop_event(void *handle)
 	} else if (event_stop(e, w, &nw)) {
 		if (atomic_load_explicit(&e->type, memory_order_relaxed) == NBPF_PROF_KERNEL_CH)
 			kch_finish(e);
-		if ((rec = e->has_rec))
+		if ((rec = has))
 			rec_finish(e, t, &ev);
 		pool_push(p, (uint32_t)(e - p->ev));
 	}
@@ -843,7 +848,7 @@ static void record_state(void *handle, int state, uint64_t bytes, uint32_t appen
 	if (timer && ((type == NBPF_PROF_KERNEL_CH && state == NBPF_PROF_STATE_KERNEL_CH_STOP) ||
 		      (type == NBPF_PROF_KERNEL_PHASE && state == NBPF_PROF_STATE_KERNEL_PHASE_STOP)))
 		atomic_store_explicit(&e->k_stop, *timer, memory_order_release);
-	if (e->has_rec && state >= 0 && state < 32) {
+	if (atomic_load_explicit(&e->has_rec, memory_order_relaxed) && state >= 0 && state < 32) {
 		if (bytes)
 			atomic_store_explicit(&e->st_bytes, bytes, memory_order_relaxed);
 		if (appended)

@@ -10,9 +10,12 @@
  * the control socket as `ncclbpf map` reads it), and the control socket's
  * communicator record counts every event by type, with or without event
  * programs.  The activation mask asks for every type the version knows but
- * the per-step ones.
+ * the per-step ones.  Then the same under NCCL's threads (test_race).
  */
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -379,6 +382,95 @@ static void run(int v, bool events)
 	emu_close(&p.pl);
 }
 
+/*
+ * Event programs under NCCL's threads: a launching thread starts and stops
+ * Colls (half before their channels report, half after) and stops each one
+ * twice; a proxy thread raises each Coll's two KernelCh and a ProxyOp with a
+ * ProxyStep and their states, and records late on stopped handles.  Every
+ * event stopped reaches the program exactly once, whatever the interleaving
+ * (and TSan sees no race on the records).
+ */
+#define RACE_MAX 4096
+
+struct race {
+	struct prof *p;
+	void *colls[RACE_MAX];
+	_Atomic int ready, n;
+	int failures;
+};
+
+static void *race_proxy(void *arg)
+{
+	struct race *r = arg;
+	nbpf_prof_state_args_v4_t a = { .proxyStep = { .transSize = 4096 } };
+
+	for (int i = 0; i < r->n; i++) {
+		union descr d;
+		void *k0, *k1, *op, *st;
+
+		while (atomic_load(&r->ready) <= i)
+			sched_yield();
+		k0 = start_kch(r->p, r->colls[i], 0, 100);
+		k1 = start_kch(r->p, r->colls[i], 1, 150);
+		op = start_proxy_op(r->p, r->colls[i]);
+		set_hdr(&d, r->p->v, NBPF_PROF_PROXY_STEP, op, 3);
+		st = start(r->p, &d);
+		r->failures += !k0 || !k1 || !op || !st;
+		r->failures += record(r->p, st, 9, &a) != 0;
+		r->failures += record_kch_stop(r->p, k0, 200) + record_kch_stop(r->p, k1, 300);
+		r->failures += stop(r->p, st) + stop(r->p, op) + stop(r->p, k1) + stop(r->p, k0);
+		/* Late: a state and a stop on handles already stopped. */
+		r->failures += record(r->p, st, 10, &a) != 0 || stop(r->p, k0) != 0;
+	}
+	return NULL;
+}
+
+static void test_race(void)
+{
+	struct prof p = { .v = 7 };
+	struct race *r = calloc(1, sizeof(*r));
+	uint64_t comm = 0x9ace, cnt[NCCLBPF_EV_TYPES], n = 0;
+	struct ncclbpf_map *mc;
+	char err[512];
+	pthread_t th;
+
+	r->p = &p;
+	r->n = (int)(RACE_MAX / 4 * emu_scale());
+	if (r->n > RACE_MAX)
+		r->n = RACE_MAX;
+	emu_set_policy(emu_policy("t_events"));
+	CHECK(emu_open(&p.pl, EMU_PROFILER, EMU_PLUGIN, 7, err, sizeof(err)) == 0);
+	CHECK(prof_init(&p, comm) == 0 && p.ctx);
+	pthread_create(&th, NULL, race_proxy, r);
+	for (int i = 0; i < r->n; i++) {
+		r->colls[i] = start_coll(&p, NULL, (uint64_t)i, 256, 2);
+		if (i & 1)
+			CHECK(stop(&p, r->colls[i]) == 0);
+		atomic_store(&r->ready, i + 1);
+		if (!(i & 1))
+			CHECK(stop(&p, r->colls[i]) == 0);
+		CHECK(stop(&p, r->colls[i]) == 0); /* a duplicate: a no-op */
+	}
+	pthread_join(th, NULL);
+	CHECK_EQ_U64(r->failures, 0);
+	comm_events(comm, cnt);
+	mc = map_by_name("ev_count");
+	for (uint32_t b = 0; mc && b < NCCLBPF_EV_TYPES; b++) {
+		uint64_t v = 0;
+
+		CHECK(ncclbpf_map__lookup(mc, &b, &v) == 0);
+		CHECK_MSG(v == cnt[b], "type bit %u: %llu program runs, %llu events", b,
+			  (unsigned long long)v, (unsigned long long)cnt[b]);
+		n += v;
+	}
+	CHECK_EQ_U64(n, (uint64_t)r->n * 5); /* Coll, 2 KernelCh, ProxyOp, ProxyStep */
+	if (mc)
+		ncclbpf_map__put(mc);
+	CHECK(prof_fini(&p) == 0);
+	emu_close(&p.pl);
+	free(r);
+}
+
 int main(void)
 {
 	char dir[600];
@@ -392,6 +484,7 @@ int main(void)
 		run(v, true);
 		run(v, false);
 	}
+	test_race();
 	/* The plugin removed its socket and map files at its last release. */
 	snprintf(dir, sizeof(dir), "%s/ctl", tmpdir);
 	rmdir(dir);
