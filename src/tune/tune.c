@@ -144,9 +144,10 @@ static void read_chunks(struct tune_maps *m, int coll, struct chunk_sum *s)
  * One run of cell c forced (c->algo -1: nothing forced).  *ok is false
  * when the plugin did not apply the forced cell (NCCL does not offer it
  * for this call) or, with a chunk size forced, did not apply it to every
- * getChunkSize of the run (NCCL asked none: a tuner before v6; or the
- * chunk is below the protocol's grain): such a run measured something
- * else.  The part buckets NCCL asked chunks for are added to c->parts.
+ * getChunkSize of the run (a chunk below the protocol's grain): such a run
+ * measured something else.  A NCCL that asks for no chunk at all (a tuner
+ * before v6) is an error: nothing can be swept.  The part buckets NCCL
+ * asked chunks for are added to c->parts.
  */
 static int run_cell(struct tune_be *be, struct tune_maps *m, int coll, uint64_t bytes,
 		    struct tune_meas *c, double *us, bool *ok, char *err, size_t errlen)
@@ -172,10 +173,16 @@ static int run_cell(struct tune_be *be, struct tune_maps *m, int coll, uint64_t 
 		if (ca.calls[b] > cb.calls[b])
 			c->parts |= 1u << b;
 	}
+	if (c->chunk && !calls) {
+		snprintf(err, errlen, "%s %llu B: NCCL asked for no chunk size (getChunkSize comes with "
+			 "tuner v6, NCCL 2.30): --chunks cannot be swept here", emu_coll_name(coll),
+			 (unsigned long long)bytes);
+		return -EOPNOTSUPP;
+	}
 	*ok = c->algo < 0 ? after.calls > before.calls : after.applied > before.applied &&
 		after.applied - before.applied == after.calls - before.calls;
 	if (c->chunk)
-		*ok = *ok && calls && ca.applied - cb.applied == calls;
+		*ok = *ok && ca.applied - cb.applied == calls;
 	return 0;
 }
 

@@ -45,7 +45,9 @@ int main(int argc, char **argv)
 			}
 	}
 	printf("# fake nccl_sweep: emulator, %d ranks\n", e.topo.n_ranks);
-	if (emu_open(&pl, EMU_TUNER, getenv("NCCL_TUNER_PLUGIN"), 7, err, sizeof(err)) ||
+	/* $FAKE_SWEEP_TUNER: the newest tuner version to look for, as an older NCCL would (7). */
+	if (emu_open(&pl, EMU_TUNER, getenv("NCCL_TUNER_PLUGIN"),
+		     getenv("FAKE_SWEEP_TUNER") ? atoi(getenv("FAKE_SWEEP_TUNER")) : 7, err, sizeof(err)) ||
 	    emu_tuner_init(&t, &pl, 0xfa4eull, &e.topo, NULL) || !t.ctx) {
 		printf("err %s\n", err);
 		return 1;

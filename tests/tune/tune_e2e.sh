@@ -171,5 +171,13 @@ got=$(grep -- '-> 512K \*' "$TMP/e/sim" | awk '{print $2}' | tr '\n' ' ')
 [ "$got" = "67108864 134217728 268435456 " ] && ok "sim: the policy changes the chunk at exactly those sizes" ||
 	{ bad "sim chunk rows: $got"; cat "$TMP/e/sim"; }
 
+# a NCCL without getChunkSize (tuner v5, as 2.28): --chunks says so instead of measuring nothing
+FAKE_SWEEP_TUNER=5 "$BIN" tune --backend nccl --sweep-bin "$FAKE" --plugin "$PLUGIN" \
+	--sweep-obj "$SWEEP" --coll allreduce --sizes 64M:64M --channels 0 --chunks 0,512K --reps 2 \
+	--ngpus 8 --out "$TMP/e" --name nochunk > /dev/null 2> "$TMP/e/err.v5"
+rc=$?
+[ $rc = 1 ] && grep -q "NCCL asked for no chunk size" "$TMP/e/err.v5" &&
+	ok "--chunks under a tuner v5 NCCL: exit 1, says why" || { bad "--chunks with v5: exit $rc"; cat "$TMP/e/err.v5"; }
+
 [ $fail = 0 ] && echo "tune_e2e: all passed"
 exit $fail
