@@ -143,12 +143,48 @@ struct ncclbpf_tuner_ctx {
 	__u32 nvl_domains;    /* NVLink domains (tuner v5+; 0 if unknown) */
 	__u32 min_ranks_per_nvl_domain;
 	__u32 max_ranks_per_nvl_domain;
-	__u32 abi_version;    /* tuner ABI version NCCL loaded (2..6) */
+	__u32 abi_version;    /* tuner ABI version NCCL loaded (2..7) */
 	/* outputs */
 	__s32 algo;           /* NCCLBPF_ALGO_* or NCCLBPF_KEEP */
 	__s32 proto;          /* NCCLBPF_PROTO_* or NCCLBPF_KEEP */
 	__s32 n_channels;     /* 1..64, or NCCLBPF_KEEP */
 	__u32 reserved;
+};
+
+/* ---- SEC("tuner/chunk") ------------------------------------------------ */
+
+/* Chunk program return values (as the tuner's). */
+#define NCCLBPF_CHUNK_APPLY 0 /* apply chunk_size (NCCLBPF_KEEP: NCCL's) */
+#define NCCLBPF_CHUNK_SKIP  1 /* leave this call to NCCL */
+
+/*
+ * One call per NCCL getChunkSize (tuner v6+), made once NCCL has chosen a
+ * collective's algorithm, protocol and channels: for Ring, Tree, NVLS and
+ * PAT once per part of the collective one channel runs (n_channels 1,
+ * n_bytes that part's bytes: the collective is split over its channels),
+ * for CollNet once per collective with its channel count.  Inputs are
+ * read-only and identical on every rank for the same call; chunk_size
+ * starts as NCCLBPF_KEEP.  The adapter applies a chunk_size of at least
+ * grain bytes (NCCL rounds it down to a multiple of grain and lowers it to
+ * what its buffers hold); anything else is refused, counted, and NCCL's
+ * chunk stands.
+ */
+struct ncclbpf_chunk_ctx {
+	/* inputs */
+	__u64 n_bytes;        /* bytes of this call: one channel's part, or the collective (CollNet) */
+	__u64 comm_id;        /* communicator hash, same on every rank */
+	__u64 call_seq;       /* getCollInfo calls the communicator has made so far */
+	__u32 coll_type;      /* NCCLBPF_COLL_* */
+	__u32 n_ranks;
+	__u32 n_nodes;
+	__s32 algo;           /* NCCLBPF_ALGO_* NCCL runs */
+	__s32 proto;          /* NCCLBPF_PROTO_* NCCL runs */
+	__u32 n_channels;     /* channels of this call */
+	__u32 nccl_chunk;     /* the chunk size NCCL computed (bytes) */
+	__u32 grain;          /* the protocol's grain: LL 16, LL128 1920, Simple 512 bytes */
+	__u32 abi_version;    /* tuner ABI version NCCL loaded (6..7) */
+	/* output */
+	__s32 chunk_size;     /* bytes >= grain, or NCCLBPF_KEEP */
 };
 
 /* ---- SEC("profiler") --------------------------------------------------- */
@@ -167,6 +203,83 @@ struct ncclbpf_coll_record {
 	__u32 n_channels;
 	__u32 gpu_timed;      /* 1 if latency_ns came from GPU timestamps */
 	__u32 reserved;
+};
+
+/* ---- SEC("profiler/event") --------------------------------------------- */
+
+/* Event types: NCCL's ncclProfile* bits (ncclbpf_prof_event.type holds one). */
+#define NCCLBPF_EV_GROUP         0x1
+#define NCCLBPF_EV_COLL          0x2
+#define NCCLBPF_EV_P2P           0x4
+#define NCCLBPF_EV_PROXY_OP      0x8
+#define NCCLBPF_EV_PROXY_STEP    0x10
+#define NCCLBPF_EV_PROXY_CTRL    0x20
+#define NCCLBPF_EV_KERNEL_CH     0x40    /* profiler v3+ */
+#define NCCLBPF_EV_NET_PLUGIN    0x80    /* v3+ */
+#define NCCLBPF_EV_GROUP_API     0x100   /* v5+ */
+#define NCCLBPF_EV_COLL_API      0x200
+#define NCCLBPF_EV_P2P_API       0x400
+#define NCCLBPF_EV_KERNEL_LAUNCH 0x800
+#define NCCLBPF_EV_CE_COLL       0x1000  /* v6+: copy-engine collective */
+#define NCCLBPF_EV_CE_SYNC       0x2000
+#define NCCLBPF_EV_CE_BATCH      0x4000
+#define NCCLBPF_EV_KERNEL_PHASE  0x8000  /* v7: a kernel's barrier phase */
+#define NCCLBPF_EV_TYPES         16
+
+/* ncclbpf_prof_event.flags */
+#define NCCLBPF_EVF_GRAPH_CAPTURED 0x1 /* GroupApi, CollApi, P2pApi */
+#define NCCLBPF_EVF_SYMMETRIC      0x2 /* Coll: a symmetric kernel ran (v7; algo/proto -1) */
+#define NCCLBPF_EVF_INTRA_SYNC     0x4 /* CeColl intraBatchSync, CeBatch useIntraSync */
+#define NCCLBPF_EVF_MULTICAST      0x8 /* CeColl: syncStrategy "MC" (else "UC") */
+#define NCCLBPF_EVF_COMPLETE       0x10 /* CeSync: isComplete */
+#define NCCLBPF_EVF_GPU_TIMED      0x20 /* gpu_start_ns and gpu_stop_ns are both set */
+
+/*
+ * One call per profiler event NCCL stops, of every type the activation mask
+ * lets NCCL raise (docs/policy-guide.md), on the thread that stops it: the
+ * event's descriptor as it started (pointers and strings left out: names
+ * become numbers), the states NCCL recorded on it, and host times.
+ * Read-only, and rank-local: each rank sees its own events.  Fields that do
+ * not apply to a type are 0 (-1 for the signed ones).
+ */
+struct ncclbpf_prof_event {
+	__u64 comm_id;
+	__u64 start_ns;       /* host CLOCK_MONOTONIC at startEvent */
+	__u64 dur_ns;         /* host time from startEvent to stopEvent */
+	__u64 gpu_start_ns;   /* KernelCh, KernelPhase: GPU globaltimer at their start */
+	__u64 gpu_stop_ns;    /* ... at their stop (recordEventState), else 0 */
+	__u64 seq;            /* Coll, CeColl: NCCL's sequence number */
+	__u64 count;          /* Coll, P2p, CollApi, P2pApi, CeColl: elements; CeBatch: copies */
+	__u64 n_bytes;        /* the same in bytes (x ranks for AllGather/ReduceScatter, as the
+			       * tuner's n_bytes); CeBatch: its bytes; ProxyStep, ProxyOp (v1..v3):
+			       * the bytes of its last recorded state */
+	__u64 user_tag;       /* v7: the application's per-call tag (0: none) */
+	__u32 type;           /* NCCLBPF_EV_* */
+	__u32 parent_type;    /* NCCLBPF_EV_* of its parent, when the adapter tracks it; else 0 */
+	__s32 rank;           /* rank of the event (-1 when NCCL gives none) */
+	__s32 coll_type;      /* NCCLBPF_COLL_*, or NCCL's ncclFunc_t number (Send 6, Recv 7, ...) */
+	__s32 algo;           /* Coll: NCCLBPF_ALGO_* NCCL ran, -1 unknown */
+	__s32 proto;          /* Coll: NCCLBPF_PROTO_* NCCL ran, -1 unknown */
+	__s32 peer;           /* P2p, ProxyOp */
+	__s32 root;           /* Coll, CollApi, CeColl */
+	__u32 n_channels;     /* Coll, P2p */
+	__u32 n_warps;        /* Coll */
+	__u32 channel;        /* ProxyOp, KernelCh, KernelPhase */
+	__u32 n_steps;        /* ProxyOp */
+	__u32 chunk_size;     /* ProxyOp: bytes per network step */
+	__u32 is_send;        /* ProxyOp */
+	__u32 step;           /* ProxyStep */
+	__u32 states;         /* bit s: NCCL recorded state s (its state numbers, 0..31) */
+	__u32 last_state;     /* the last state recorded, 0xffffffff if none */
+	__u32 flags;          /* NCCLBPF_EVF_* */
+	__u32 group_depth;    /* GroupApi */
+	__u32 phase;          /* KernelPhase: 0 initial sync, 1 compute, 2 final sync */
+	__u32 ce_batch_size;  /* CeColl */
+	__u32 ce_num_batches; /* CeColl */
+	__u32 ce_seq;         /* CeColl: its copy-engine sequence number */
+	__u32 n_ranks;        /* the communicator's (CeSync: as NCCL reports it) */
+	__u32 appended;       /* ProxyCtrl: appendedProxyOps of its last state */
+	__u32 abi_version;    /* profiler ABI version NCCL loaded */
 };
 
 /* ---- SEC("net") -------------------------------------------------------- */

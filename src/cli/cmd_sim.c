@@ -3,7 +3,8 @@
  * GPUs; `ncclbpf sim --serve [OBJ]`: a live emulated job to operate on.  Loads the real plugin library through the NCCL emulator (the
  * same dlopen and ABI calls NCCL makes, cost tables from the emulator's
  * model of an NVLink node) and prints, per message size, NCCL's own pick
- * and what NCCL runs once the policy's outputs are applied.
+ * and what NCCL runs once the policy's outputs are applied, and the chunk
+ * size NCCL plans it with (tuner v7's getChunkSize, per channel part).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -72,6 +73,49 @@ static int serve(struct cli *c, const char *obj, const struct emu_topo *topo, un
 		       (int)getpid(), (unsigned long long)st.collectives, (unsigned long long)st.diverged,
 		       (unsigned long long)st.tuner_errors, (unsigned long long)st.profiler_errors);
 	return st.diverged || st.tuner_errors || st.profiler_errors ? CLI_NO : CLI_OK;
+}
+
+/* "2M", "64K", or plain bytes. */
+static const char *size_str(char *buf, size_t n, uint64_t v)
+{
+	if (v && !(v % (1u << 20)))
+		snprintf(buf, n, "%lluM", (unsigned long long)(v >> 20));
+	else if (v && !(v % 1024))
+		snprintf(buf, n, "%lluK", (unsigned long long)(v >> 10));
+	else
+		snprintf(buf, n, "%llu", (unsigned long long)v);
+	return buf;
+}
+
+/*
+ * The chunk NCCL plans with (getChunkSize, tuner v6+): its own and the one
+ * it uses after the policy's answer, for the first channel's part (NCCL asks
+ * once per part; -j lists them all).  "-" when NCCL asked nothing.
+ */
+static void chunk_text(char *buf, size_t n, const struct emu_decision *d)
+{
+	char a[32], b[32];
+
+	if (!d->n_chunks) {
+		snprintf(buf, n, "-");
+		return;
+	}
+	size_str(a, sizeof(a), d->chunks[0].nccl_chunk);
+	if (d->chunk[0] == emu_chunk_final(d->proto, d->chunks[0].max_chunk, d->chunks[0].nccl_chunk))
+		snprintf(buf, n, "%s", a);
+	else
+		snprintf(buf, n, "%s -> %s *", a, size_str(b, sizeof(b), d->chunk[0]));
+}
+
+static void chunk_json(const struct emu_decision *d)
+{
+	printf(",\"chunks\":[");
+	for (int i = 0; i < d->n_chunks; i++)
+		printf("%s{\"n_bytes\":%llu,\"parts\":%d,\"nccl\":%u,\"policy\":%u}", i ? "," : "",
+		       (unsigned long long)d->chunks[i].n_bytes, d->chunks[i].n_parts,
+		       emu_chunk_final(d->proto, d->chunks[i].max_chunk, d->chunks[i].nccl_chunk),
+		       d->chunk[i]);
+	printf("]");
 }
 
 static int parse_int(const char *s, int min, int max, int *out)
@@ -187,7 +231,8 @@ int cmd_sim(struct cli *c, int argc, char **argv)
 		return cli_usage_error("sim: --nodes (%d) exceeds --ranks (%d)", topo.n_nodes, topo.n_ranks);
 	if (cli_check_spec(obj, "sim"))
 		return CLI_USAGE;
-	err = emu_cli_tuner_open(&pl, &t, obj, 5, &topo, warn, sizeof(warn));
+	/* The newest tuner ABI: its getChunkSize shows the chunk sizes too. */
+	err = emu_cli_tuner_open(&pl, &t, obj, 7, &topo, warn, sizeof(warn));
 	if (err) {
 		warn[strcspn(warn, "\n")] = 0; /* one line: the first says why */
 		return cli_usage_error("sim: %s", warn[0] ? warn : "cannot load the plugin");
@@ -198,8 +243,8 @@ int cmd_sim(struct cli *c, int argc, char **argv)
 		putchar('[');
 		c->doc_open = true;
 	} else
-		printf("%-13s %12s  %-22s %s\n", "coll", "bytes", "nccl (channels)",
-		       "policy (channels)");
+		printf("%-13s %12s  %-22s %-26s %s\n", "coll", "bytes", "nccl (channels)",
+		       "policy (channels)", "chunk");
 	for (uint64_t n = lo; n && n <= hi; n <<= 1) {
 		struct emu_decision d;
 
@@ -216,14 +261,16 @@ int cmd_sim(struct cli *c, int argc, char **argv)
 			cli_json_str(stdout, emu_coll_name(coll));
 			printf(",\"n_bytes\":%llu,\"nccl\":{\"algo\":\"%s\",\"proto\":\"%s\",\"n_channels\":%d},"
 			       "\"policy\":{\"algo\":\"%s\",\"proto\":\"%s\",\"n_channels\":%d},"
-			       "\"changed\":{\"algo_proto\":%s,\"channels\":%s}}",
+			       "\"changed\":{\"algo_proto\":%s,\"channels\":%s}",
 			       (unsigned long long)n, emu_algo_name(d.nccl_algo), emu_proto_name(d.nccl_proto),
 			       d.nccl_channels, emu_algo_name(d.algo), emu_proto_name(d.proto),
 			       d.n_channels ? d.n_channels : d.nccl_channels,
 			       d.algo != d.nccl_algo || d.proto != d.nccl_proto ? "true" : "false",
 			       d.n_channels && d.n_channels != d.nccl_channels ? "true" : "false");
+			chunk_json(&d);
+			putchar('}');
 		} else {
-			char a[64], b[64];
+			char a[64], b[64], ch[80];
 			bool same = d.algo == d.nccl_algo && d.proto == d.nccl_proto;
 			bool ch_changed = d.n_channels && d.n_channels != d.nccl_channels;
 
@@ -233,7 +280,9 @@ int cmd_sim(struct cli *c, int argc, char **argv)
 			snprintf(b, sizeof(b), "%s/%s%s (%d%s)", emu_algo_name(d.algo), emu_proto_name(d.proto),
 				 same ? "" : " *", d.n_channels ? d.n_channels : d.nccl_channels,
 				 ch_changed ? " *" : "");
-			printf("%-13s %12llu  %-22s %s\n", emu_coll_name(coll), (unsigned long long)n, a, b);
+			chunk_text(ch, sizeof(ch), &d);
+			printf("%-13s %12llu  %-22s %-26s %s\n", emu_coll_name(coll), (unsigned long long)n, a,
+			       b, ch);
 		}
 		if (n > UINT64_MAX / 2)
 			break;

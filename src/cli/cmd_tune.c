@@ -80,6 +80,25 @@ static int parse_channels(const char *s, struct tune_opts *o)
 	return o->n_channels ? 0 : -EINVAL;
 }
 
+static int parse_chunks(const char *s, struct tune_opts *o)
+{
+	char buf[256], *save = NULL;
+
+	if (!s || strlen(s) >= sizeof(buf))
+		return -EINVAL;
+	strcpy(buf, s);
+	o->n_chunks = 0;
+	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		uint64_t v;
+
+		if (o->n_chunks == TUNE_MAX_CHUNKS || (strcmp(t, "0") && emu_parse_size(t, &v)) ||
+		    (strcmp(t, "0") && v > (1u << 30)))
+			return -EINVAL;
+		o->chunks[o->n_chunks++] = strcmp(t, "0") ? (uint32_t)v : 0;
+	}
+	return o->n_chunks ? 0 : -EINVAL;
+}
+
 static int parse_sizes(const char *s, uint64_t *lo, uint64_t *hi)
 {
 	char buf[64], *colon;
@@ -179,9 +198,9 @@ static void print_json(const struct tune_result *res)
 		       p->def.busbw);
 		if (c)
 			printf("\"choice\":{\"algo\":\"%s\",\"proto\":\"%s\",\"n_channels\":%d,"
-			       "\"mean_us\":%.4f,\"lo_us\":%.4f,\"hi_us\":%.4f,\"busbw\":%.4f},",
+			       "\"mean_us\":%.4f,\"lo_us\":%.4f,\"hi_us\":%.4f,\"busbw\":%.4f,\"chunk\":%u},",
 			       emu_algo_name(c->algo), emu_proto_name(c->proto), c->n_channels,
-			       c->mean_us, c->lo_us, c->hi_us, c->busbw);
+			       c->mean_us, c->lo_us, c->hi_us, c->busbw, c->chunk);
 		else
 			printf("\"choice\":null,");
 		printf("\"gain\":%.4f}", p->gain);
@@ -195,12 +214,14 @@ int cmd_tune(struct cli *c, int argc, char **argv)
 		O_BACKEND = 256, O_COLL, O_SIZES, O_CHANNELS, O_REPS, O_MIN_GAIN, O_OUT, O_NAME,
 		O_NO_COMPILE, O_SWEEP_OBJ, O_CLANG, O_INCLUDE, O_RANKS, O_NODES, O_NVLS, O_NOISE,
 		O_SKEW, O_SEED, O_SWEEP_BIN, O_PLUGIN, O_NGPUS, O_ITERS, O_WARMUP, O_RUN_TIMEOUT,
+		O_CHUNKS,
 	};
 	static const struct option opts[] = {
 		{ "backend", required_argument, NULL, O_BACKEND },
 		{ "coll", required_argument, NULL, O_COLL },
 		{ "sizes", required_argument, NULL, O_SIZES },
 		{ "channels", required_argument, NULL, O_CHANNELS },
+		{ "chunks", required_argument, NULL, O_CHUNKS },
 		{ "reps", required_argument, NULL, O_REPS },
 		{ "min-gain", required_argument, NULL, O_MIN_GAIN },
 		{ "out", required_argument, NULL, O_OUT },
@@ -263,6 +284,10 @@ int cmd_tune(struct cli *c, int argc, char **argv)
 		case O_CHANNELS:
 			if (parse_channels(v, &o))
 				return cli_usage_error("tune: --channels: expected up to %d counts 0..64 (0: NCCL's), got '%s'", TUNE_MAX_CHANS, v);
+			break;
+		case O_CHUNKS:
+			if (parse_chunks(v, &o))
+				return cli_usage_error("tune: --chunks: expected up to %d chunk sizes 0..1G (K/M suffixes; 0: NCCL's), got '%s'", TUNE_MAX_CHUNKS, v);
 			break;
 		case O_REPS:
 			if (parse_long(v, 2, TUNE_MAX_REPS, &l))

@@ -106,11 +106,11 @@ const struct cli_cmd cli_cmds[] = {
 	{ "bench", NULL, cmd_bench, "bench OBJ[:OBJ...] [--calls N]",
 	  "time getCollInfo and the profiler path per collective, with and without the policy" },
 	{ "tune", NULL, cmd_tune,
-	  "tune [--backend emu|nccl] [--coll LIST] [--sizes MIN:MAX] [--channels LIST] [--reps N] "
+	  "tune [--backend emu|nccl] [--coll LIST] [--sizes MIN:MAX] [--channels LIST] [--chunks LIST] [--reps N] "
 	  "[--min-gain PCT] [--out DIR] [--name NAME] [--no-compile] [--sweep-obj FILE] [--clang PATH] "
 	  "[--include DIR] [--ranks N] [--nodes N] [--nvls] [--emu-noise F] [--emu-skew SPEC] [--seed N] "
 	  "[--sweep-bin PATH] [--plugin PATH] [--ngpus N] [--iters N] [--warmup N] [--run-timeout S]",
-	  "measure every (algorithm, protocol, channels) cell through the plugin and write a policy that beats NCCL's pick only outside the noise, into --out DIR (default: a new tune-DATE-TIME directory here) (docs/tune.md)" },
+	  "measure every (algorithm, protocol, channels, chunk size) cell through the plugin and write a policy that beats NCCL's pick only outside the noise, into --out DIR (default: a new tune-DATE-TIME directory here) (docs/tune.md)" },
 	{ "version", NULL, cmd_version, "version",
 	  "the command's version, libbpf's, and every feature with whether this build and machine have it" },
 	{ "help", NULL, cmd_help, "help [OBJECT [VERB]]", "this text, or one object's or verb's" },

@@ -10,7 +10,9 @@
  *   prog   gen slot name obj tag obj_tag hook insns consistency runs ns
  *   comm   id comm_id rank ranks nodes kind abi calls applied skipped
  *          refused(csv by reason) image_gen colls_seen events_dropped
- *          colls_abandoned colls_unrun coll_calls(csv)
+ *          colls_abandoned colls_unrun coll_calls(csv) chunk_calls
+ *          chunk_applied events(csv: profiler events started, by NCCL's
+ *          type bit)
  *   map    name type key_size value_size max_entries path
  *          lock_timeouts lock_recoveries lock_discarded
  *   tele   comm coll size count bytes sum_ns gpu_timed hist(csv) mix(csv)
@@ -207,10 +209,19 @@ static int put_comm(void *user, const struct nbpf_comm *c)
 		v[i] = ld(&c->coll_calls[i]);
 	nbpf_ctl_buf_u64s(b, "coll_calls", v, NCCLBPF_NUM_COLLS + 1);
 	nbpf_ctl_buf_u64(b, "image_gen", ld(&c->image_gen));
+	nbpf_ctl_buf_u64(b, "chunk_calls", ld(&c->chunk_calls));
+	nbpf_ctl_buf_u64(b, "chunk_applied", ld(&c->chunk_applied));
 	nbpf_ctl_buf_u64(b, "colls_seen", ld(&c->colls_seen));
 	nbpf_ctl_buf_u64(b, "events_dropped", ld(&c->events_dropped));
 	nbpf_ctl_buf_u64(b, "colls_abandoned", ld(&c->colls_abandoned));
 	nbpf_ctl_buf_u64(b, "colls_unrun", ld(&c->colls_unrun));
+	if (c->kind == NBPF_COMM_PROFILER) {
+		uint64_t ev[NBPF_PROF_EVENT_TYPES];
+
+		for (int i = 0; i < NBPF_PROF_EVENT_TYPES; i++)
+			ev[i] = ld(&c->prof_events[0].n[i]) + ld(&c->prof_events[1].n[i]);
+		nbpf_ctl_buf_u64s(b, "events", ev, NBPF_PROF_EVENT_TYPES);
+	}
 	if (!w->tele)
 		return 0;
 	for (int coll = 0; coll <= NCCLBPF_NUM_COLLS; coll++) {

@@ -99,6 +99,11 @@ void cli_tele_merge(struct nbpf_tele_set *s, const struct nbpf_ctl_msg *m)
 			t->skipped += get_u64(r, "skipped");
 			add_list(t->coll_calls, NBPF_TELE_COLLS, nbpf_ctl_rec_get(r, "coll_calls"));
 			add_list(t->refused, NBPF_TELE_REFUSE, nbpf_ctl_rec_get(r, "refused"));
+		} else if (kind && !strcmp(kind, "profiler") && nbpf_ctl_rec_get(r, "events")) {
+			struct nbpf_tele_events *e = nbpf_tele_events(s, get_u64(r, "comm_id"));
+
+			if (e)
+				add_list(e->n, NBPF_TELE_EVENTS, nbpf_ctl_rec_get(r, "events"));
 		} else if (kind && !strcmp(kind, "net") && proc) {
 			proc->net = true;
 			add_list(proc->net_refused, NBPF_TELE_REFUSE, nbpf_ctl_rec_get(r, "refused"));

@@ -82,8 +82,11 @@ int emu_tuner_init(struct emu_tuner *t, const struct emu_plugin *pl, uint64_t co
 {
 	nbpf_nvl_domain_info_v5_t nvl = { topo->n_nodes, topo->n_ranks / (topo->n_nodes ? topo->n_nodes : 1),
 					  topo->n_ranks / (topo->n_nodes ? topo->n_nodes : 1) };
-	static nbpf_tuner_constants_v5_t constants; /* NCCL's defaults would be here */
-	nbpf_tuner_constants_v5_t c = constants;
+	/* NCCL's defaults would be here; the plugin leaves them alone. */
+	static const nbpf_tuner_constants_v5_t c0;
+	static const nbpf_tuner_constants_v7_t c70;
+	nbpf_tuner_constants_v5_t c = c0;
+	nbpf_tuner_constants_v7_t c7 = c70;
 	size_t nr = (size_t)topo->n_ranks, nn = (size_t)topo->n_nodes;
 
 	t->pl = pl;
@@ -94,6 +97,7 @@ int emu_tuner_init(struct emu_tuner *t, const struct emu_plugin *pl, uint64_t co
 	case 4: return ((const nbpf_tuner_v4_t *)pl->table)->init(nr, nn, logger, &t->ctx);
 	case 5: return ((const nbpf_tuner_v5_t *)pl->table)->init(&t->ctx, comm_id, nr, nn, logger, &nvl, &c);
 	case 6: return ((const nbpf_tuner_v6_t *)pl->table)->init(&t->ctx, comm_id, nr, nn, logger, &nvl, &c);
+	case 7: return ((const nbpf_tuner_v7_t *)pl->table)->init(&t->ctx, comm_id, nr, nn, logger, &nvl, &c7);
 	}
 	return NBPF_NCCL_INVALID_ARGUMENT;
 }
@@ -108,9 +112,35 @@ int emu_tuner_fini(struct emu_tuner *t)
 	case 4: r = ((const nbpf_tuner_v4_t *)t->pl->table)->destroy(t->ctx); break;
 	case 5: r = ((const nbpf_tuner_v5_t *)t->pl->table)->finalize(t->ctx); break;
 	case 6: r = ((const nbpf_tuner_v6_t *)t->pl->table)->finalize(t->ctx); break;
+	case 7: r = ((const nbpf_tuner_v7_t *)t->pl->table)->finalize(t->ctx); break;
 	}
 	t->ctx = NULL;
 	return r;
+}
+
+/* v6+: getChunkSize for each part of the collective NCCL plans (emu_chunk.c). */
+static int chunk_calls(struct emu_tuner *t, const struct emu_topo *topo, int coll,
+		       uint64_t n_bytes, struct emu_decision *d)
+{
+	/* v6 and v7 share the slot (pinned in abi_tuner.h). */
+	const nbpf_tuner_v6_t *tab = t->pl->table;
+
+	d->n_chunks = emu_chunk_calls(topo, coll, n_bytes, d->algo, d->proto, d->n_channels,
+				      d->chunks);
+	for (int i = 0; i < d->n_chunks; i++) {
+		const struct emu_chunk_call *c = &d->chunks[i];
+		size_t answer = c->nccl_chunk;
+
+		if (tab->getChunkSize) {
+			int r = tab->getChunkSize(t->ctx, coll, c->n_bytes, d->algo, d->proto,
+						  c->n_channels, &answer);
+
+			if (r)
+				return r;
+		}
+		d->chunk[i] = emu_chunk_final(d->proto, c->max_chunk, answer);
+	}
+	return NBPF_NCCL_SUCCESS;
 }
 
 int emu_tuner_call(struct emu_tuner *t, const struct emu_topo *topo, int coll,
@@ -151,10 +181,17 @@ int emu_tuner_call(struct emu_tuner *t, const struct emu_topo *topo, int coll,
 		r = ((const nbpf_tuner_v6_t *)t->pl->table)->getCollInfo(t->ctx, coll, n_bytes, 1,
 									 (float **)table, 7, 3, 0, &nch);
 		break;
+	case 7:
+		r = ((const nbpf_tuner_v7_t *)t->pl->table)->getCollInfo(t->ctx, coll, n_bytes, 1,
+									 (float **)table, 7, 3, 0, &nch);
+		break;
 	}
 	emu_pick(table, &d->algo, &d->proto);
 	d->n_channels = nch;
 	d->nccl_channels = emu_channels(topo, d->nccl_algo);
+	d->n_chunks = 0;
+	if (!r && t->pl->version >= 6)
+		r = chunk_calls(t, topo, coll, n_bytes, d);
 	return r;
 }
 

@@ -58,6 +58,33 @@ int emu_channels(const struct emu_topo *topo, int algo);
 void emu_pick(const float table[NBPF_NCCL_NUM_ALGORITHMS][NBPF_NCCL_NUM_PROTOCOLS],
 	      int *algo, int *proto);
 
+/* ---- the chunk size (tuner v6+ getChunkSize) ------------------------------- */
+
+#define EMU_MAX_CHUNK_CALLS 3
+
+/* One getChunkSize NCCL makes while it plans a collective. */
+struct emu_chunk_call {
+	uint64_t n_bytes;     /* the part's bytes */
+	int n_channels;       /* 1: one channel's part */
+	int n_parts;          /* channels that run a part this size (the middle ones: several) */
+	uint32_t nccl_chunk;  /* the chunk NCCL computed and proposes */
+	uint32_t max_chunk;   /* NCCL's buffer limit: a larger answer is lowered to it */
+};
+
+/*
+ * The getChunkSize calls NCCL 2.30 makes for one collective alone in its
+ * plan (emu_chunk.c): its channels (n_channels: the tuner's answer, 0 for
+ * NCCL's own count for the size), its bytes cut into the first, last and
+ * middle channels' parts, in that order, and per part the chunk NCCL
+ * computes.  Returns the number of calls (0..3; 0 when there is no cell).
+ */
+int emu_chunk_calls(const struct emu_topo *topo, int coll, uint64_t n_bytes, int algo, int proto,
+		    int n_channels, struct emu_chunk_call calls[EMU_MAX_CHUNK_CALLS]);
+/* NCCL's protocol grain (16, 1920, 512 bytes); 0 for an unknown protocol. */
+uint32_t emu_proto_grain(int proto);
+/* What NCCL makes of a plugin's answer: lowered to max_chunk, rounded down to the grain. */
+uint32_t emu_chunk_final(int proto, uint32_t max_chunk, size_t answer);
+
 /* ---- loading ------------------------------------------------------------ */
 
 enum emu_kind { EMU_TUNER, EMU_PROFILER, EMU_ENV };
@@ -73,7 +100,8 @@ struct emu_plugin {
  * Resolves value as NCCL does for kind (dlopen(value), then, for a short
  * name, libnccl-<kind>-<value>.so), with RTLD_NOW | RTLD_LOCAL, then looks
  * up the version symbols newest first starting at max_version (NCCL
- * 2.28.9: tuner 5, profiler 5, env 1; 2.30.7: 6, 6, 2).  Returns 0 or a
+ * 2.28.9: tuner 5, profiler 5, env 1; 2.30.7: 6, 6, 2; the newest NCCL
+ * sources: tuner 7, profiler 7).
  * negative errno with a message in err.
  */
 int emu_open(struct emu_plugin *p, enum emu_kind kind, const char *value, int max_version,
@@ -100,6 +128,11 @@ struct emu_decision {
 	int nccl_algo, nccl_proto; /* NCCL's pick without the plugin */
 	int n_channels;       /* 0: NCCL's own */
 	int nccl_channels;    /* the channels NCCL's graph gives its own pick (emu_channels) */
+	/* getChunkSize calls (tuner v6+, for the cell NCCL runs): per part NCCL's chunk and
+	 * the chunk NCCL uses after the plugin's answer */
+	int n_chunks;
+	struct emu_chunk_call chunks[EMU_MAX_CHUNK_CALLS];
+	uint32_t chunk[EMU_MAX_CHUNK_CALLS];
 };
 
 /* NCCL's logger signature, for init. */
@@ -112,8 +145,9 @@ int emu_tuner_init(struct emu_tuner *t, const struct emu_plugin *pl, uint64_t co
 int emu_tuner_fini(struct emu_tuner *t);
 /*
  * One getCollInfo as NCCL makes it (cost table built from topo, nChannels
- * preset to 0), then NCCL's selection over the edited table.  Returns
- * NCCL's result code.
+ * preset to 0), then NCCL's selection over the edited table, then (v6+)
+ * the getChunkSize calls NCCL makes while it plans that cell.  Returns
+ * NCCL's result code (the first failure).
  */
 int emu_tuner_call(struct emu_tuner *t, const struct emu_topo *topo, int coll,
 		   uint64_t n_bytes, struct emu_decision *d);

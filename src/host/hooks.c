@@ -20,9 +20,16 @@
 #define TF(f, acc, fl, d) \
 	{ #f, offsetof(struct ncclbpf_tuner_ctx, f), \
 	  sizeof(((struct ncclbpf_tuner_ctx *)0)->f), acc, fl, d }
+#define CF(f, acc, fl, d) \
+	{ #f, offsetof(struct ncclbpf_chunk_ctx, f), \
+	  sizeof(((struct ncclbpf_chunk_ctx *)0)->f), acc, fl, d }
 #define PF(f, d) \
 	{ #f, offsetof(struct ncclbpf_coll_record, f), \
 	  sizeof(((struct ncclbpf_coll_record *)0)->f), R, 0, d }
+
+#define EF(f, d) \
+	{ #f, offsetof(struct ncclbpf_prof_event, f), \
+	  sizeof(((struct ncclbpf_prof_event *)0)->f), R, 0, d }
 
 #define NF(f, acc, d) \
 	{ #f, offsetof(struct ncclbpf_net_ctx, f), \
@@ -41,7 +48,14 @@ _Static_assert(offsetof(struct ncclbpf_tuner_ctx, coll_type) == 24, "tuner ctx l
 _Static_assert(offsetof(struct ncclbpf_tuner_ctx, avail_mask) == 44, "tuner ctx layout");
 _Static_assert(offsetof(struct ncclbpf_tuner_ctx, algo) == 72, "tuner ctx layout");
 _Static_assert(offsetof(struct ncclbpf_tuner_ctx, n_channels) == 80, "tuner ctx layout");
+_Static_assert(sizeof(struct ncclbpf_chunk_ctx) == 64, "chunk ctx layout");
+_Static_assert(offsetof(struct ncclbpf_chunk_ctx, coll_type) == 24, "chunk ctx layout");
+_Static_assert(offsetof(struct ncclbpf_chunk_ctx, nccl_chunk) == 48, "chunk ctx layout");
+_Static_assert(offsetof(struct ncclbpf_chunk_ctx, chunk_size) == 60, "chunk ctx layout");
 _Static_assert(sizeof(struct ncclbpf_coll_record) == 64, "coll record layout");
+_Static_assert(sizeof(struct ncclbpf_prof_event) == 176, "profiler event layout");
+_Static_assert(offsetof(struct ncclbpf_prof_event, type) == 72, "profiler event layout");
+_Static_assert(offsetof(struct ncclbpf_prof_event, abi_version) == 172, "profiler event layout");
 _Static_assert(offsetof(struct ncclbpf_coll_record, rank) == 32, "coll record layout");
 _Static_assert(offsetof(struct ncclbpf_coll_record, gpu_timed) == 56, "coll record layout");
 
@@ -68,6 +82,27 @@ static const struct ncclbpf_ctx_field tuner_fields[] = {
 	TF(reserved, R, INV, "always 0"),
 };
 
+/*
+ * NCCL plans every rank's collective the same way, so each getChunkSize
+ * input is the same on every rank for the same call, and the chunk size is
+ * a decision: ranks that disagree on it pipeline different steps and hang.
+ */
+static const struct ncclbpf_ctx_field chunk_fields[] = {
+	CF(n_bytes, R, INV, "bytes of this call: one channel's part of the collective (CollNet: all of it)"),
+	CF(comm_id, R, INV, "communicator hash, same on every rank"),
+	CF(call_seq, R, INV, "getCollInfo calls the communicator has made so far"),
+	CF(coll_type, R, INV, "NCCLBPF_COLL_*"),
+	CF(n_ranks, R, INV, "ranks in the communicator"),
+	CF(n_nodes, R, INV, "nodes in the communicator"),
+	CF(algo, R, INV, "algorithm NCCL runs"),
+	CF(proto, R, INV, "protocol NCCL runs"),
+	CF(n_channels, R, INV, "channels of this call (1 per part; CollNet: the collective's)"),
+	CF(nccl_chunk, R, INV, "chunk size NCCL computed, bytes"),
+	CF(grain, R, INV, "protocol grain: NCCL rounds the chunk down to a multiple of it"),
+	CF(abi_version, R, INV, "tuner ABI version NCCL loaded"),
+	CF(chunk_size, RW, DEC, "output: bytes >= grain, or NCCLBPF_KEEP"),
+};
+
 static const struct ncclbpf_ctx_field profiler_fields[] = {
 	PF(comm_id, "communicator hash"),
 	PF(n_bytes, "bytes of the collective"),
@@ -82,6 +117,45 @@ static const struct ncclbpf_ctx_field profiler_fields[] = {
 	PF(gpu_timed, "1 if latency_ns came from GPU timestamps"),
 	/* Readable so a program may copy the whole record (ring buffer); always 0. */
 	PF(reserved, "always 0"),
+};
+
+/* Every field is the rank's own observation: rank-local, read-only. */
+static const struct ncclbpf_ctx_field prof_event_fields[] = {
+	EF(comm_id, "communicator hash"),
+	EF(start_ns, "host time at startEvent"),
+	EF(dur_ns, "host time from startEvent to stopEvent"),
+	EF(gpu_start_ns, "KernelCh, KernelPhase: GPU time at start"),
+	EF(gpu_stop_ns, "KernelCh, KernelPhase: GPU time at stop"),
+	EF(seq, "Coll, CeColl: NCCL's sequence number"),
+	EF(count, "elements (CeBatch: copies)"),
+	EF(n_bytes, "bytes (x ranks for AllGather/ReduceScatter)"),
+	EF(user_tag, "the application's per-call tag (v7)"),
+	EF(type, "NCCLBPF_EV_*"),
+	EF(parent_type, "NCCLBPF_EV_* of the parent, 0 if untracked"),
+	EF(rank, "rank, -1 if none"),
+	EF(coll_type, "NCCLBPF_COLL_* or NCCL's ncclFunc_t"),
+	EF(algo, "Coll: algorithm NCCL ran, -1 unknown"),
+	EF(proto, "Coll: protocol NCCL ran, -1 unknown"),
+	EF(peer, "P2p, ProxyOp: peer rank"),
+	EF(root, "Coll, CollApi, CeColl: root"),
+	EF(n_channels, "Coll, P2p: channels"),
+	EF(n_warps, "Coll: warps"),
+	EF(channel, "ProxyOp, KernelCh, KernelPhase: channel"),
+	EF(n_steps, "ProxyOp: network steps"),
+	EF(chunk_size, "ProxyOp: bytes per step"),
+	EF(is_send, "ProxyOp: 1 send, 0 receive"),
+	EF(step, "ProxyStep: step number"),
+	EF(states, "bit s: state s recorded"),
+	EF(last_state, "last state recorded, 0xffffffff if none"),
+	EF(flags, "NCCLBPF_EVF_*"),
+	EF(group_depth, "GroupApi: group depth"),
+	EF(phase, "KernelPhase: 0 initial sync, 1 compute, 2 final sync"),
+	EF(ce_batch_size, "CeColl: batch size"),
+	EF(ce_num_batches, "CeColl: batches"),
+	EF(ce_seq, "CeColl: copy-engine sequence number"),
+	EF(n_ranks, "ranks of the communicator"),
+	EF(appended, "ProxyCtrl: appended proxy ops"),
+	EF(abi_version, "profiler ABI version NCCL loaded"),
 };
 
 /* Net outputs are not rank decisions: ranks may differ without hanging NCCL. */
@@ -138,6 +212,21 @@ const struct ncclbpf_hook_desc ncclbpf_hooks[NCCLBPF_HOOK_COUNT] = {
 		/* typed only: `void *` would hide a program written for the other hook */
 		.ctx_check = NCCLBPF_CTX_CHECK_TYPE,
 	},
+	[NCCLBPF_HOOK_CHUNK] = {
+		.name = "chunk",
+		.section = "tuner/chunk",
+		.ctx_type = "struct ncclbpf_chunk_ctx",
+		.ctx_size = sizeof(struct ncclbpf_chunk_ctx),
+		.fields = chunk_fields,
+		.n_fields = ARRAY_LEN(chunk_fields),
+		.helpers = common_helpers,
+		.n_helpers = ARRAY_LEN(common_helpers),
+		.ret_min = NCCLBPF_CHUNK_APPLY,
+		.ret_max = NCCLBPF_CHUNK_SKIP,
+		.ret_doc = "0 (NCCLBPF_CHUNK_APPLY): apply chunk_size; 1 (NCCLBPF_CHUNK_SKIP): leave the call to NCCL",
+		.doc = "Runs on every getChunkSize (tuner v6+), after NCCL chose the cell: sets the pipeline chunk size.",
+		.ctx_check = NCCLBPF_CTX_CHECK_TYPE,
+	},
 	[NCCLBPF_HOOK_PROFILER] = {
 		.name = "profiler",
 		.section = "profiler",
@@ -151,6 +240,21 @@ const struct ncclbpf_hook_desc ncclbpf_hooks[NCCLBPF_HOOK_COUNT] = {
 		.ret_max = 0,
 		.ret_doc = "0",
 		.doc = "Runs once per completed collective with its measured latency.",
+		.ctx_check = NCCLBPF_CTX_CHECK_TYPE,
+	},
+	[NCCLBPF_HOOK_PROF_EVENT] = {
+		.name = "profiler_event",
+		.section = "profiler/event",
+		.ctx_type = "struct ncclbpf_prof_event",
+		.ctx_size = sizeof(struct ncclbpf_prof_event),
+		.fields = prof_event_fields,
+		.n_fields = ARRAY_LEN(prof_event_fields),
+		.helpers = common_helpers,
+		.n_helpers = ARRAY_LEN(common_helpers),
+		.ret_min = 0,
+		.ret_max = 0,
+		.ret_doc = "0",
+		.doc = "Runs once per profiler event NCCL stops, of every type, with its descriptor.",
 		.ctx_check = NCCLBPF_CTX_CHECK_TYPE,
 	},
 	[NCCLBPF_HOOK_NET] = {

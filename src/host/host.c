@@ -463,7 +463,11 @@ static int image_add_programs(struct nbpf_image *img, struct ncclbpf_object *obj
 			     ncclbpf_program__name(p), sec ? sec : "");
 			continue;
 		}
-		if (hook == &ncclbpf_hooks[NCCLBPF_HOOK_TUNER] && img->tuner) {
+		const struct nbpf_host_prog *first =
+			hook == &ncclbpf_hooks[NCCLBPF_HOOK_TUNER] ? img->tuner :
+			hook == &ncclbpf_hooks[NCCLBPF_HOOK_CHUNK] ? img->chunk : NULL;
+
+		if (first) {
 			/* Not attached, but a rejected program still refuses the set. */
 			err = ncclbpf_program__verify(p, hook, &vo, &vr);
 			if (err) {
@@ -475,8 +479,8 @@ static int image_add_programs(struct nbpf_image *img, struct ncclbpf_object *obj
 				*refused = ncclbpf_program__name(p);
 				return err;
 			}
-			note(img, "%s: program %s: a tuner program (%s) is already loaded; only the first tuner decides, this one is skipped",
-			     path, ncclbpf_program__name(p), img->tuner->name);
+			note(img, "%s: program %s: a %s program (%s) is already loaded; only the first one decides, this one is skipped",
+			     path, ncclbpf_program__name(p), hook->section, first->name);
 			continue;
 		}
 		if (img->n_progs >= NBPF_HOST_MAX_PROGS) {
@@ -515,8 +519,12 @@ static int image_add_programs(struct nbpf_image *img, struct ncclbpf_object *obj
 			     vr.findings[0].reason);
 		if (hp->hook == NCCLBPF_HOOK_TUNER)
 			img->tuner = hp;
+		else if (hp->hook == NCCLBPF_HOOK_CHUNK)
+			img->chunk = hp;
 		else if (hp->hook == NCCLBPF_HOOK_PROFILER)
 			img->profilers[img->n_profilers++] = hp;
+		else if (hp->hook == NCCLBPF_HOOK_PROF_EVENT)
+			img->prof_events[img->n_prof_events++] = hp;
 		img->n_progs++;
 	}
 	return 0;
@@ -683,6 +691,8 @@ const struct nbpf_image *nbpf_host_image_fill(struct nbpf_image_cache *cache, ui
 	cache->img = img;
 	cache->tuner = img ? img->tuner : NULL;
 	cache->func = cache->tuner ? cache->tuner->func : NULL;
+	cache->chunk = img ? img->chunk : NULL;
+	cache->chunk_func = cache->chunk ? cache->chunk->func : NULL;
 	cache->gen = img ? img->generation : 0;
 	return img;
 }
@@ -958,8 +968,12 @@ struct nbpf_image *nbpf_host_image_borrow(const struct nbpf_image *src)
 	/* Dispatch pointers point into src->progs; rebase them on our copy. */
 	if (src->tuner)
 		img->tuner = &img->progs[src->tuner - src->progs];
+	if (src->chunk)
+		img->chunk = &img->progs[src->chunk - src->progs];
 	for (uint32_t i = 0; i < src->n_profilers; i++)
 		img->profilers[i] = &img->progs[src->profilers[i] - src->progs];
+	for (uint32_t i = 0; i < src->n_prof_events; i++)
+		img->prof_events[i] = &img->progs[src->prof_events[i] - src->progs];
 	return img;
 }
 

@@ -47,6 +47,7 @@
 #define NBPF_HOST_MAX_DMAPS  16  /* decision maps of one image (maps its tuner reads) */
 #define NBPF_HOST_CHANGE_ID  64  /* bytes of a change id, NUL included */
 #define NBPF_HOST_OWNER      128 /* bytes of a change's or lease's owner text */
+#define NBPF_PROF_EVENT_TYPES NCCLBPF_EV_TYPES /* NCCL's ncclProfile* type bits */
 
 /* ---- logging ----------------------------------------------------------- */
 
@@ -155,9 +156,14 @@ struct nbpf_image {
 
 	/* Hook dispatch: the tuner program (first one found; others refused). */
 	const struct nbpf_host_prog *tuner;
+	/* The SEC("tuner/chunk") program, likewise the first one found. */
+	const struct nbpf_host_prog *chunk;
 	/* Every profiler program, in object order. */
 	const struct nbpf_host_prog *profilers[NBPF_HOST_MAX_PROGS];
 	uint32_t n_profilers;
+	/* Every SEC("profiler/event") program, in object order. */
+	const struct nbpf_host_prog *prof_events[NBPF_HOST_MAX_PROGS];
+	uint32_t n_prof_events;
 
 	/* Env overrides from `const char ncclbpf_env[]` in the objects (first wins). */
 	struct nbpf_env_override env[NBPF_HOST_MAX_ENV];
@@ -477,6 +483,8 @@ struct nbpf_comm {
 	_Atomic uint64_t skipped;                     /* program returned SKIP */
 	_Atomic uint64_t refused[NBPF_REFUSE_COUNT];
 	_Atomic uint64_t image_gen;                   /* generation of the image last used */
+	_Atomic uint64_t chunk_calls;                 /* getChunkSize calls (tuner v6+) */
+	_Atomic uint64_t chunk_applied;               /* ... where the program's chunk size was applied */
 
 	/* per-program stats for the image whose generation is stats_gen */
 	_Atomic uint64_t stats_gen;
@@ -487,6 +495,13 @@ struct nbpf_comm {
 	_Atomic uint64_t events_dropped;              /* pool full: event not tracked */
 	_Atomic uint64_t colls_abandoned;             /* Coll never stopped: dropped by the sweep */
 	_Atomic uint64_t colls_unrun;                 /* left at finalize past the program budget */
+	/*
+	 * Profiler events NCCL started, by type (bit i of NCCL's type in [.][i]):
+	 * [0] the types launching threads raise, [1] those of the proxy and
+	 * profiler threads (ProxyOp/Step/Ctrl, KernelCh, NetPlugin,
+	 * KernelPhase), each on its own cache lines.  Read: the sum of both.
+	 */
+	struct { _Alignas(64) _Atomic uint64_t n[NBPF_PROF_EVENT_TYPES]; } prof_events[2];
 	struct nbpf_telemetry tele[NCCLBPF_NUM_COLLS + 1][NBPF_SIZE_CLASSES];
 
 	struct nbpf_comm *next;  /* registry list, under the host lock */
@@ -593,6 +608,9 @@ struct nbpf_image_cache {
 	const struct nbpf_host_prog *tuner;
 	ncclbpf_func_t func;
 	uint64_t gen;
+	/* img's chunk program and its JIT entry (getChunkSize) */
+	const struct nbpf_host_prog *chunk;
+	ncclbpf_func_t chunk_func;
 };
 
 /* Refills cache for call; out of line (once per publish and per activation). */

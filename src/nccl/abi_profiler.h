@@ -1,5 +1,5 @@
 /*
- * abi_profiler.h - NCCL profiler plugin tables and event descriptors v1..v6
+ * abi_profiler.h - NCCL profiler plugin tables and event descriptors v1..v7
  * (docs/nccl-plugin-abi.md §3).  Every table is 48 bytes with the same
  * slots; only init's arguments and the descriptor layouts differ.
  */
@@ -21,9 +21,14 @@
 #define NBPF_PROF_COLL_API     0x200
 #define NBPF_PROF_P2P_API      0x400
 #define NBPF_PROF_KERNEL_LAUNCH 0x800
+#define NBPF_PROF_CE_COLL      0x1000 /* v6+ */
+#define NBPF_PROF_CE_SYNC      0x2000
+#define NBPF_PROF_CE_BATCH     0x4000
+#define NBPF_PROF_KERNEL_PHASE 0x8000 /* v7 */
 
 /* States (one enum for every version). */
-#define NBPF_PROF_STATE_KERNEL_CH_STOP 22
+#define NBPF_PROF_STATE_KERNEL_CH_STOP    22
+#define NBPF_PROF_STATE_KERNEL_PHASE_STOP 31 /* v7: args as KernelCh's */
 
 /* ---- v1 ---- */
 typedef struct {
@@ -272,6 +277,10 @@ typedef struct {
 	};
 } nbpf_prof_descr_v5_t;
 
+#define NBPF_PROF_DESCR_V6_CE \
+	struct { bool isComplete; int nRanks; } ceCollSync; \
+	struct { int numOps; size_t totalBytes; bool useIntraSync; } ceCollBatch;
+
 typedef struct {
 	uint64_t type;
 	void *parentObj;
@@ -282,10 +291,47 @@ typedef struct {
 			 void *recvBuff; size_t count; int root; const char *datatype;
 			 const char *syncStrategy; bool intraBatchSync; uint32_t batchSize;
 			 uint32_t numBatches; uint32_t ceSeqNum; void *stream; } ceColl;
-		struct { bool isComplete; int nRanks; } ceCollSync;
-		struct { int numOps; size_t totalBytes; bool useIntraSync; } ceCollBatch;
+		NBPF_PROF_DESCR_V6_CE
 	};
 } nbpf_prof_descr_v6_t;
+
+/*
+ * ---- v7 (NCCL's profiler_v7.h) ----
+ * userTag at the end of the API, Coll, P2p and CeColl members, the kernel
+ * variant and a symmetric flag on Coll, and the KernelPhase member.  The
+ * state args keep v4's shape (a phase's stop uses kernelCh.pTimer).
+ */
+typedef struct {
+	uint64_t type;
+	void *parentObj;
+	int rank;
+	union {
+		struct { bool graphCaptured; int groupDepth; } groupApi;
+		struct { const char *func; size_t count; const char *datatype; int root;
+			 void *stream; bool graphCaptured; uint64_t userTag; } collApi;
+		struct { const char *func; size_t count; const char *datatype; void *stream;
+			 bool graphCaptured; uint64_t userTag; } p2pApi;
+		struct { void *stream; } kernelLaunch;
+		struct { uint64_t seqNumber; const char *func; const void *sendBuff; void *recvBuff;
+			 size_t count; int root; const char *datatype; uint8_t nChannels;
+			 uint8_t nWarps; const char *algo; const char *proto; void *parentGroup;
+			 const char *kernelVariant; bool isSymColl; uint64_t userTag; } coll;
+		struct { const char *func; void *buff; const char *datatype; size_t count; int peer;
+			 uint8_t nChannels; void *parentGroup; uint64_t userTag; } p2p;
+		struct { pid_t pid; uint8_t channelId; int peer; int nSteps; int chunkSize;
+			 int isSend; } proxyOp;
+		struct { int step; } proxyStep;
+		struct { uint8_t channelId; uint64_t pTimer; } kernelCh;
+		struct { int64_t id; void *data; } netPlugin;
+		struct { uint64_t seqNumber; const char *func; const void *sendBuff;
+			 void *recvBuff; size_t count; int root; const char *datatype;
+			 const char *syncStrategy; bool intraBatchSync; uint32_t batchSize;
+			 uint32_t numBatches; uint32_t ceSeqNum; void *stream; uint64_t userTag; } ceColl;
+		NBPF_PROF_DESCR_V6_CE
+		struct { uint8_t channelId; uint8_t phaseId; const char *phaseName;
+			 uint64_t pTimer; } kernelPhase;
+	};
+} nbpf_prof_descr_v7_t;
 
 /* ---- tables ---- */
 #define NBPF_PROF_TABLE(ver, init_args, descr_t, args_t) \
@@ -311,6 +357,7 @@ NBPF_PROF_TABLE(v3, NBPF_PROF_INIT_V1, nbpf_prof_descr_v3_t, nbpf_prof_state_arg
 NBPF_PROF_TABLE(v4, NBPF_PROF_INIT_V4, nbpf_prof_descr_v4_t, nbpf_prof_state_args_v4_t);
 NBPF_PROF_TABLE(v5, NBPF_PROF_INIT_V5, nbpf_prof_descr_v5_t, nbpf_prof_state_args_v4_t);
 NBPF_PROF_TABLE(v6, NBPF_PROF_INIT_V5, nbpf_prof_descr_v6_t, nbpf_prof_state_args_v4_t);
+NBPF_PROF_TABLE(v7, NBPF_PROF_INIT_V5, nbpf_prof_descr_v7_t, nbpf_prof_state_args_v4_t);
 
 /* ---- layout pins (docs/nccl-plugin-abi.md §3.3) ---- */
 #define NBPF_PROF_TABLE_ASSERTS(t) \
@@ -326,6 +373,7 @@ NBPF_PROF_TABLE_ASSERTS(nbpf_profiler_v3_t);
 NBPF_PROF_TABLE_ASSERTS(nbpf_profiler_v4_t);
 NBPF_PROF_TABLE_ASSERTS(nbpf_profiler_v5_t);
 NBPF_PROF_TABLE_ASSERTS(nbpf_profiler_v6_t);
+NBPF_PROF_TABLE_ASSERTS(nbpf_profiler_v7_t);
 
 #define NBPF_PROF_HDR_ASSERTS(t) \
 	NBPF_ABI_ASSERT_OFF(t, parentObj, 8); \
@@ -337,12 +385,14 @@ NBPF_PROF_HDR_ASSERTS(nbpf_prof_descr_v3_t);
 NBPF_PROF_HDR_ASSERTS(nbpf_prof_descr_v4_t);
 NBPF_PROF_HDR_ASSERTS(nbpf_prof_descr_v5_t);
 NBPF_PROF_HDR_ASSERTS(nbpf_prof_descr_v6_t);
+NBPF_PROF_HDR_ASSERTS(nbpf_prof_descr_v7_t);
 NBPF_ABI_ASSERT_SIZE(nbpf_prof_descr_v1_t, 120);
 NBPF_ABI_ASSERT_SIZE(nbpf_prof_descr_v2_t, 128);
 NBPF_ABI_ASSERT_SIZE(nbpf_prof_descr_v3_t, 120);
 NBPF_ABI_ASSERT_SIZE(nbpf_prof_descr_v4_t, 104);
 NBPF_ABI_ASSERT_SIZE(nbpf_prof_descr_v5_t, 112);
 NBPF_ABI_ASSERT_SIZE(nbpf_prof_descr_v6_t, 112);
+NBPF_ABI_ASSERT_SIZE(nbpf_prof_descr_v7_t, 136);
 
 /* v1: name 24, commHash 32, seqNumber 40, func 48, count 72, nMaxChannels 104, algo 106, proto 107. */
 NBPF_ABI_ASSERT_OFF(nbpf_prof_descr_v1_t, coll.seqNumber, 40);
@@ -402,7 +452,40 @@ NBPF_ABI_ASSERT_OFF(nbpf_prof_descr_v5_t, kernelCh.pTimer, 32);
 NBPF_ABI_ASSERT_OFF(nbpf_prof_descr_v5_t, netPlugin.data, 32);
 NBPF_ABI_ASSERT_OFF(nbpf_prof_descr_v6_t, coll.proto, 96);
 NBPF_ABI_ASSERT_OFF(nbpf_prof_descr_v6_t, kernelCh.pTimer, 32);
+NBPF_ABI_ASSERT_OFF(nbpf_prof_descr_v5_t, collApi.root, 48);
+NBPF_ABI_ASSERT_OFF(nbpf_prof_descr_v5_t, p2pApi.stream, 48);
+NBPF_ABI_ASSERT_OFF(nbpf_prof_descr_v5_t, p2pApi.graphCaptured, 56);
+NBPF_ABI_ASSERT_OFF(nbpf_prof_descr_v5_t, p2p.datatype, 40);
+NBPF_ABI_ASSERT_OFF(nbpf_prof_descr_v5_t, p2p.count, 48);
+NBPF_ABI_ASSERT_OFF(nbpf_prof_descr_v5_t, proxyOp.peer, 32);
+NBPF_ABI_ASSERT_OFF(nbpf_prof_descr_v5_t, proxyOp.nSteps, 36);
+NBPF_ABI_ASSERT_OFF(nbpf_prof_descr_v5_t, proxyOp.chunkSize, 40);
+/* v6: the CE members (compiled from NCCL's profiler_v6.h, 2.30.7) */
+NBPF_ABI_ASSERT_OFF(nbpf_prof_descr_v6_t, ceColl.syncStrategy, 80);
+NBPF_ABI_ASSERT_OFF(nbpf_prof_descr_v6_t, ceColl.intraBatchSync, 88);
+NBPF_ABI_ASSERT_OFF(nbpf_prof_descr_v6_t, ceColl.batchSize, 92);
+NBPF_ABI_ASSERT_OFF(nbpf_prof_descr_v6_t, ceColl.numBatches, 96);
+NBPF_ABI_ASSERT_OFF(nbpf_prof_descr_v6_t, ceColl.ceSeqNum, 100);
 NBPF_ABI_ASSERT_OFF(nbpf_prof_descr_v6_t, ceColl.stream, 104);
+NBPF_ABI_ASSERT_OFF(nbpf_prof_descr_v6_t, ceCollSync.nRanks, 28);
+NBPF_ABI_ASSERT_OFF(nbpf_prof_descr_v6_t, ceCollBatch.totalBytes, 32);
+NBPF_ABI_ASSERT_OFF(nbpf_prof_descr_v6_t, ceCollBatch.useIntraSync, 40);
+/* v7 (NCCL's profiler_v7.h) */
+NBPF_ABI_ASSERT_OFF(nbpf_prof_descr_v7_t, collApi.userTag, 72);
+NBPF_ABI_ASSERT_OFF(nbpf_prof_descr_v7_t, p2pApi.userTag, 64);
+NBPF_ABI_ASSERT_OFF(nbpf_prof_descr_v7_t, coll.proto, 96);
+NBPF_ABI_ASSERT_OFF(nbpf_prof_descr_v7_t, coll.parentGroup, 104);
+NBPF_ABI_ASSERT_OFF(nbpf_prof_descr_v7_t, coll.kernelVariant, 112);
+NBPF_ABI_ASSERT_OFF(nbpf_prof_descr_v7_t, coll.isSymColl, 120);
+NBPF_ABI_ASSERT_OFF(nbpf_prof_descr_v7_t, coll.userTag, 128);
+NBPF_ABI_ASSERT_OFF(nbpf_prof_descr_v7_t, p2p.userTag, 72);
+NBPF_ABI_ASSERT_OFF(nbpf_prof_descr_v7_t, ceColl.stream, 104);
+NBPF_ABI_ASSERT_OFF(nbpf_prof_descr_v7_t, ceColl.userTag, 112);
+NBPF_ABI_ASSERT_OFF(nbpf_prof_descr_v7_t, ceCollBatch.totalBytes, 32);
+NBPF_ABI_ASSERT_OFF(nbpf_prof_descr_v7_t, kernelCh.pTimer, 32);
+NBPF_ABI_ASSERT_OFF(nbpf_prof_descr_v7_t, kernelPhase.phaseId, 25);
+NBPF_ABI_ASSERT_OFF(nbpf_prof_descr_v7_t, kernelPhase.phaseName, 32);
+NBPF_ABI_ASSERT_OFF(nbpf_prof_descr_v7_t, kernelPhase.pTimer, 40);
 NBPF_ABI_ASSERT_SIZE(nbpf_prof_state_args_v1_t, 16);
 NBPF_ABI_ASSERT_SIZE(nbpf_prof_state_args_v4_t, 8);
 

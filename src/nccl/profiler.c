@@ -1,7 +1,9 @@
 /*
- * profiler.c - NCCL profiler plugin v1..v6: tracks NCCL's events natively,
+ * profiler.c - NCCL profiler plugin v1..v7: tracks NCCL's events natively,
  * measures each collective and hands SEC("profiler") programs a completed
- * struct ncclbpf_coll_record; fills the host telemetry.
+ * struct ncclbpf_coll_record; hands SEC("profiler/event") programs every
+ * event NCCL stops, with its descriptor (prof_event.c); fills the host
+ * telemetry and counts the events NCCL starts, by type.
  *
  * Handles.  Neither the context NCCL holds nor an event handle is a
  * pointer.  A context is named by its serial, a 32-bit number that is never
@@ -58,6 +60,7 @@
 #include "epoch.h"
 #include "host/host.h"
 #include "plugin.h"
+#include "prof_event.h"
 
 #define PROF_POOL         2048u  /* slots per context: PROF_SLOT_BITS wide */
 #define PROF_SLOT_BITS    11
@@ -99,12 +102,24 @@ struct pev {
 	int32_t coll, algo, proto;
 	uint32_t nch;
 	int32_t rank;              /* from the Coll descriptor (v1..v3 contexts know none) */
+	/* rec is filled (an image with SEC("profiler/event") programs was published
+	 * at start); here, beside what every callback touches, not with rec.
+	 * Atomic: a late record on a stale handle may read it while a start reuses
+	 * the slot. */
+	_Atomic bool has_rec;
 	_Atomic uint64_t host_start; /* read by the sweep, which may race with a reuse */
 	_Atomic uint64_t host_stop;
 	_Atomic uint64_t gpu_start, gpu_stop;
-	/* KernelCh */
+	/* KernelCh (and KernelPhase) */
 	uint64_t k_start;
 	_Atomic uint64_t k_stop;
+	/*
+	 * For SEC("profiler/event") programs (has_rec): the descriptor as
+	 * decoded at start, and what recordEventState added since.
+	 */
+	struct ncclbpf_prof_event rec;
+	_Atomic uint32_t st_mask, st_last, st_appended;
+	_Atomic uint64_t st_bytes;
 };
 
 struct pctx {
@@ -239,28 +254,6 @@ static void pool_push(struct pctx *p, uint32_t idx)
 
 /* ---- descriptor decoding ----------------------------------------------- */
 
-static int dtype_size_name(const char *s)
-{
-	static const struct { const char *n; int sz; } t[] = {
-		{ "ncclInt8", 1 }, { "ncclUint8", 1 }, { "ncclInt32", 4 }, { "ncclUint32", 4 },
-		{ "ncclInt64", 8 }, { "ncclUint64", 8 }, { "ncclFloat16", 2 }, { "ncclFloat32", 4 },
-		{ "ncclFloat64", 8 }, { "ncclBfloat16", 2 }, { "ncclFloat8e4m3", 1 },
-		{ "ncclFloat8e5m2", 1 },
-	};
-
-	for (size_t i = 0; s && i < sizeof(t) / sizeof(t[0]); i++)
-		if (!strcmp(s, t[i].n))
-			return t[i].sz;
-	return 1;
-}
-
-static int dtype_size_enum(unsigned v)
-{
-	static const int sz[] = { 1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1 };
-
-	return v < sizeof(sz) / sizeof(sz[0]) ? sz[v] : 1;
-}
-
 /* What the adapter needs from a Coll descriptor, whatever the version. */
 struct coll_info {
 	uint64_t seq, count, comm_hash;
@@ -272,7 +265,7 @@ static void coll_from_strings(struct coll_info *ci, const char *func, const char
 			      const char *algo, const char *proto)
 {
 	ci->coll = nbpf_coll_from_name(func);
-	ci->dsize = dtype_size_name(dt);
+	ci->dsize = nbpf_prof_dtype_size_name(dt);
 	ci->algo = nbpf_algo_from_name(algo);
 	ci->proto = nbpf_proto_from_name(proto);
 }
@@ -288,7 +281,7 @@ static void decode_coll(int abi, const void *d, struct coll_info *ci)
 		ci->count = x->coll.count;
 		ci->comm_hash = x->coll.commHash;
 		ci->coll = x->coll.func < NCCLBPF_NUM_COLLS ? x->coll.func : -1;
-		ci->dsize = dtype_size_enum(x->coll.datatype);
+		ci->dsize = nbpf_prof_dtype_size_enum(x->coll.datatype);
 		ci->algo = x->coll.algo < NCCLBPF_NUM_ALGOS ? x->coll.algo : -1;
 		ci->proto = x->coll.proto < NCCLBPF_NUM_PROTOS ? x->coll.proto : -1;
 		ci->nch = x->coll.nMaxChannels;
@@ -378,15 +371,17 @@ static void telemetry_add(struct nbpf_comm *cm, const struct ncclbpf_coll_record
 	atomic_fetch_add_explicit(&cm->colls_seen, 1, memory_order_relaxed);
 }
 
-/* Runs every profiler program of the current image; caller is in an epoch section. */
-static void run_programs(struct pctx *p, struct ncclbpf_coll_record *r)
+/*
+ * Runs progs (n of them, of the current image img) on ctx (len bytes) and
+ * counts the runs; caller is in an epoch section.  Per-program counters
+ * restart when the comm first runs a new image.
+ */
+static void run_progs(struct pctx *p, const struct nbpf_image *img,
+		      const struct nbpf_host_prog *const *progs, uint32_t n, void *ctx, size_t len)
 {
-	struct nbpf_image *img = atomic_load_explicit(&nbpf_host_published, memory_order_acquire);
 	struct nbpf_comm *cm = p->comm;
 	bool stats = nbpf_host_settings()->stats;
 
-	if (!img)
-		return;
 	if (cm && atomic_load_explicit(&cm->stats_gen, memory_order_relaxed) != img->generation) {
 		uint64_t old = atomic_load_explicit(&cm->stats_gen, memory_order_relaxed);
 
@@ -399,14 +394,14 @@ static void run_programs(struct pctx *p, struct ncclbpf_coll_record *r)
 			atomic_store_explicit(&cm->image_gen, img->generation, memory_order_relaxed);
 		}
 	}
-	for (uint32_t i = 0; i < img->n_profilers; i++) {
-		const struct nbpf_host_prog *hp = img->profilers[i];
+	for (uint32_t i = 0; i < n; i++) {
+		const struct nbpf_host_prog *hp = progs[i];
 		uint64_t t0 = stats ? nbpf_stats_stamp() : 0, ret;
 
 		if (hp->func)
-			hp->func(r, sizeof(*r));
+			hp->func(ctx, len);
 		else
-			ncclbpf_program__run(hp->prog, r, sizeof(*r), &ret);
+			ncclbpf_program__run(hp->prog, ctx, len, &ret);
 		if (cm) {
 			atomic_fetch_add_explicit(&cm->prog[hp->slot].runs, 1, memory_order_relaxed);
 			if (stats)
@@ -414,6 +409,24 @@ static void run_programs(struct pctx *p, struct ncclbpf_coll_record *r)
 							  memory_order_relaxed);
 		}
 	}
+}
+
+/* Runs every profiler program of the current image; caller is in an epoch section. */
+static void run_programs(struct pctx *p, struct ncclbpf_coll_record *r)
+{
+	struct nbpf_image *img = atomic_load_explicit(&nbpf_host_published, memory_order_acquire);
+
+	if (img)
+		run_progs(p, img, img->profilers, img->n_profilers, r, sizeof(*r));
+}
+
+/* Runs every SEC("profiler/event") program of the current image; in an epoch section. */
+static void run_event_programs(struct pctx *p, struct ncclbpf_prof_event *ev)
+{
+	struct nbpf_image *img = atomic_load_explicit(&nbpf_host_published, memory_order_acquire);
+
+	if (img && img->n_prof_events)
+		run_progs(p, img, img->prof_events, img->n_prof_events, ev, sizeof(*ev));
 }
 
 /*
@@ -576,20 +589,81 @@ static void sweep_step(struct pctx *p)
 
 /* ---- callbacks --------------------------------------------------------- */
 
-/* Activation mask the current image needs (or NCCLBPF_PROFILER_MASK). */
-static int wanted_mask(void)
+/*
+ * Activation mask the current image needs (or NCCLBPF_PROFILER_MASK), for
+ * profiler ABI version abi: Coll for the telemetry; KernelCh too for
+ * SEC("profiler") programs (GPU time); with SEC("profiler/event")
+ * programs every type the version knows except the ones NCCL raises per
+ * proxy step or progress loop (NBPF_PROF_CHATTY: NCCLBPF_PROFILER_MASK
+ * asks for those).
+ */
+static int wanted_mask(int abi)
 {
 	const struct nbpf_settings *s = nbpf_host_settings();
 	struct nbpf_image *img;
-	int m;
+	int m = NBPF_PROF_COLL;
 
 	if (s->profiler_mask >= 0)
 		return s->profiler_mask;
 	nbpf_epoch_enter();
 	img = atomic_load_explicit(&nbpf_host_published, memory_order_acquire);
-	m = img && img->n_profilers ? NBPF_PROF_COLL | NBPF_PROF_KERNEL_CH : NBPF_PROF_COLL;
+	if (img && img->n_profilers)
+		m |= NBPF_PROF_KERNEL_CH;
+	if (img && img->n_prof_events)
+		m |= (int)(nbpf_prof_types_of(abi) & ~(uint32_t)NBPF_PROF_CHATTY);
 	nbpf_epoch_exit();
 	return m;
+}
+
+/* Whether the current image has SEC("profiler/event") programs; in an epoch section. */
+static bool events_wanted(void)
+{
+	struct nbpf_image *img = atomic_load_explicit(&nbpf_host_published, memory_order_acquire);
+
+	return img && img->n_prof_events;
+}
+
+/* Counts an event NCCL started, on the cache lines of the thread kind that raises it. */
+static void count_event(struct pctx *p, uint32_t type)
+{
+	if (p->comm && type && !(type & (type - 1)) && type < 1u << NBPF_PROF_EVENT_TYPES)
+		atomic_fetch_add_explicit(&p->comm->prof_events[nbpf_prof_proxy_side(type)]
+					   .n[__builtin_ctz(type)], 1, memory_order_relaxed);
+}
+
+/* The event record of slot e for event programs, from descriptor d. */
+static void rec_fill(struct pctx *p, struct pev *e, int abi, const void *d, uint64_t now)
+{
+	struct pctx *pp;
+	uint64_t pw;
+	struct pev *parent = handle_get(descr_parent(d), &pp, &pw);
+
+	nbpf_prof_event_decode(abi, d, p->n_ranks, &e->rec);
+	e->rec.comm_id = p->comm_id;
+	e->rec.start_ns = now;
+	e->rec.parent_type = parent ? atomic_load_explicit(&parent->type, memory_order_relaxed) : 0;
+	atomic_store_explicit(&e->st_mask, 0, memory_order_relaxed);
+	atomic_store_explicit(&e->st_last, UINT32_MAX, memory_order_relaxed);
+	atomic_store_explicit(&e->st_appended, 0, memory_order_relaxed);
+	atomic_store_explicit(&e->st_bytes, 0, memory_order_relaxed);
+}
+
+/* The record of slot e once stopped at now: start's and the states recorded since. */
+static void rec_finish(struct pev *e, uint64_t now, struct ncclbpf_prof_event *out)
+{
+	uint64_t bytes = atomic_load_explicit(&e->st_bytes, memory_order_acquire);
+
+	*out = e->rec;
+	out->dur_ns = now > out->start_ns ? now - out->start_ns : 0;
+	out->states = atomic_load_explicit(&e->st_mask, memory_order_acquire);
+	out->last_state = atomic_load_explicit(&e->st_last, memory_order_relaxed);
+	out->appended = atomic_load_explicit(&e->st_appended, memory_order_relaxed);
+	if (bytes)
+		out->n_bytes = bytes;
+	if (out->type == NBPF_PROF_KERNEL_CH || out->type == NBPF_PROF_KERNEL_PHASE)
+		out->gpu_stop_ns = atomic_load_explicit(&e->k_stop, memory_order_acquire);
+	if (out->gpu_start_ns && out->gpu_stop_ns >= out->gpu_start_ns && out->gpu_stop_ns)
+		out->flags |= NCCLBPF_EVF_GPU_TIMED;
 }
 
 static void coll_fill(struct pctx *p, struct pev *e, int abi, const void *d, uint32_t *kch)
@@ -620,6 +694,7 @@ static void coll_fill(struct pctx *p, struct pev *e, int abi, const void *d, uin
 static nbpf_nccl_result_t start_event(void *ctx, int abi, void **handle, const void *d)
 {
 	uint32_t type, idx, kch = 0, gen;
+	bool rec;
 	struct pctx *p;
 	struct pev *e;
 
@@ -629,15 +704,18 @@ static nbpf_nccl_result_t start_event(void *ctx, int abi, void **handle, const v
 	if (!ctx || !d)
 		return NBPF_NCCL_SUCCESS;
 	type = descr_type(abi, d);
-	if (type != NBPF_PROF_COLL && type != NBPF_PROF_KERNEL_CH && type != NBPF_PROF_GROUP &&
-	    type != NBPF_PROF_PROXY_OP && type != NBPF_PROF_PROXY_STEP)
-		return NBPF_NCCL_SUCCESS; /* untracked: NCCL skips stop/record for it */
 	nbpf_epoch_enter();
 	p = ctx_get(ctx);
 	if (!p)
 		goto out; /* finalized (or never ours): no event */
+	count_event(p, type);
+	/* Other types are tracked only for event programs; NCCL skips stop/record for NULL. */
+	rec = events_wanted();
+	if (!rec && type != NBPF_PROF_COLL && type != NBPF_PROF_KERNEL_CH && type != NBPF_PROF_GROUP &&
+	    type != NBPF_PROF_PROXY_OP && type != NBPF_PROF_PROXY_STEP)
+		goto out;
 	if (type == NBPF_PROF_COLL) {
-		int m = wanted_mask();
+		int m = wanted_mask(abi);
 
 		if (p->mask_ptr && __atomic_load_n(p->mask_ptr, __ATOMIC_RELAXED) != m)
 			__atomic_store_n(p->mask_ptr, m, __ATOMIC_RELAXED);
@@ -662,7 +740,12 @@ static nbpf_nccl_result_t start_event(void *ctx, int abi, void **handle, const v
 		e->parent = (uint64_t)(uintptr_t)descr_parent(d);
 		e->k_start = descr_kch_start(abi, d);
 		atomic_store_explicit(&e->k_stop, 0, memory_order_relaxed);
+	} else if (type == NBPF_PROF_KERNEL_PHASE) {
+		atomic_store_explicit(&e->k_stop, 0, memory_order_relaxed); /* its start is in rec */
 	}
+	atomic_store_explicit(&e->has_rec, rec, memory_order_relaxed);
+	if (rec)
+		rec_fill(p, e, abi, d, nbpf_now_ns());
 	atomic_store_explicit(&e->w, W_MAKE(gen, EV_LIVE | (type == NBPF_PROF_COLL ? W_SELF : 0) |
 					    kch << 8), memory_order_release);
 	*handle = handle_make(p, idx, gen);
@@ -713,7 +796,9 @@ static bool event_stop(struct pev *e, uint64_t w, uint64_t *nw)
 
 static nbpf_nccl_result_t stop_event(void *handle)
 {
+	struct ncclbpf_prof_event ev;
 	uint64_t w, nw, t;
+	bool rec = false, has;
 	struct pctx *p;
 	struct pev *e;
 
@@ -723,9 +808,24 @@ static nbpf_nccl_result_t stop_event(void *handle)
 	e = handle_get(handle, &p, &w);
 	if (!e)
 		goto out;
+	has = atomic_load_explicit(&e->has_rec, memory_order_relaxed);
+	/* The clock only for what keeps a time: a Coll, an event's record. */
+	t = atomic_load_explicit(&e->type, memory_order_relaxed) == NBPF_PROF_COLL || has ?
+	    nbpf_now_ns() : 0;
 	if (atomic_load_explicit(&e->type, memory_order_relaxed) == NBPF_PROF_COLL) {
-		t = nbpf_now_ns();
+		/*
+		 * Read before the stop: once it drops the last reference the
+		 * slot may be completed and reused.  Only a live Coll's: it
+		 * holds its own reference, so nothing completes it meanwhile
+		 * (a stopped one, under a duplicate stop, may be completed by
+		 * its last channel); and the copy is used only if this stop
+		 * wins.
+		 */
+		has = has && W_STATE(w) == EV_LIVE;
+		if (has)
+			rec_finish(e, t, &ev);
 		if (event_stop(e, w, &nw)) {
+			rec = has;
 			atomic_store_explicit(&e->host_stop, t, memory_order_release);
 			if (!W_REFS(nw))
 				coll_complete(p, (uint32_t)(e - p->ev), true);
@@ -733,34 +833,79 @@ static nbpf_nccl_result_t stop_event(void *handle)
 	} else if (event_stop(e, w, &nw)) {
 		if (atomic_load_explicit(&e->type, memory_order_relaxed) == NBPF_PROF_KERNEL_CH)
 			kch_finish(e);
+		if ((rec = has))
+			rec_finish(e, t, &ev);
 		pool_push(p, (uint32_t)(e - p->ev));
 	}
+	if (rec)
+		run_event_programs(p, &ev);
 out:
 	nbpf_epoch_exit();
 	return NBPF_NCCL_SUCCESS;
 }
 
-static nbpf_nccl_result_t record_v4(void *handle, int state, nbpf_prof_state_args_v4_t *args)
+/*
+ * What recordEventState adds to a tracked event: the state (for event
+ * programs, which see every state recorded), and per state its argument:
+ * a KernelCh's or KernelPhase's stop time, a ProxyStep's (v1..v3 also a
+ * ProxyOp's) bytes, a ProxyCtrl's appended ops.  bytes, appended and
+ * timer are what args held for that state (0 / NULL when none).
+ */
+static void record_state(void *handle, int state, uint64_t bytes, uint32_t appended,
+			 const uint64_t *timer)
 {
 	struct pctx *p;
 	struct pev *e;
 	uint64_t w;
+	uint32_t type;
 
-	if (!handle || state != NBPF_PROF_STATE_KERNEL_CH_STOP || !args)
-		return NBPF_NCCL_SUCCESS;
+	if (!handle)
+		return;
 	nbpf_epoch_enter();
+	/* Only stop times matter without event programs: nothing else to look up. */
+	if (!timer && !events_wanted())
+		goto out;
 	e = handle_get(handle, &p, &w);
-	if (e && W_STATE(w) == EV_LIVE &&
-	    atomic_load_explicit(&e->type, memory_order_relaxed) == NBPF_PROF_KERNEL_CH)
-		atomic_store_explicit(&e->k_stop, args->kernelCh.pTimer, memory_order_release);
+	if (!e || W_STATE(w) != EV_LIVE)
+		goto out;
+	type = atomic_load_explicit(&e->type, memory_order_relaxed);
+	if (timer && ((type == NBPF_PROF_KERNEL_CH && state == NBPF_PROF_STATE_KERNEL_CH_STOP) ||
+		      (type == NBPF_PROF_KERNEL_PHASE && state == NBPF_PROF_STATE_KERNEL_PHASE_STOP)))
+		atomic_store_explicit(&e->k_stop, *timer, memory_order_release);
+	if (atomic_load_explicit(&e->has_rec, memory_order_relaxed) && state >= 0 && state < 32) {
+		if (bytes)
+			atomic_store_explicit(&e->st_bytes, bytes, memory_order_relaxed);
+		if (appended)
+			atomic_store_explicit(&e->st_appended, appended, memory_order_relaxed);
+		atomic_store_explicit(&e->st_last, (uint32_t)state, memory_order_relaxed);
+		atomic_fetch_or_explicit(&e->st_mask, 1u << state, memory_order_release);
+	}
+out:
 	nbpf_epoch_exit();
+}
+
+/* NCCL's state numbers (abi_profiler.h): which argument member a state fills. */
+static bool state_is_step(int s) { return (s >= 8 && s <= 12) || s == 20; }
+static bool state_is_ctrl(int s) { return s >= 13 && s <= 18; }
+
+static nbpf_nccl_result_t record_v4(void *handle, int state, nbpf_prof_state_args_v4_t *args)
+{
+	bool timer = state == NBPF_PROF_STATE_KERNEL_CH_STOP || state == NBPF_PROF_STATE_KERNEL_PHASE_STOP;
+
+	/* Group API states come with no args. */
+	record_state(handle, state, args && state_is_step(state) ? args->proxyStep.transSize : 0,
+		     args && state_is_ctrl(state) ? (uint32_t)args->proxyCtrl.appendedProxyOps : 0,
+		     args && timer ? &args->kernelCh.pTimer : NULL);
 	return NBPF_NCCL_SUCCESS;
 }
 
-/* v1..v3 carry no KernelCh timestamps; states only matter to the proxy events. */
+/* v1..v3 carry no KernelCh timestamps; ProxyOp and ProxyStep states carry bytes. */
 static nbpf_nccl_result_t record_v1(void *handle, int state, nbpf_prof_state_args_v1_t *args)
 {
-	(void)handle; (void)state; (void)args;
+	record_state(handle, state, args && (state <= 7 || state_is_step(state)) && state >= 0 ?
+		     args->proxyOp.transSize : 0,
+		     args && state_is_ctrl(state) ? (uint32_t)args->proxyCtrl.appendedProxyOps : 0,
+		     NULL);
 	return NBPF_NCCL_SUCCESS;
 }
 
@@ -825,7 +970,7 @@ static nbpf_nccl_result_t prof_init(void **ctx, int abi, uint64_t comm_id, int *
 		goto fail;
 	}
 	if (mask)
-		__atomic_store_n(mask, wanted_mask(), __ATOMIC_RELAXED);
+		__atomic_store_n(mask, wanted_mask(abi), __ATOMIC_RELAXED);
 	nbpf_host_log(NBPF_NCCL_LOG_INFO, NBPF_NCCL_INIT | NBPF_NCCL_PROFILE,
 		      "profiler v%d ready for comm 0x%llx rank %d (mask 0x%x)", abi,
 		      (unsigned long long)comm_id, rank, mask ? __atomic_load_n(mask, __ATOMIC_RELAXED) : 0);
@@ -889,6 +1034,7 @@ START_FN(v3, nbpf_prof_descr_v3_t, 3)
 START_FN(v4, nbpf_prof_descr_v4_t, 4)
 START_FN(v5, nbpf_prof_descr_v5_t, 5)
 START_FN(v6, nbpf_prof_descr_v6_t, 6)
+START_FN(v7, nbpf_prof_descr_v7_t, 7)
 
 static nbpf_nccl_result_t init_v1(void **ctx, int *mask) { return prof_init(ctx, 1, 0, mask, 0, 0, -1, NULL); }
 static nbpf_nccl_result_t init_v2(void **ctx, int *mask) { return prof_init(ctx, 2, 0, mask, 0, 0, -1, NULL); }
@@ -915,6 +1061,13 @@ static nbpf_nccl_result_t init_v6(void **ctx, uint64_t comm_id, int *mask, const
 	return prof_init(ctx, 6, comm_id, mask, n_nodes, n_ranks, rank, logger);
 }
 
+static nbpf_nccl_result_t init_v7(void **ctx, uint64_t comm_id, int *mask, const char *name,
+				  int n_nodes, int n_ranks, int rank, nbpf_nccl_logger_t logger)
+{
+	(void)name;
+	return prof_init(ctx, 7, comm_id, mask, n_nodes, n_ranks, rank, logger);
+}
+
 #define PROF_TABLE(ver, rec) \
 	NBPF_EXPORT const nbpf_profiler_##ver##_t ncclProfiler_##ver = { \
 		.name = "ncclbpf", .init = init_##ver, .startEvent = start_##ver, \
@@ -926,3 +1079,4 @@ PROF_TABLE(v3, record_v1);
 PROF_TABLE(v4, record_v4);
 PROF_TABLE(v5, record_v4);
 PROF_TABLE(v6, record_v4);
+PROF_TABLE(v7, record_v4);

@@ -1,5 +1,5 @@
 /*
- * tuner.c - NCCL tuner plugin v2..v6: marshal getCollInfo into a struct
+ * tuner.c - NCCL tuner plugin v2..v7: marshal getCollInfo into a struct
  * ncclbpf_tuner_ctx, run the image's tuner program, apply its outputs by the
  * rules of docs/nccl-plugin-abi.md §2.3-2.4.
  *
@@ -124,12 +124,12 @@ static __attribute__((noinline, cold)) void stats_reset(struct nbpf_comm *cm, ui
 }
 
 /* Interpreted program (NCCLBPF_ENGINE=interp); out of line to keep the JIT path short. */
-static __attribute__((noinline)) uint64_t run_interp(const struct nbpf_host_prog *hp,
-						     struct ncclbpf_tuner_ctx *c)
+static __attribute__((noinline)) uint64_t run_interp(const struct nbpf_host_prog *hp, void *c,
+						     uint64_t len)
 {
 	uint64_t ret;
 
-	if (ncclbpf_program__run(hp->prog, c, sizeof(*c), &ret))
+	if (ncclbpf_program__run(hp->prog, c, len, &ret))
 		return UINT64_MAX;
 	return ret;
 }
@@ -166,15 +166,16 @@ static __attribute__((noinline, cold)) void analyse_prog(struct tuner_ctx *t,
 }
 
 /*
- * Enters an epoch section and finds the tuner program the comm's image
- * holds for call number seq: from the comm's cache while no publish or
- * activation intervenes (one version compare and one call-number compare),
- * else by walking the chain.  NULL (section already left) when there is
- * none: NCCL decides and nothing else is computed.  Otherwise the caller
- * fills the context and calls tuner_exec, which leaves the section.
+ * Enters an epoch section and finds the tuner program (chunk: the
+ * SEC("tuner/chunk") program) the comm's image holds for call number seq:
+ * from the comm's cache while no publish or activation intervenes (one
+ * version compare and one call-number compare), else by walking the
+ * chain.  NULL (section already left) when there is none: NCCL decides and
+ * nothing else is computed.  Otherwise the caller fills the context and
+ * calls prog_exec, which leaves the section.
  */
 static inline __attribute__((always_inline)) const struct nbpf_host_prog *
-tuner_begin(struct tuner_ctx *t, uint64_t seq)
+tuner_begin(struct tuner_ctx *t, uint64_t seq, bool chunk)
 {
 	const struct nbpf_host_prog *hp;
 
@@ -182,31 +183,32 @@ tuner_begin(struct tuner_ctx *t, uint64_t seq)
 	if (__builtin_expect(!nbpf_host_cache_hit(&t->cache, seq), 0)) {
 		const struct nbpf_image *img = nbpf_host_image_fill(&t->cache, seq);
 
+		/* Whichever call refills the cache, the next getCollInfo hits it. */
 		if (img && img->tuner && img->generation != t->ana_gen)
 			analyse_prog(t, img, img->tuner);
 	}
-	hp = t->cache.tuner;
+	hp = chunk ? t->cache.chunk : t->cache.tuner;
 	if (!hp)
 		section_exit(t);
 	return hp;
 }
 
 /*
- * Runs hp on c, counts the run and leaves the section tuner_begin entered
- * (the image and map values stay alive until then).  The only indirect
- * call is the JIT'd program; timing (two clock reads) only with
- * NCCLBPF_STATS=1.
+ * Runs hp (JIT entry func, NULL: interpreted) on c, counts the run and
+ * leaves the section tuner_begin entered (the image and map values stay
+ * alive until then).  The only indirect call is the JIT'd program; timing
+ * (two clock reads) only with NCCLBPF_STATS=1.
  */
 static inline __attribute__((always_inline)) uint64_t
-tuner_exec(struct tuner_ctx *t, const struct nbpf_host_prog *hp, struct ncclbpf_tuner_ctx *c)
+prog_exec(struct tuner_ctx *t, const struct nbpf_host_prog *hp, ncclbpf_func_t func, void *c,
+	  uint64_t len)
 {
 	struct nbpf_comm *cm = t->comm;
 	uint64_t t0 = 0, ret;
 
 	if (__builtin_expect(t->stats, 0))
 		t0 = nbpf_stats_stamp();
-	ret = __builtin_expect(t->cache.func != NULL, 1) ? t->cache.func(c, sizeof(*c))
-							  : run_interp(hp, c);
+	ret = __builtin_expect(func != NULL, 1) ? func(c, len) : run_interp(hp, c, len);
 	if (cm) {
 		if (__builtin_expect(atomic_load_explicit(&cm->stats_gen, memory_order_relaxed) !=
 				     t->cache.gen, 0))
@@ -343,7 +345,7 @@ static nbpf_nccl_result_t get_coll_info_table(void *ctx, int coll, size_t n_byte
 	count_call(t, coll);
 	if (!table || num_algo <= 0 || num_proto <= 0)
 		return calls_done(t);
-	if (!(hp = tuner_begin(t, seq)))
+	if (!(hp = tuner_begin(t, seq, false)))
 		return calls_done(t);
 	/* Compute only what the program can read ... */
 	if (t->ctx_use) {
@@ -355,7 +357,7 @@ static nbpf_nccl_result_t get_coll_info_table(void *ctx, int coll, size_t n_byte
 	} else {
 		ctx_keep(&c);
 	}
-	ret = tuner_exec(t, hp, &c);
+	ret = prog_exec(t, hp, t->cache.func, &c, sizeof(c));
 	/* ... and the rest only when applying an output depends on it. */
 	if (t->ctx_use & NBPF_CTX_PICK)
 		nbpf_tuner_apply_table(&c, ret, (float *)table, num_algo, num_proto, n_channels, &o);
@@ -389,7 +391,7 @@ static nbpf_nccl_result_t get_coll_info_v2(void *ctx, int coll, size_t n_bytes,
 		return NBPF_NCCL_SUCCESS;
 	seq = t->calls;
 	count_call(t, coll);
-	if (!(hp = tuner_begin(t, seq)))
+	if (!(hp = tuner_begin(t, seq, false)))
 		return calls_done(t);
 	ctx_fill(t, &c, seq, coll, n_bytes, num_pipe_ops, 0);
 	c.avail_mask = nbpf_tuner_v2_mask(coll_net, nvls);
@@ -397,11 +399,61 @@ static nbpf_nccl_result_t get_coll_info_v2(void *ctx, int coll, size_t n_bytes,
 	c.nccl_proto = protocol && *protocol >= 0 && *protocol < NCCLBPF_NUM_PROTOS ? *protocol : -1;
 	if (c.nccl_algo < 0 || c.nccl_proto < 0)
 		c.nccl_algo = c.nccl_proto = -1;
-	ret = tuner_exec(t, hp, &c);
+	ret = prog_exec(t, hp, t->cache.func, &c, sizeof(c));
 	nbpf_tuner_apply_v2(&c, ret, algorithm, protocol, n_channels, &o);
 	count_outcome(t, &o);
 	return calls_done(t);
 }
+
+/*
+ * getChunkSize (v6+): NCCL has planned a collective (or one channel's part
+ * of it) and proposes *chunk; the chunk program may replace it.  NCCL makes
+ * these calls on the thread that made the group's getCollInfo calls, after
+ * them, in the same order on every rank.  The image is the one the next
+ * getCollInfo will use (call number t->calls): that image cannot be pruned
+ * from under this rank while another rank still uses an older one, because
+ * the host prunes an activation only once every comm's count has passed it.
+ */
+static nbpf_nccl_result_t get_chunk_size(void *ctx, int coll, size_t n_bytes, int algo,
+					 int proto, int n_channels, size_t *chunk)
+{
+	struct tuner_ctx *t = ctx;
+	struct ncclbpf_chunk_ctx c;
+	struct nbpf_tuner_outcome o;
+	const struct nbpf_host_prog *hp;
+	uint64_t ret;
+
+	if (!t || !chunk)
+		return NBPF_NCCL_SUCCESS;
+	if (t->comm)
+		bump(&t->comm->chunk_calls);
+	if (!(hp = tuner_begin(t, t->calls, true)))
+		return NBPF_NCCL_SUCCESS;
+	c.n_bytes = n_bytes;
+	c.comm_id = t->comm_id;
+	c.call_seq = t->calls;
+	c.coll_type = (uint32_t)coll;
+	c.n_ranks = t->n_ranks;
+	c.n_nodes = t->n_nodes;
+	c.algo = algo;
+	c.proto = proto;
+	c.n_channels = n_channels > 0 ? (uint32_t)n_channels : 0;
+	c.nccl_chunk = *chunk > UINT32_MAX ? UINT32_MAX : (uint32_t)*chunk;
+	c.grain = nbpf_proto_grain(proto);
+	c.abi_version = (uint32_t)t->abi;
+	c.chunk_size = NCCLBPF_KEEP;
+	ret = prog_exec(t, hp, t->cache.chunk_func, &c, sizeof(c));
+	nbpf_chunk_apply(&c, ret, chunk, &o);
+	if (t->comm) {
+		if (o.applied)
+			bump(&t->comm->chunk_applied);
+		o.applied = false; /* `applied` counts getCollInfo tables */
+		count_outcome(t, &o);
+	}
+	return NBPF_NCCL_SUCCESS;
+}
+_Static_assert(sizeof(struct ncclbpf_chunk_ctx) == 64,
+	       "get_chunk_size assigns every field: update it with the struct");
 
 static nbpf_nccl_result_t init_v2(size_t n_ranks, size_t n_nodes, nbpf_nccl_logger_t logger,
 				  void **ctx)
@@ -437,6 +489,14 @@ static nbpf_nccl_result_t init_v6(void **ctx, uint64_t comm_id, size_t n_ranks, 
 	return tuner_init_common(ctx, 6, comm_id, n_ranks, n_nodes, logger, nvl);
 }
 
+static nbpf_nccl_result_t init_v7(void **ctx, uint64_t comm_id, size_t n_ranks, size_t n_nodes,
+				  nbpf_nccl_logger_t logger, nbpf_nvl_domain_info_v5_t *nvl,
+				  nbpf_tuner_constants_v7_t *constants)
+{
+	(void)constants;
+	return tuner_init_common(ctx, 7, comm_id, n_ranks, n_nodes, logger, nvl);
+}
+
 NBPF_EXPORT const nbpf_tuner_v2_t ncclTunerPlugin_v2 = {
 	.name = "ncclbpf", .init = init_v2, .getCollInfo = get_coll_info_v2, .destroy = tuner_fini,
 };
@@ -451,5 +511,9 @@ NBPF_EXPORT const nbpf_tuner_v5_t ncclTunerPlugin_v5 = {
 };
 NBPF_EXPORT const nbpf_tuner_v6_t ncclTunerPlugin_v6 = {
 	.name = "ncclbpf", .init = init_v6, .getCollInfo = get_coll_info_table, .finalize = tuner_fini,
-	.getChunkSize = NULL,
+	.getChunkSize = get_chunk_size,
+};
+NBPF_EXPORT const nbpf_tuner_v7_t ncclTunerPlugin_v7 = {
+	.name = "ncclbpf", .init = init_v7, .getCollInfo = get_coll_info_table, .finalize = tuner_fini,
+	.getChunkSize = get_chunk_size,
 };

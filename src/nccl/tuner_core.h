@@ -17,7 +17,9 @@
  *     (NCCL uses the value verbatim there, and the plugin cannot know the
  *     communicator's channel count);
  *   - anything else is refused (bit in outcome.refused) and NCCL's choice
- *     stands.
+ *     stands;
+ *   - getChunkSize: a chunk size of at least the protocol's grain replaces
+ *     NCCL's (nbpf_chunk_apply).
  */
 #ifndef NCCLBPF_TUNER_CORE_H
 #define NCCLBPF_TUNER_CORE_H
@@ -381,6 +383,37 @@ static inline void nbpf_tuner_apply_v2(const struct ncclbpf_tuner_ctx *c, uint64
 	nbpf_tuner_apply_channels(c, final_algo, n_channels, o);
 }
 
+/*
+ * The grain NCCL rounds a chunk size down to (ncclProtoGrainSize in
+ * NCCL's device.h): LL 16 bytes, LL128 32 x 8 / 16 x 15 x 8 = 1920, Simple
+ * 512; 0 for anything else.
+ */
+static inline uint32_t nbpf_proto_grain(int proto)
+{
+	return proto == NCCLBPF_PROTO_LL ? 16u : proto == NCCLBPF_PROTO_LL128 ? 1920u :
+	       proto == NCCLBPF_PROTO_SIMPLE ? 512u : 0u;
+}
+
+/*
+ * getChunkSize (tuner v6+): c->chunk_size replaces *chunk when it is at
+ * least one grain of the protocol.  NCCL itself lowers the answer to what
+ * its buffers hold and rounds it down to a multiple of the grain
+ * (calcCollChunking in enqueue.cc), so larger values are safe as they are;
+ * a smaller one would round down to 0, and NCCL divides by the chunk size,
+ * so it is refused (NBPF_REFUSE_RANGE) and NCCL's chunk stands.
+ */
+static inline void nbpf_chunk_apply(const struct ncclbpf_chunk_ctx *c, uint64_t ret,
+				    size_t *chunk, struct nbpf_tuner_outcome *o)
+{
+	if (!nbpf_tuner_ret_ok(ret, o) || c->chunk_size == NCCLBPF_KEEP)
+		return;
+	if (!c->grain || c->chunk_size < 0 || (uint32_t)c->chunk_size < c->grain)
+		o->refused |= 1u << NBPF_REFUSE_RANGE;
+	else {
+		*chunk = (size_t)c->chunk_size;
+		o->applied = true;
+	}
+}
 
 /* ---- which parts of its context does a program read? ---------------------- */
 

@@ -110,6 +110,30 @@ struct nbpf_tele_tuner *nbpf_tele_tuner(struct nbpf_tele_set *s, uint64_t comm_i
 	return t;
 }
 
+struct nbpf_tele_events *nbpf_tele_events(struct nbpf_tele_set *s, uint64_t comm_id)
+{
+	struct nbpf_tele_events *e;
+
+	for (size_t i = 0; i < s->n_events; i++)
+		if (s->events[i].comm_id == comm_id)
+			return &s->events[i];
+	e = grow((void **)&s->events, &s->n_events, &s->cap_events, sizeof(*e));
+	if (e)
+		e->comm_id = comm_id;
+	return e;
+}
+
+const char *nbpf_tele_event_name(int bit)
+{
+	static const char *const names[NBPF_TELE_EVENTS] = {
+		"Group", "Coll", "P2p", "ProxyOp", "ProxyStep", "ProxyCtrl", "KernelCh",
+		"NetPlugin", "GroupApi", "CollApi", "P2pApi", "KernelLaunch", "CeColl", "CeSync",
+		"CeBatch", "KernelPhase",
+	};
+
+	return bit >= 0 && bit < NBPF_TELE_EVENTS ? names[bit] : "other";
+}
+
 struct nbpf_tele_prog *nbpf_tele_prog(struct nbpf_tele_set *s, const char *name,
 				      const char *hook, const char *tag)
 {
@@ -150,6 +174,7 @@ void nbpf_tele_free(struct nbpf_tele_set *s)
 	free(s->maps);
 	free(s->peers);
 	free(s->loads);
+	free(s->events);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -314,6 +339,19 @@ int nbpf_prom_write(FILE *f, const struct nbpf_tele_set *s)
 			fprintf(f, "ncclbpf_tuner_refused_total{communicator=\"0x%016" PRIx64
 				   "\",reason=\"%s\"} %" PRIu64 "\n",
 				s->tuners[i].comm_id, refuse_names[r], s->tuners[i].refused[r]);
+
+	/* Only with profiler contexts that counted events. */
+	for (size_t i = 0, head = 0; i < s->n_events; i++)
+		for (int b = 0; b < NBPF_TELE_EVENTS; b++) {
+			if (!s->events[i].n[b])
+				continue;
+			if (!head++)
+				family(f, "ncclbpf_profiler_events_total", "counter",
+				       "Profiler events NCCL started, by type, summed over ranks.");
+			fprintf(f, "ncclbpf_profiler_events_total{communicator=\"0x%016" PRIx64
+				   "\",type=\"%s\"} %" PRIu64 "\n", s->events[i].comm_id,
+				nbpf_tele_event_name(b), s->events[i].n[b]);
+		}
 
 	family(f, "ncclbpf_program_runs_total", "counter", "Policy program runs.");
 	for (size_t i = 0; i < s->n_progs; i++) {

@@ -40,6 +40,13 @@ struct nbpf_tele_tuner {
 	uint64_t refused[NBPF_TELE_REFUSE];
 };
 
+/* Profiler events NCCL started for one communicator (summed over its ranks), by type bit. */
+#define NBPF_TELE_EVENTS 16
+struct nbpf_tele_events {
+	uint64_t comm_id;
+	uint64_t n[NBPF_TELE_EVENTS];
+};
+
 struct nbpf_tele_prog {
 	char name[64], hook[16], tag[20];
 	uint64_t runs, ns;
@@ -90,6 +97,8 @@ struct nbpf_tele_set {
 	size_t n_peers, cap_peers;
 	struct nbpf_tele_loads *loads;
 	size_t n_loads, cap_loads;
+	struct nbpf_tele_events *events;
+	size_t n_events, cap_events;
 	uint32_t processes;
 };
 
@@ -105,6 +114,10 @@ struct nbpf_tele_map *nbpf_tele_map(struct nbpf_tele_set *s, const char *name);
 struct nbpf_tele_peer *nbpf_tele_peer(struct nbpf_tele_set *s, const char *peer);
 /* The entry for a process, created zeroed on first use; NULL on allocation failure. */
 struct nbpf_tele_loads *nbpf_tele_loads(struct nbpf_tele_set *s, uint64_t pid);
+/* The profiler events of a communicator, created zeroed on first use; NULL on allocation failure. */
+struct nbpf_tele_events *nbpf_tele_events(struct nbpf_tele_set *s, uint64_t comm_id);
+/* NCCL's name of event type bit i ("Coll", "CeColl", ...). */
+const char *nbpf_tele_event_name(int bit);
 void nbpf_tele_free(struct nbpf_tele_set *s);
 
 /* Labels: "AllReduce", "RING", "LL128", "4M" ("other"/"unknown" for the last slots). */

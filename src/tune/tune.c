@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * tune.c - the sweep: for each collective and size, NCCL's default and
- * every offered (algorithm, protocol, channels) cell, repeated, with the
- * forced cell written into the sweep policy's map between runs.
+ * every offered (algorithm, protocol, channels, chunk size) cell, repeated,
+ * with the forced cell written into the sweep policy's map between runs.
  *
  * Repetitions are interleaved (one run of every cell, then the next
  * round), so a drift of the machine during the sweep falls on every cell
@@ -24,7 +24,8 @@
 
 /* The sweep policy's maps in each process of the back-end (one per rank process). */
 struct tune_maps {
-	struct ncclbpf_map *cell[TUNE_MAX_PROCS], *seen[TUNE_MAX_PROCS];
+	/* chunk: NULL in sweep objects before it */
+	struct ncclbpf_map *cell[TUNE_MAX_PROCS], *seen[TUNE_MAX_PROCS], *chunk[TUNE_MAX_PROCS];
 	int n;
 };
 
@@ -35,13 +36,18 @@ static void maps_close(struct tune_maps *m)
 			ncclbpf_map__put(m->cell[i]);
 		if (m->seen[i])
 			ncclbpf_map__put(m->seen[i]);
+		if (m->chunk[i])
+			ncclbpf_map__put(m->chunk[i]);
 	}
 	memset(m, 0, sizeof(*m));
 }
 
-/* sweep_cell and sweep_seen of one process into *cell, *seen (the caller puts them). */
-static int maps_open_one(int pid, struct ncclbpf_map **cell, struct ncclbpf_map **seen, char *err,
-			 size_t errlen)
+/*
+ * sweep_cell, sweep_seen and (where the object has it) sweep_chunk_seen of
+ * one process into *cell, *seen, *chunk (the caller puts them).
+ */
+static int maps_open_one(int pid, struct ncclbpf_map **cell, struct ncclbpf_map **seen,
+			 struct ncclbpf_map **chunk, char *err, size_t errlen)
 {
 	struct nbpf_ctl_msg msg;
 	const char *em = NULL;
@@ -58,7 +64,8 @@ static int maps_open_one(int pid, struct ncclbpf_map **cell, struct ncclbpf_map 
 
 		if (strcmp(r->kind, "map") || !name || !path)
 			continue;
-		slot = !strcmp(name, "sweep_cell") ? cell : !strcmp(name, "sweep_seen") ? seen : NULL;
+		slot = !strcmp(name, "sweep_cell") ? cell : !strcmp(name, "sweep_seen") ? seen :
+		       !strcmp(name, "sweep_chunk_seen") ? chunk : NULL;
 		if (!slot || *slot)
 			continue;
 		ret = ncclbpf_map__open_path(path, true, slot);
@@ -71,7 +78,9 @@ static int maps_open_one(int pid, struct ncclbpf_map **cell, struct ncclbpf_map 
 	}
 	if (!ret && (ncclbpf_map__value_size(*cell) != sizeof(struct tune_sweep_cell) ||
 		     ncclbpf_map__value_size(*seen) != sizeof(struct tune_sweep_seen) ||
-		     ncclbpf_map__max_entries(*seen) < TUNE_NUM_COLLS * TUNE_NUM_BUCKETS)) {
+		     ncclbpf_map__max_entries(*seen) < TUNE_NUM_COLLS * TUNE_NUM_BUCKETS ||
+		     (*chunk && (ncclbpf_map__value_size(*chunk) != sizeof(struct tune_sweep_chunk_seen) ||
+				 ncclbpf_map__max_entries(*chunk) < TUNE_NUM_COLLS * TUNE_NUM_BUCKETS)))) {
 		snprintf(err, errlen, "the sweep policy's maps have another shape than this tool expects");
 		ret = -EPROTO;
 	}
@@ -86,17 +95,17 @@ static int maps_open(const struct tune_be *be, struct tune_maps *m, char *err, s
 
 	memset(m, 0, sizeof(*m));
 	for (int i = 0; i < be->n_pids && !ret; i++, m->n++)
-		ret = maps_open_one(be->pids[i], &m->cell[i], &m->seen[i], err, errlen);
+		ret = maps_open_one(be->pids[i], &m->cell[i], &m->seen[i], &m->chunk[i], err, errlen);
 	if (ret)
 		maps_close(m);
 	return ret;
 }
 
 /* The same cell in every process, before any of them runs a collective with it. */
-static int force_cell(struct tune_maps *m, int algo, int proto, int nch)
+static int force_cell(struct tune_maps *m, int algo, int proto, int nch, uint32_t chunk)
 {
 	struct tune_sweep_cell c = { .enabled = algo >= 0, .algo = algo, .proto = proto,
-				     .n_channels = nch };
+				     .n_channels = nch, .chunk = chunk };
 	uint32_t zero = 0;
 	int ret = 0;
 
@@ -142,35 +151,79 @@ static void meas_finish(struct tune_meas *m, const double *x, int n, int coll, u
 	m->busbw = m->mean_us > 0 ? (double)bytes / (m->mean_us * 1e3) * tune_bus_factor(coll, n_ranks) : 0;
 }
 
+/* Process i's getChunkSize calls and applied chunks so far over every part bucket of coll. */
+struct chunk_sum {
+	uint64_t calls[TUNE_NUM_BUCKETS], applied;
+};
+
+static void read_chunks(struct tune_maps *m, int i, int coll, struct chunk_sum *s)
+{
+	memset(s, 0, sizeof(*s));
+	for (uint32_t b = 0; m->chunk[i] && b < TUNE_NUM_BUCKETS; b++) {
+		struct tune_sweep_chunk_seen v;
+		uint32_t key = (uint32_t)coll * TUNE_NUM_BUCKETS + b;
+
+		if (!ncclbpf_map__lookup(m->chunk[i], &key, &v)) {
+			s->calls[b] = v.calls;
+			s->applied += v.applied;
+		}
+	}
+}
+
 /*
- * One run with the cell forced (algo -1: nothing forced).  *ok is false
+ * One run of cell c forced (c->algo -1: nothing forced).  *ok is false
  * when the plugin did not apply the forced cell (NCCL does not offer it
- * for this call): such a run measured NCCL's pick, not the cell.
+ * for this call) or, with a chunk size forced, did not apply it to every
+ * getChunkSize of the run (a chunk below the protocol's grain), in any
+ * process: such a run measured something else.  A NCCL that asks for no
+ * chunk at all (a tuner before v6) is an error: nothing can be swept.  The
+ * part buckets NCCL asked chunks for are added to c->parts.
  */
-static int run_cell(struct tune_be *be, struct tune_maps *m, int coll, uint64_t bytes, int algo,
-		    int proto, int nch, double *us, bool *ok, char *err, size_t errlen)
+static int run_cell(struct tune_be *be, struct tune_maps *m, int coll, uint64_t bytes,
+		    struct tune_meas *c, double *us, bool *ok, char *err, size_t errlen)
 {
 	struct tune_sweep_seen before[TUNE_MAX_PROCS] = { 0 }, after;
-	int ret = force_cell(m, algo, proto, nch);
+	struct chunk_sum cb[TUNE_MAX_PROCS], ca;
+	uint64_t calls = 0;
+	int ret = force_cell(m, c->algo, c->proto, c->n_channels, c->chunk);
 
 	if (ret) {
 		snprintf(err, errlen, "writing sweep_cell: %s", strerror(-ret));
 		return ret;
 	}
-	for (int i = 0; i < m->n; i++)
+	for (int i = 0; i < m->n; i++) {
 		read_seen_one(m, i, coll, bytes, &before[i]);
+		read_chunks(m, i, coll, &cb[i]);
+	}
 	ret = be->run(be, coll, bytes, us, err, errlen);
 	if (ret)
 		return ret;
 	/* Applied in every process, on every call of the run. */
 	*ok = true;
 	for (int i = 0; i < m->n; i++) {
+		uint64_t n = 0;
+
 		memset(&after, 0, sizeof(after));
 		read_seen_one(m, i, coll, bytes, &after);
-		*ok = *ok && (algo < 0 ? after.calls > before[i].calls
-				       : after.applied > before[i].applied &&
-					 after.applied - before[i].applied ==
-					 after.calls - before[i].calls);
+		read_chunks(m, i, coll, &ca);
+		for (int b = 0; b < TUNE_NUM_BUCKETS; b++) {
+			n += ca.calls[b] - cb[i].calls[b];
+			if (ca.calls[b] > cb[i].calls[b])
+				c->parts |= 1u << b;
+		}
+		*ok = *ok && (c->algo < 0 ? after.calls > before[i].calls
+					  : after.applied > before[i].applied &&
+					    after.applied - before[i].applied ==
+					    after.calls - before[i].calls);
+		if (c->chunk)
+			*ok = *ok && ca.applied - cb[i].applied == n;
+		calls += n;
+	}
+	if (c->chunk && !calls) {
+		snprintf(err, errlen, "%s %llu B: NCCL asked for no chunk size (getChunkSize comes with "
+			 "tuner v6, NCCL 2.30): --chunks cannot be swept here", emu_coll_name(coll),
+			 (unsigned long long)bytes);
+		return -EOPNOTSUPP;
 	}
 	return 0;
 }
@@ -189,7 +242,8 @@ static int measure_point(const struct tune_opts *o, struct tune_be *be, struct t
 	pt->n_bytes = bytes;
 	pt->best = pt->choice = -1;
 	/* A first, unrecorded default run: warms up, and tells which cells NCCL offers. */
-	ret = run_cell(be, m, coll, bytes, -1, -1, 0, &us, &ok, err, errlen);
+	pt->def.algo = pt->def.proto = -1;
+	ret = run_cell(be, m, coll, bytes, &pt->def, &us, &ok, err, errlen);
 	if (ret)
 		return ret;
 	if (read_seen(m, coll, bytes, &seen) || !seen.calls) {
@@ -200,9 +254,9 @@ static int measure_point(const struct tune_opts *o, struct tune_be *be, struct t
 	pt->nccl_algo = seen.nccl_algo;
 	pt->nccl_proto = seen.nccl_proto;
 	pt->avail_mask = seen.avail_mask;
-	pt->cells = calloc(7 * 3 * TUNE_MAX_CHANS, sizeof(*pt->cells));
-	x = calloc((size_t)(7 * 3 * TUNE_MAX_CHANS + 1) * (size_t)o->reps, sizeof(*x));
-	cnt = calloc(7 * 3 * TUNE_MAX_CHANS + 1, sizeof(*cnt));
+	pt->cells = calloc(7 * 3 * TUNE_MAX_CHANS * TUNE_MAX_CHUNKS, sizeof(*pt->cells));
+	x = calloc((size_t)(7 * 3 * TUNE_MAX_CHANS * TUNE_MAX_CHUNKS + 1) * (size_t)o->reps, sizeof(*x));
+	cnt = calloc(7 * 3 * TUNE_MAX_CHANS * TUNE_MAX_CHUNKS + 1, sizeof(*cnt));
 	if (!pt->cells || !x || !cnt) {
 		ret = -ENOMEM;
 		snprintf(err, errlen, "out of memory");
@@ -213,18 +267,18 @@ static int measure_point(const struct tune_opts *o, struct tune_be *be, struct t
 			if (!(seen.avail_mask & (1u << (a * 3 + p))))
 				continue;
 			for (int c = 0; c < o->n_channels; c++)
-				pt->cells[ncells++] = (struct tune_meas){ .algo = a, .proto = p,
-									  .n_channels = o->channels[c] };
+				for (int k = 0; k < (o->n_chunks ? o->n_chunks : 1); k++)
+					pt->cells[ncells++] = (struct tune_meas){
+						.algo = a, .proto = p, .n_channels = o->channels[c],
+						.chunk = o->n_chunks ? o->chunks[k] : 0 };
 		}
 	pt->n_cells = ncells;
-	pt->def.algo = pt->def.proto = -1;
 	for (int r = 0; r < o->reps; r++) {
 		/* Slot 0 is the default, 1.. the cells. */
 		for (int i = 0; i <= ncells; i++) {
-			const struct tune_meas *c = i ? &pt->cells[i - 1] : &pt->def;
+			struct tune_meas *c = i ? &pt->cells[i - 1] : &pt->def;
 
-			ret = run_cell(be, m, coll, bytes, c->algo, c->proto, c->n_channels, &us, &ok,
-				       err, errlen);
+			ret = run_cell(be, m, coll, bytes, c, &us, &ok, err, errlen);
 			if (ret)
 				goto out;
 			if (ok)
@@ -239,7 +293,7 @@ static int measure_point(const struct tune_opts *o, struct tune_be *be, struct t
 	for (int i = 0; i < ncells; i++) {
 		const struct tune_meas *c = &pt->cells[i];
 
-		if (c->algo == pt->nccl_algo && c->proto == pt->nccl_proto && !c->n_channels) {
+		if (c->algo == pt->nccl_algo && c->proto == pt->nccl_proto && !c->n_channels && !c->chunk) {
 			double *ref = malloc(sizeof(*ref) * (size_t)(cnt[0] + cnt[i + 1]));
 
 			if (!ref) {
@@ -250,6 +304,7 @@ static int measure_point(const struct tune_opts *o, struct tune_be *be, struct t
 			memcpy(ref, x, sizeof(*ref) * (size_t)cnt[0]);
 			memcpy(ref + cnt[0], x + (size_t)(i + 1) * o->reps, sizeof(*ref) * (size_t)cnt[i + 1]);
 			meas_finish(&pt->def, ref, cnt[0] + cnt[i + 1], coll, bytes, n_ranks);
+			pt->def.parts |= c->parts;
 			free(ref);
 			break;
 		}
@@ -264,9 +319,10 @@ static int measure_point(const struct tune_opts *o, struct tune_be *be, struct t
 	if (pt->best >= 0 && pt->cells[pt->best].mean_us > 0)
 		pt->gain = pt->def.mean_us / pt->cells[pt->best].mean_us - 1.0;
 	pt->choice = tune_choose(&pt->def, pt->cells, ncells, o->min_gain);
-	/* NCCL's own cell with its own count is no change. */
+	/* NCCL's own cell with its own count and chunk is no change. */
 	if (pt->choice >= 0 && pt->cells[pt->choice].algo == pt->nccl_algo &&
-	    pt->cells[pt->choice].proto == pt->nccl_proto && !pt->cells[pt->choice].n_channels)
+	    pt->cells[pt->choice].proto == pt->nccl_proto && !pt->cells[pt->choice].n_channels &&
+	    !pt->cells[pt->choice].chunk)
 		pt->choice = -1;
 out:
 	free(x);
@@ -288,6 +344,13 @@ int tune_run(const struct tune_opts *o, struct tune_result *res, char *err, size
 	ret = maps_open(be, &m, err, errlen);
 	if (ret)
 		goto out;
+	for (int k = 0; k < o->n_chunks; k++)
+		for (int i = 0; o->chunks[k] && i < m.n; i++)
+			if (!m.chunk[i]) {
+				snprintf(err, errlen, "the sweep policy has no sweep_chunk_seen map: it cannot force chunk sizes");
+				ret = -EPROTO;
+				goto out;
+			}
 	res->n_ranks = be->n_ranks;
 	res->n_nodes = be->n_nodes;
 	snprintf(res->backend_desc, sizeof(res->backend_desc), "%s", be->desc);
@@ -361,7 +424,7 @@ int tune_proto_from_name(const char *s)
 
 int tune_parse_skew(const char *s, struct tune_skew *sk)
 {
-	char buf[128], *f[4], *op, *slash, *end, *save = NULL;
+	char buf[128], *f[4], *op, *slash, *at, *end, *save = NULL;
 	int n = 0;
 
 	if (!s || strlen(s) >= sizeof(buf))
@@ -381,6 +444,16 @@ int tune_parse_skew(const char *s, struct tune_skew *sk)
 	sk->rel_nccl = *op == '~';
 	*op = 0;
 	*slash = 0;
+	sk->chunk = 0;
+	at = strchr(slash + 1, '@');
+	if (at) {
+		uint64_t v;
+
+		*at = 0;
+		if (emu_parse_size(at + 1, &v) || !v || v > UINT32_MAX)
+			return -EINVAL;
+		sk->chunk = (uint32_t)v;
+	}
 	sk->coll = emu_coll_from_name(f[0]);
 	sk->algo = tune_algo_from_name(f[3]);
 	sk->proto = tune_proto_from_name(slash + 1);

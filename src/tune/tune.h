@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * tune.h - `ncclbpf tune`: measure every (algorithm, protocol, channels)
- * cell per collective and size band through the plugin itself, keep
+ * tune.h - `ncclbpf tune`: measure every (algorithm, protocol, channels,
+ * chunk size) cell per collective and size band through the plugin itself, keep
  * NCCL's pick wherever the gain is inside the noise, and write the result
  * as a policy with a read-only table.
  *
@@ -28,12 +28,14 @@
 #define TUNE_NUM_BUCKETS 32
 #define TUNE_MAX_SKEWS   16
 #define TUNE_MAX_CHANS   8
+#define TUNE_MAX_CHUNKS  8
 #define TUNE_MAX_REPS    200
 
 /* The maps of policies/sweep.bpf.c (same layout). */
 struct tune_sweep_cell {
 	uint32_t enabled;
 	int32_t algo, proto, n_channels;
+	uint32_t chunk;
 };
 
 struct tune_sweep_seen {
@@ -42,15 +44,23 @@ struct tune_sweep_seen {
 	uint64_t calls, applied;
 };
 
+/* Per (collective, size bucket of a channel part): NCCL's getChunkSize calls. */
+struct tune_sweep_chunk_seen {
+	uint32_t nccl_chunk, reserved;
+	uint64_t calls, applied;
+};
+
 /*
  * A deliberate error of the emulator's "true" latency against NCCL's
  * model: within [lo, hi] bytes of coll, cell (algo, proto) takes factor x
  * its modelled time (rel_nccl false) or factor x the time of NCCL's own
- * pick (rel_nccl true: a near-tie when factor is close to 1).
+ * pick (rel_nccl true: a near-tie when factor is close to 1); with chunk
+ * set, only when NCCL plans the first channel's part with that chunk size.
  */
 struct tune_skew {
 	int coll, algo, proto;
 	uint64_t lo, hi;
+	uint32_t chunk;    /* 0: any chunk */
 	double factor;
 	bool rel_nccl;
 };
@@ -71,6 +81,8 @@ struct tune_opts {
 	uint64_t min_bytes, max_bytes;
 	int channels[TUNE_MAX_CHANS]; /* 0: NCCL's count */
 	int n_channels;
+	uint32_t chunks[TUNE_MAX_CHUNKS]; /* chunk sizes to force, 0: NCCL's (tuner v6+) */
+	int n_chunks;
 	int reps;                     /* repetitions per cell (>= 2) */
 	double min_gain;              /* a win must also beat NCCL by this fraction */
 	const char *sweep_obj;        /* policies/sweep.bpf.o */
@@ -95,6 +107,8 @@ struct tune_opts {
 /* One measured cell of one (coll, size). */
 struct tune_meas {
 	int algo, proto, n_channels; /* algo -1: NCCL's default (nothing forced) */
+	uint32_t chunk;               /* 0: NCCL's chunk size */
+	uint32_t parts;               /* bit b: NCCL asked for a chunk for a part of bucket b */
 	int n;
 	double mean_us, lo_us, hi_us; /* mean and its 95% confidence interval */
 	double busbw;                 /* GB/s at the mean */
@@ -128,8 +142,8 @@ void tune_mean_ci(const double *x, int n, double *mean, double *half);
  * pick.  A cell wins only when even the upper end of its interval beats
  * the lower end of the default's by more than min_gain (so the gain is
  * outside the noise); among the winners the lowest mean, and a forced
- * channel count only when it also wins that way against the same cell
- * with NCCL's count.
+ * chunk size or channel count only when it also wins that way against the
+ * same cell with NCCL's chunk or count.
  */
 int tune_choose(const struct tune_meas *def, const struct tune_meas *cells, int n,
 		double min_gain);
@@ -154,7 +168,7 @@ void tune_print_table(FILE *f, const struct tune_result *res);
 /* Names */
 int tune_algo_from_name(const char *s);
 int tune_proto_from_name(const char *s);
-/* "COLL:LO:HI:ALGO/PROTO*F" or "...~F"; 0 or -EINVAL. */
+/* "COLL:LO:HI:ALGO/PROTO[@CHUNK]*F" or "...~F"; 0 or -EINVAL. */
 int tune_parse_skew(const char *s, struct tune_skew *sk);
 
 #endif

@@ -31,8 +31,15 @@ struct tune_be {
 int tune_be_emu_open(const struct tune_opts *o, struct tune_be **be, char *err, size_t errlen);
 int tune_be_nccl_open(const struct tune_opts *o, struct tune_be **be, char *err, size_t errlen);
 
-/* The emulator's "true" time of a decision (tune_emu.c; exposed for tests). */
+/*
+ * The emulator's "true" time of a decision (tune_emu.c; exposed for tests):
+ * chunk is the chunk size NCCL plans the first channel's part with,
+ * nccl_chunk the one it would have used itself (0, 0: no getChunkSize).
+ */
 double tune_emu_truth(const struct tune_emu_opts *e, int coll, uint64_t n_bytes, int algo,
-		      int proto, int n_channels);
+		      int proto, int n_channels, uint32_t chunk, uint32_t nccl_chunk);
+/* The same for what the emulator decided (d of emu_tuner_call). */
+double tune_emu_truth_of(const struct tune_emu_opts *e, int coll, uint64_t n_bytes,
+			 const struct emu_decision *d);
 
 #endif

@@ -19,15 +19,55 @@
 
 extern char **environ;
 
-static const char *cell_name(char *buf, size_t n, int algo, int proto, int nch)
+static const char *cell_name(char *buf, size_t n, const struct tune_meas *m)
 {
-	if (algo < 0)
-		snprintf(buf, n, "NCCL default");
-	else if (nch)
-		snprintf(buf, n, "%s/%s/%dch", emu_algo_name(algo), emu_proto_name(proto), nch);
-	else
-		snprintf(buf, n, "%s/%s", emu_algo_name(algo), emu_proto_name(proto));
+	int k;
+
+	if (m->algo < 0)
+		return snprintf(buf, n, "NCCL default"), buf;
+	k = snprintf(buf, n, "%s/%s", emu_algo_name(m->algo), emu_proto_name(m->proto));
+	if (m->n_channels && k > 0 && (size_t)k < n)
+		k += snprintf(buf + k, n - (size_t)k, "/%dch", m->n_channels);
+	if (m->chunk && k > 0 && (size_t)k < n)
+		snprintf(buf + k, n - (size_t)k, m->chunk % 1024 ? "/%uB" : "/%uK",
+			 m->chunk % 1024 ? m->chunk : m->chunk >> 10);
 	return buf;
+}
+
+/*
+ * The chunk sizes the deployed decisions imply, per (collective, size
+ * bucket of a channel part, algorithm x protocol): NCCL asks per part, not
+ * per collective, so every measured point contributes the part buckets
+ * NCCL asked about with the cell it deploys there (a chosen cell with its
+ * chunk, else NCCL's pick with NCCL's chunk, 0).  Two points that meet in
+ * one key wanting different chunks make it a conflict: NCCL's chunk then
+ * stands there (CHUNK_CONFLICT).  CHUNK_NONE: no point asked.
+ */
+#define CHUNK_CELLS    (7 * 3)
+#define CHUNK_KEYS     (TUNE_NUM_COLLS * TUNE_NUM_BUCKETS * CHUNK_CELLS)
+#define CHUNK_NONE     UINT32_MAX
+#define CHUNK_CONFLICT (UINT32_MAX - 1)
+
+static void chunk_table(const struct tune_result *res, uint32_t *t)
+{
+	for (int k = 0; k < CHUNK_KEYS; k++)
+		t[k] = CHUNK_NONE;
+	for (int i = 0; i < res->n_pts; i++) {
+		const struct tune_point *p = &res->pts[i];
+		const struct tune_meas *d = p->choice >= 0 ? &p->cells[p->choice] : &p->def;
+		int algo = p->choice >= 0 ? d->algo : p->nccl_algo;
+		int proto = p->choice >= 0 ? d->proto : p->nccl_proto;
+
+		if (algo < 0 || proto < 0)
+			continue;
+		for (int b = 0; b < TUNE_NUM_BUCKETS; b++) {
+			uint32_t *e = &t[(p->coll * TUNE_NUM_BUCKETS + b) * CHUNK_CELLS + algo * 3 + proto];
+
+			if (!(d->parts & (1u << b)))
+				continue;
+			*e = *e == CHUNK_NONE || *e == d->chunk ? d->chunk : CHUNK_CONFLICT;
+		}
+	}
 }
 
 static FILE *open_out(const struct tune_opts *o, const char *ext, char *path, size_t n,
@@ -44,8 +84,59 @@ static FILE *open_out(const struct tune_opts *o, const char *ext, char *path, si
 
 /* ---- the policy ------------------------------------------------------------- */
 
+/*
+ * The SEC("tuner/chunk") program and its table, when a deployed decision
+ * forces a chunk size somewhere (t: chunk_table's); nothing otherwise.
+ */
+static void write_chunk_source(FILE *f, const struct tune_opts *o, const uint32_t *t)
+{
+	int n = 0, conflicts = 0;
+
+	for (int k = 0; k < CHUNK_KEYS; k++) {
+		n += t[k] != CHUNK_NONE && t[k] != CHUNK_CONFLICT && t[k];
+		conflicts += t[k] == CHUNK_CONFLICT;
+	}
+	if (!n)
+		return;
+	fprintf(f, "\n"
+"/*\n"
+" * Chunk sizes (NCCL 2.30+, tuner v6+): NCCL asks once per channel part of a\n"
+" * collective, so the key is the part's size bucket and the cell NCCL runs.\n"
+" * An entry is a chunk size a measured cell won with; 0: NCCL's.  %d key(s)\n"
+" * where measured points disagreed keep NCCL's chunk.\n"
+" */\n"
+"#define TUNED_CELLS (NCCLBPF_NUM_ALGOS * NCCLBPF_NUM_PROTOS)\n"
+"#define TUNED_CHUNK_KEYS (TUNED_KEYS * TUNED_CELLS)\n\n"
+"static const __u32 tuned_chunks[TUNED_CHUNK_KEYS] = {\n", conflicts);
+	for (int k = 0; k < CHUNK_KEYS; k++) {
+		int cell = k % CHUNK_CELLS, key = k / CHUNK_CELLS;
+
+		if (t[k] == CHUNK_NONE || t[k] == CHUNK_CONFLICT || !t[k])
+			continue;
+		fprintf(f, "\t[(%d * NCCLBPF_SIZE_BUCKETS + %d) * TUNED_CELLS + NCCLBPF_ALGO_%s * NCCLBPF_NUM_PROTOS + NCCLBPF_PROTO_%s] = %u,\n",
+			key / TUNE_NUM_BUCKETS, key % TUNE_NUM_BUCKETS, emu_algo_name(cell / 3),
+			emu_proto_name(cell % 3), t[k]);
+	}
+	fprintf(f, "};\n\n"
+"SEC(\"tuner/chunk\")\n"
+"int %s_chunk(struct ncclbpf_chunk_ctx *ctx)\n"
+"{\n"
+"\t__u32 key;\n\n"
+"\tif (ctx->n_ranks != TUNED_RANKS || ctx->n_nodes != TUNED_NODES ||\n"
+"\t    ctx->coll_type >= NCCLBPF_NUM_COLLS || ctx->algo < 0 || ctx->algo >= NCCLBPF_NUM_ALGOS ||\n"
+"\t    ctx->proto < 0 || ctx->proto >= NCCLBPF_NUM_PROTOS)\n"
+"\t\treturn NCCLBPF_CHUNK_APPLY;\n"
+"\tkey = (ctx->coll_type * NCCLBPF_SIZE_BUCKETS + ncclbpf_size_bucket(ctx->n_bytes)) * TUNED_CELLS +\n"
+"\t      ctx->algo * NCCLBPF_NUM_PROTOS + ctx->proto;\n"
+"\tif (key < TUNED_CHUNK_KEYS && tuned_chunks[key])\n"
+"\t\tctx->chunk_size = (int)tuned_chunks[key];\n"
+"\treturn NCCLBPF_CHUNK_APPLY;\n"
+"}\n", o->name);
+}
+
 static void write_source(FILE *f, const struct tune_opts *o, const struct tune_result *res)
 {
+	uint32_t chunks[CHUNK_KEYS]; /* 13 KiB */
 	int changed = 0;
 
 	for (int i = 0; i < res->n_pts; i++)
@@ -111,8 +202,10 @@ static void write_source(FILE *f, const struct tune_opts *o, const struct tune_r
 "\tif (t->n_channels)\n"
 "\t\tctx->n_channels = t->n_channels;\n"
 "\treturn NCCLBPF_TUNER_APPLY;\n"
-"}\n\n"
-"char LICENSE[] SEC(\"license\") = \"Dual BSD/GPL\";\n", o->name);
+"}\n", o->name);
+	chunk_table(res, chunks);
+	write_chunk_source(f, o, chunks);
+	fprintf(f, "\nchar LICENSE[] SEC(\"license\") = \"Dual BSD/GPL\";\n");
 }
 
 static int run_clang(const char *clang, const char *inc, const char *src, const char *obj,
@@ -231,9 +324,9 @@ void tune_print_table(FILE *f, const struct tune_result *res)
 		snprintf(a, sizeof(a), "%s/%s", emu_algo_name(p->nccl_algo), emu_proto_name(p->nccl_proto));
 		fprintf(f, "%-13s %11llu  %-12s %21s  %-18s %21s %+7.1f%%  %s\n", emu_coll_name(p->coll),
 			(unsigned long long)p->n_bytes, a, dci,
-			best ? cell_name(b, sizeof(b), best->algo, best->proto, best->n_channels) : "-",
+			best ? cell_name(b, sizeof(b), best) : "-",
 			best ? bci : "-", 100 * p->gain,
-			ch ? cell_name(c2, sizeof(c2), ch->algo, ch->proto, ch->n_channels) : "NCCL");
+			ch ? cell_name(c2, sizeof(c2), ch) : "NCCL");
 	}
 }
 
@@ -241,20 +334,20 @@ static void write_csv(FILE *f, const struct tune_result *res)
 {
 	char b[48];
 
-	fprintf(f, "coll,bytes,cell,algo,proto,n_channels,n,mean_us,lo_us,hi_us,busbw_gbps,nccl_pick,chosen\n");
+	fprintf(f, "coll,bytes,cell,algo,proto,n_channels,n,mean_us,lo_us,hi_us,busbw_gbps,nccl_pick,chosen,chunk\n");
 	for (int i = 0; i < res->n_pts; i++) {
 		const struct tune_point *p = &res->pts[i];
 
 		for (int k = -1; k < p->n_cells; k++) {
 			const struct tune_meas *m = k < 0 ? &p->def : &p->cells[k];
 
-			fprintf(f, "%s,%llu,%s,%s,%s,%d,%d,%.4f,%.4f,%.4f,%.4f,%d,%d\n", emu_coll_name(p->coll),
+			fprintf(f, "%s,%llu,%s,%s,%s,%d,%d,%.4f,%.4f,%.4f,%.4f,%d,%d,%u\n", emu_coll_name(p->coll),
 				(unsigned long long)p->n_bytes,
-				cell_name(b, sizeof(b), m->algo, m->proto, m->n_channels),
+				cell_name(b, sizeof(b), m),
 				k < 0 ? "-" : emu_algo_name(m->algo), k < 0 ? "-" : emu_proto_name(m->proto),
 				m->n_channels, m->n, m->mean_us, m->lo_us, m->hi_us, m->busbw,
-				k >= 0 && m->algo == p->nccl_algo && m->proto == p->nccl_proto && !m->n_channels,
-				k == p->choice);
+				k >= 0 && m->algo == p->nccl_algo && m->proto == p->nccl_proto && !m->n_channels &&
+				!m->chunk, k == p->choice, m->chunk);
 		}
 	}
 }
@@ -326,11 +419,12 @@ static void write_svg(FILE *f, const struct tune_result *res)
 
 				for (int j = 0; p->coll == c && j < p->n_cells; j++)
 					if (p->cells[j].algo == m0->algo && p->cells[j].proto == m0->proto &&
-					    p->cells[j].n_channels == m0->n_channels && p->cells[j].n >= 2)
+					    p->cells[j].n_channels == m0->n_channels &&
+					    p->cells[j].chunk == m0->chunk && p->cells[j].n >= 2)
 						fprintf(f, "%.1f,%.1f ", PX(tune_size_bucket(p->n_bytes)), PY(p->cells[j].busbw));
 			}
 			fprintf(f, "\"/>\n<text x=\"%d\" y=\"%d\" fill=\"%s\">%s</text>\n", W - R + 10,
-				y0 + T + 14 * (k + 1), col, cell_name(b, sizeof(b), m0->algo, m0->proto, m0->n_channels));
+				y0 + T + 14 * (k + 1), col, cell_name(b, sizeof(b), m0));
 		}
 		fprintf(f, "<polyline fill=\"none\" stroke=\"black\" stroke-width=\"2.5\" points=\"");
 		for (int i = 0; i < res->n_pts; i++)
@@ -343,8 +437,7 @@ static void write_svg(FILE *f, const struct tune_result *res)
 			if (p->coll == c && p->choice >= 0)
 				fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"red\"><title>%s</title></circle>\n",
 					PX(tune_size_bucket(p->n_bytes)), PY(p->cells[p->choice].busbw),
-					cell_name(b, sizeof(b), p->cells[p->choice].algo, p->cells[p->choice].proto,
-						  p->cells[p->choice].n_channels));
+					cell_name(b, sizeof(b), &p->cells[p->choice]));
 		}
 #undef PX
 #undef PY

@@ -10,7 +10,9 @@
  * wrong, and check that tune finds exactly those.  Channels: fewer than
  * the 16 the modelled node builds slow the bandwidth-bound part of a call
  * in proportion (an assumption; more than 16 change nothing, as in NCCL,
- * which treats the count as a maximum).
+ * which treats the count as a maximum).  Chunk sizes: NCCL's own is taken
+ * for the best, and every factor of two away from it costs 2% (an
+ * assumption; a skew with a chunk size plants the exceptions).
  */
 #include <errno.h>
 #include <math.h>
@@ -30,9 +32,10 @@ struct be_emu {
 };
 
 double tune_emu_truth(const struct tune_emu_opts *e, int coll, uint64_t n_bytes, int algo,
-		      int proto, int n_channels)
+		      int proto, int n_channels, uint32_t chunk, uint32_t nccl_chunk)
 {
 	float table[NBPF_NCCL_NUM_ALGORITHMS][NBPF_NCCL_NUM_PROTOCOLS];
+	bool skewed_chunk = false;
 	int na, np;
 	double t;
 
@@ -46,10 +49,13 @@ double tune_emu_truth(const struct tune_emu_opts *e, int coll, uint64_t n_bytes,
 		const struct tune_skew *s = &e->skews[i];
 
 		if (s->coll != coll || s->algo != algo || s->proto != proto || n_bytes < s->lo ||
-		    n_bytes > s->hi)
+		    n_bytes > s->hi || (s->chunk && s->chunk != chunk))
 			continue;
 		t = s->rel_nccl && na >= 0 ? s->factor * table[na][np] : s->factor * t;
+		skewed_chunk |= s->chunk != 0;
 	}
+	if (chunk && nccl_chunk && chunk != nccl_chunk && !skewed_chunk)
+		t *= 1.0 + 0.02 * fabs(log2((double)chunk / nccl_chunk));
 	if (n_channels > 0 && n_channels < 16) {
 		/* Weight of the bandwidth-bound part: ~0 for small, ~1 for large calls. */
 		double w = (double)n_bytes / ((double)n_bytes + (1 << 20));
@@ -57,6 +63,16 @@ double tune_emu_truth(const struct tune_emu_opts *e, int coll, uint64_t n_bytes,
 		t *= 1.0 + w * (16.0 / n_channels - 1.0);
 	}
 	return t;
+}
+
+double tune_emu_truth_of(const struct tune_emu_opts *e, int coll, uint64_t n_bytes,
+			 const struct emu_decision *d)
+{
+	uint32_t nccl_chunk = d->n_chunks ? emu_chunk_final(d->proto, d->chunks[0].max_chunk,
+							    d->chunks[0].nccl_chunk) : 0;
+
+	return tune_emu_truth(e, coll, n_bytes, d->algo, d->proto, d->n_channels,
+			      d->n_chunks ? d->chunk[0] : 0, nccl_chunk);
 }
 
 /* xorshift64* and Box-Muller: reproducible noise from the seed. */
@@ -86,7 +102,7 @@ static int emu_run(struct tune_be *be, int coll, uint64_t n_bytes, double *us, c
 		snprintf(err, errlen, "getCollInfo failed at %llu bytes", (unsigned long long)n_bytes);
 		return -EIO;
 	}
-	t = tune_emu_truth(&b->e, coll, n_bytes, d.algo, d.proto, d.n_channels);
+	t = tune_emu_truth_of(&b->e, coll, n_bytes, &d);
 	if (t < 0) {
 		snprintf(err, errlen, "%s %llu B: NCCL would run %s/%s, which has no cost",
 			 emu_coll_name(coll), (unsigned long long)n_bytes, emu_algo_name(d.algo),
@@ -117,7 +133,8 @@ int tune_be_emu_open(const struct tune_opts *o, struct tune_be **out, char *err,
 	}
 	b->e = o->emu;
 	b->rng = o->emu.seed ? o->emu.seed : 0x9e3779b97f4a7c15ull;
-	ret = emu_cli_tuner_open(&b->pl, &b->t, o->sweep_obj, 5, &b->e.topo, err, errlen);
+	/* The newest tuner ABI: NCCL 2.30's getChunkSize lets chunk sizes be swept. */
+	ret = emu_cli_tuner_open(&b->pl, &b->t, o->sweep_obj, 7, &b->e.topo, err, errlen);
 	if (ret) {
 		err[strcspn(err, "\n")] = 0;
 		free(b);

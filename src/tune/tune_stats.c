@@ -41,6 +41,32 @@ void tune_mean_ci(const double *x, int n, double *mean, double *half)
 	*half = t_quantile(n - 1) * sqrt(ss / (n - 1)) / sqrt((double)n);
 }
 
+/*
+ * pick, or the same cell with NCCL's chunk (chunk) or NCCL's channel count
+ * (!chunk) when pick forces one and does not beat that cell outside the
+ * noise while that cell beats the default too.
+ */
+static int prefer_nccl_own(const struct tune_meas *def, const struct tune_meas *cells, int n,
+			int pick, double min_gain, bool chunk)
+{
+	const struct tune_meas *p = pick >= 0 ? &cells[pick] : NULL;
+
+	if (!p || !(chunk ? p->chunk : (uint32_t)p->n_channels))
+		return pick;
+	for (int i = 0; i < n; i++) {
+		const struct tune_meas *c = &cells[i];
+
+		if ((chunk ? c->chunk : (uint32_t)c->n_channels) || c->algo != p->algo ||
+		    c->proto != p->proto || c->n < 2 ||
+		    (chunk ? c->n_channels != p->n_channels : c->chunk != p->chunk))
+			continue;
+		if (p->hi_us * (1.0 + min_gain) < c->lo_us)
+			return pick;
+		return c->hi_us * (1.0 + min_gain) < def->lo_us ? i : pick;
+	}
+	return pick;
+}
+
 int tune_choose(const struct tune_meas *def, const struct tune_meas *cells, int n,
 		double min_gain)
 {
@@ -64,21 +90,13 @@ int tune_choose(const struct tune_meas *def, const struct tune_meas *cells, int 
 			pick = i;
 	}
 	/*
-	 * A channel count is worth forcing only when it beats the same cell
-	 * with NCCL's own count outside the noise too; otherwise the cell with
-	 * NCCL's count, if it also wins against the default, changes less.
+	 * A chunk size, then a channel count, is worth forcing only when it
+	 * beats the same cell with NCCL's own chunk (count) outside the noise
+	 * too; otherwise that cell, if it also wins against the default,
+	 * changes less.
 	 */
-	for (int i = 0; pick >= 0 && cells[pick].n_channels && i < n; i++) {
-		const struct tune_meas *c = &cells[i], *p = &cells[pick];
-
-		if (c->n_channels || c->algo != p->algo || c->proto != p->proto || c->n < 2)
-			continue;
-		if (p->hi_us * (1.0 + min_gain) < c->lo_us)
-			break;
-		if (c->hi_us * (1.0 + min_gain) < def->lo_us)
-			pick = i;
-		break;
-	}
+	pick = prefer_nccl_own(def, cells, n, pick, min_gain, true);
+	pick = prefer_nccl_own(def, cells, n, pick, min_gain, false);
 	return pick;
 }
 

@@ -27,6 +27,7 @@ union descr {
 	nbpf_prof_descr_v4_t v4;
 	nbpf_prof_descr_v5_t v5;
 	nbpf_prof_descr_v6_t v6;
+	nbpf_prof_descr_v7_t v7;
 };
 
 __attribute__((unused)) static void set_hdr(union descr *d, int v, uint32_t type, void *parent, int rank)
@@ -51,6 +52,7 @@ __attribute__((unused)) static void *start(struct prof *p, union descr *d)
 	case 4: ((const nbpf_profiler_v4_t *)p->pl.table)->startEvent(p->ctx, &h, &d->v4); break;
 	case 5: ((const nbpf_profiler_v5_t *)p->pl.table)->startEvent(p->ctx, &h, &d->v5); break;
 	case 6: ((const nbpf_profiler_v6_t *)p->pl.table)->startEvent(p->ctx, &h, &d->v6); break;
+	case 7: ((const nbpf_profiler_v7_t *)p->pl.table)->startEvent(p->ctx, &h, &d->v7); break;
 	}
 	return h;
 }
@@ -150,6 +152,7 @@ __attribute__((unused)) static int prof_init(struct prof *p, uint64_t comm_id)
 	case 4: return ((const nbpf_profiler_v4_t *)p->pl.table)->init(&p->ctx, &p->mask, "c", comm_id, 1, 8, 3, emu_logger);
 	case 5: return ((const nbpf_profiler_v5_t *)p->pl.table)->init(&p->ctx, comm_id, &p->mask, NULL, 1, 8, 3, emu_logger);
 	case 6: return ((const nbpf_profiler_v6_t *)p->pl.table)->init(&p->ctx, comm_id, &p->mask, "c", 1, 8, 3, emu_logger);
+	case 7: return ((const nbpf_profiler_v7_t *)p->pl.table)->init(&p->ctx, comm_id, &p->mask, "c", 1, 8, 3, emu_logger);
 	}
 	return -1;
 }

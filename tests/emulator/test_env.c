@@ -1,7 +1,8 @@
 /*
  * test_env.c - the env plugin v1/v2: policy overrides, fallback to the real
  * environment, returned strings stable until the next call for that name,
- * fail-open init, finalize and re-load.
+ * fail-open init, finalize and re-load, and v2's logger carrying the
+ * plugin's messages.
  */
 #include "check.h"
 #include "emu_test.h"
@@ -20,10 +21,16 @@ static void run(int maxv)
 	CHECK_EQ_U64(pl.version, maxv);
 	e1 = pl.table;
 	e2 = pl.table;
+	emu_log_reset();
 	if (maxv == 2)
 		CHECK(e2->init(2, 30, 7, "", emu_logger) == 0);
 	else
 		CHECK(e1->init(2, 28, 9, "") == 0);
+	/* v2: the INFO line naming the loaded policy came through NCCL's logger. */
+	if (maxv == 2)
+		CHECK_STR_CONTAINS(emu_log_buf, "t_env.bpf.o");
+	else
+		CHECK_EQ_U64(strlen(emu_log_buf), 0);
 	const char *a = e1->getEnv("NCCL_ALGO");
 	const char *p = e1->getEnv("NCCL_PROTO");
 	const char *s = e1->getEnv("NCCL_DEBUG_SUBSYS");
@@ -44,7 +51,12 @@ static void run(int maxv)
 	CHECK(e1->finalize() == 0); /* tolerated */
 	emu_close(&pl);
 
-	/* Missing policy: init still succeeds, the real environment answers. */
+	/*
+	 * Missing policy: init still succeeds, the real environment answers.
+	 * v2 hands init NCCL's logger: the plugin's one WARN goes through it
+	 * (v1 gets none: stderr).
+	 */
+	emu_log_reset();
 	emu_set_policy("/nonexistent/env.bpf.o");
 	CHECK(emu_open(&pl, EMU_ENV, EMU_PLUGIN, maxv, err, sizeof(err)) == 0);
 	e1 = pl.table;
@@ -54,6 +66,9 @@ static void run(int maxv)
 	CHECK(a && !strcmp(a, "Tree"));
 	CHECK(e1->finalize() == 0);
 	emu_close(&pl);
+	CHECK_EQ_U64(emu_log_warns, maxv == 2 ? 1 : 0);
+	if (maxv == 2)
+		CHECK_STR_CONTAINS(emu_log_buf, "/nonexistent/env.bpf.o");
 	unsetenv("NCCL_ALGO");
 }
 

@@ -210,6 +210,66 @@ static void test_edges(void)
 	CHECK(tab[RING][LL] > 0.0f);
 }
 
+/*
+ * The getChunkSize calls NCCL 2.30 makes (emu_chunk.c): the parts cover the
+ * collective's bytes exactly, NCCL's chunk never exceeds its buffer limit,
+ * and the chunks NCCL's formulas give where they are plain: Ring/Simple
+ * AllReduce 4 MiB / 8 steps x 4 = 2 MiB, Ring/LL 64 KiB / 2, Ring/LL128
+ * 614400 / 16 x 15 = 576000, NVLS capped at 128 KiB; 1 GiB on 16 channels:
+ * a first, a last and 14 middle parts of 64 MiB.
+ */
+static void test_chunk_model(void)
+{
+	const struct emu_topo topos[] = { { 8, 1, true, false }, { 32, 4, true, false },
+					  { 4, 4, false, false } };
+
+	for (size_t ti = 0; ti < sizeof(topos) / sizeof(topos[0]); ti++) {
+		const struct emu_topo *t = &topos[ti];
+
+		for (int coll = 0; coll < 5; coll++)
+			for (uint64_t n = 64; n <= (1ull << 32); n <<= 1)
+				for (int a = 0; a < 7; a++)
+					for (int p = 0; p < 3; p++) {
+						struct emu_chunk_call c[EMU_MAX_CHUNK_CALLS];
+						uint64_t sum = 0;
+						int k;
+
+						if (!offered(t, coll, a, p))
+							continue;
+						k = emu_chunk_calls(t, coll, n, a, p, 0, c);
+						CHECK_MSG(k >= 1 && k <= 3, "%d calls", k);
+						for (int i = 0; i < k; i++) {
+							sum += c[i].n_bytes * (uint64_t)c[i].n_parts;
+							CHECK(c[i].n_channels == 1 && c[i].n_parts >= 1);
+							CHECK_MSG(c[i].nccl_chunk > 0 && c[i].nccl_chunk <= c[i].max_chunk,
+								  "%s/%s chunk %u max %u", emu_algo_name(a),
+								  emu_proto_name(p), c[i].nccl_chunk, c[i].max_chunk);
+						}
+						CHECK_MSG(sum == n, "%zu %s %llu %s/%s: parts sum to %llu", ti,
+							  emu_coll_name(coll), (unsigned long long)n,
+							  emu_algo_name(a), emu_proto_name(p), (unsigned long long)sum);
+					}
+	}
+	struct emu_chunk_call c[EMU_MAX_CHUNK_CALLS];
+	const struct emu_topo t8 = { 8, 1, true, false };
+
+	CHECK_EQ_U64(emu_chunk_calls(&t8, AR, 1ull << 30, RING, SIMPLE, 0, c), 3);
+	CHECK(c[0].nccl_chunk == 2u << 20 && c[0].max_chunk == 2u << 20);
+	CHECK(c[0].n_bytes == 64u << 20 && c[1].n_bytes == 64u << 20 && c[2].n_bytes == 64u << 20);
+	CHECK(c[0].n_parts == 1 && c[1].n_parts == 1 && c[2].n_parts == 14);
+	CHECK(emu_chunk_calls(&t8, AR, 1ull << 30, RING, LL, 0, c) >= 1 && c[0].nccl_chunk == 32768);
+	CHECK(emu_chunk_calls(&t8, AR, 1ull << 30, RING, LL128, 0, c) >= 1 && c[0].nccl_chunk == 576000);
+	CHECK(emu_chunk_calls(&t8, AR, 1ull << 30, NVLS, SIMPLE, 0, c) >= 1 && c[0].nccl_chunk == 128u << 10);
+	/* A plugin's channel count changes the parts: 4 channels of 256 MiB. */
+	CHECK_EQ_U64(emu_chunk_calls(&t8, AR, 1ull << 30, RING, SIMPLE, 4, c), 3);
+	CHECK(c[0].n_bytes == 256u << 20 && c[2].n_parts == 2);
+	/* NCCL lowers an answer to its buffer and rounds it down to the grain. */
+	CHECK_EQ_U64(emu_chunk_final(SIMPLE, 2u << 20, 1u << 30), 2u << 20);
+	CHECK_EQ_U64(emu_chunk_final(SIMPLE, 2u << 20, 1000), 512);
+	CHECK_EQ_U64(emu_chunk_final(LL128, 576000, 5000), 3840);
+	CHECK_EQ_U64(emu_chunk_final(LL, 32768, 15), 0);
+}
+
 int main(void)
 {
 	test_one_node();
@@ -217,5 +277,6 @@ int main(void)
 	test_multi_node();
 	test_one_gpu_per_node();
 	test_edges();
+	test_chunk_model();
 	return check_summary("emulator_model");
 }

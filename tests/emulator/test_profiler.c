@@ -187,7 +187,7 @@ static void test_no_policy_and_bad(void)
 
 int main(void)
 {
-	for (int v = 1; v <= 6; v++)
+	for (int v = 1; v <= 7; v++)
 		test_version(v);
 	test_no_policy_and_bad();
 	return check_summary("emulator_profiler");

@@ -44,7 +44,7 @@ static void cheapest(int coll, uint64_t n, int algo, int proto, int *oa, int *op
 
 static void test_versions(void)
 {
-	for (int v = 2; v <= 6; v++) {
+	for (int v = 2; v <= 7; v++) {
 		struct emu_plugin pl;
 		struct emu_tuner t;
 		int changed = 0;
@@ -264,32 +264,54 @@ static void *rank_thread(void *p)
 	return NULL;
 }
 
-static void test_rank_agreement(void)
+/*
+ * N_COMMS communicators of N_RANKS ranks (communicator c has id
+ * comm_base + c * step), each rank on its own thread running fn for calls
+ * calls into args[c][r].d.
+ */
+static void run_ranks(const struct emu_plugin *pl, struct rank_arg args[N_COMMS][N_RANKS],
+		      uint64_t comm_base, uint64_t step, int calls, void *(*fn)(void *))
 {
-	struct emu_plugin pl;
-	struct rank_arg args[N_COMMS][N_RANKS];
 	pthread_t th[N_COMMS][N_RANKS];
-	int calls = (int)(4000 * emu_scale());
 
-	emu_set_policy(emu_policy("t_seq"));
-	CHECK(open_tuner(&pl, EMU_PLUGIN, 5) == 0);
 	for (int c = 0; c < N_COMMS; c++)
 		for (int r = 0; r < N_RANKS; r++) {
 			struct rank_arg *a = &args[c][r];
 
 			memset(a, 0, sizeof(*a));
-			a->pl = &pl;
-			a->comm_id = 0xabc000 + (uint64_t)c * 3;
+			a->pl = pl;
+			a->comm_id = comm_base + (uint64_t)c * step;
 			a->calls = calls;
 			a->d = calloc((size_t)calls, sizeof(*a->d));
-			CHECK(emu_tuner_init(&a->t, &pl, a->comm_id, &topo8, emu_logger) == 0);
+			CHECK(emu_tuner_init(&a->t, pl, a->comm_id, &topo8, emu_logger) == 0);
 		}
 	for (int c = 0; c < N_COMMS; c++)
 		for (int r = 0; r < N_RANKS; r++)
-			pthread_create(&th[c][r], NULL, rank_thread, &args[c][r]);
+			pthread_create(&th[c][r], NULL, fn, &args[c][r]);
 	for (int c = 0; c < N_COMMS; c++)
 		for (int r = 0; r < N_RANKS; r++)
 			pthread_join(th[c][r], NULL);
+}
+
+static void end_ranks(struct rank_arg args[N_COMMS][N_RANKS])
+{
+	for (int c = 0; c < N_COMMS; c++)
+		for (int r = 0; r < N_RANKS; r++) {
+			CHECK_EQ_U64(args[c][r].failures, 0);
+			CHECK(emu_tuner_fini(&args[c][r].t) == 0);
+			free(args[c][r].d);
+		}
+}
+
+static void test_rank_agreement(void)
+{
+	struct emu_plugin pl;
+	struct rank_arg args[N_COMMS][N_RANKS];
+	int calls = (int)(4000 * emu_scale());
+
+	emu_set_policy(emu_policy("t_seq"));
+	CHECK(open_tuner(&pl, EMU_PLUGIN, 5) == 0);
+	run_ranks(&pl, args, 0xabc000, 3, calls, rank_thread);
 	for (int c = 0; c < N_COMMS; c++) {
 		int disagree = 0, wrong = 0, tree = 0;
 
@@ -309,12 +331,129 @@ static void test_rank_agreement(void)
 		CHECK_EQ_U64(wrong, 0);
 		CHECK(tree > 0);
 	}
-	for (int c = 0; c < N_COMMS; c++)
-		for (int r = 0; r < N_RANKS; r++) {
-			CHECK_EQ_U64(args[c][r].failures, 0);
-			CHECK(emu_tuner_fini(&args[c][r].t) == 0);
-			free(args[c][r].d);
+	end_ranks(args);
+	emu_close(&pl);
+}
+
+/*
+ * getChunkSize (v6, v7) as NCCL 2.30 calls it while it plans each
+ * collective: one call per channel part, for the cell NCCL runs after the
+ * tuner program's answer.  t_chunk answers 64 KiB + 100 for
+ * Simple (NCCL rounds to 64 KiB), 8 bytes for LL (below the grain: refused,
+ * NCCL's chunk kept), 1 GiB for LL128 (NCCL lowers it to its buffer) and
+ * skips Tree.  v5 has no getChunkSize: nothing is asked.
+ */
+static void test_chunk(void)
+{
+	for (int v = 5; v <= 7; v++) {
+		struct emu_plugin pl;
+		struct emu_tuner t;
+		int seen[3] = { 0 };
+
+		char spec[2048];
+
+		/* t_ring_ll128 forces Ring/LL128 for 64 KiB..16 MiB: the chunk program sees that cell. */
+		snprintf(spec, sizeof(spec), "%s:%s", emu_policy("t_ring_ll128"), emu_policy("t_chunk"));
+		emu_set_policy(spec);
+		CHECK(open_tuner(&pl, EMU_PLUGIN, v) == 0);
+		CHECK(emu_tuner_init(&t, &pl, 0x77, &topo8, emu_logger) == 0);
+		for (uint64_t n = 8; n <= (1ull << 30); n <<= 1) {
+			struct emu_decision d;
+
+			CHECK(emu_tuner_call(&t, &topo8, 4, n, &d) == 0);
+			if (v < 6) {
+				CHECK_EQ_U64(d.n_chunks, 0);
+				continue;
+			}
+			CHECK_MSG(d.n_chunks >= 1, "v%d %llu: no getChunkSize", v, (unsigned long long)n);
+			for (int i = 0; i < d.n_chunks; i++) {
+				const struct emu_chunk_call *c = &d.chunks[i];
+				uint32_t want = d.algo == 0 || d.proto == 0 ? emu_chunk_final(d.proto, c->max_chunk, c->nccl_chunk)
+					      : d.proto == 2 ? 64u << 10 : emu_chunk_final(1, c->max_chunk, 1u << 30);
+
+				CHECK_MSG(d.chunk[i] == want, "v%d %llu %s/%s part %d: chunk %u, want %u",
+					  v, (unsigned long long)n, emu_algo_name(d.algo),
+					  emu_proto_name(d.proto), i, d.chunk[i], want);
+				if (d.algo != 0)
+					seen[d.proto]++;
+			}
 		}
+		if (v >= 6)
+			CHECK_MSG(seen[0] && seen[1] && seen[2], "v%d: protocols seen %d %d %d", v,
+				  seen[0], seen[1], seen[2]);
+		CHECK(emu_tuner_fini(&t) == 0);
+		emu_close(&pl);
+	}
+	/* No chunk program: NCCL's chunk everywhere. */
+	struct emu_plugin pl;
+	struct emu_tuner t;
+	struct emu_decision d;
+
+	emu_set_policy(emu_policy("t_ring_ll128"));
+	CHECK(open_tuner(&pl, EMU_PLUGIN, 7) == 0);
+	CHECK(emu_tuner_init(&t, &pl, 0x78, &topo8, emu_logger) == 0);
+	CHECK(emu_tuner_call(&t, &topo8, 4, 1 << 20, &d) == 0);
+	CHECK(d.n_chunks >= 1);
+	for (int i = 0; i < d.n_chunks; i++)
+		CHECK_EQ_U64(d.chunk[i], emu_chunk_final(d.proto, d.chunks[i].max_chunk,
+							 d.chunks[i].nccl_chunk));
+	CHECK(emu_tuner_fini(&t) == 0);
+	emu_close(&pl);
+}
+
+/*
+ * Chunk decisions on many ranks and communicators at once, each rank on its
+ * own thread with its tuner and chunk programs: every rank decides every
+ * part alike, and as t_chunk_seq's rank-invariant formula says (the chunk
+ * calls after getCollInfo number i see call_seq i + 1).
+ */
+static void *chunk_rank_thread(void *p)
+{
+	struct rank_arg *a = p;
+
+	for (int i = 0; i < a->calls; i++)
+		if (emu_tuner_call(&a->t, &topo8, (i % 3) ? 4 : 2, 1ull << (6 + (i * 5) % 25), &a->d[i]))
+			a->failures++;
+	return NULL;
+}
+
+static void test_chunk_agreement(void)
+{
+	struct emu_plugin pl;
+	struct rank_arg args[N_COMMS][N_RANKS];
+	int calls = (int)(1000 * emu_scale());
+	char spec[2048];
+
+	snprintf(spec, sizeof(spec), "%s:%s", emu_policy("t_seq"), emu_policy("t_chunk_seq"));
+	emu_set_policy(spec);
+	CHECK(open_tuner(&pl, EMU_PLUGIN, 7) == 0);
+	run_ranks(&pl, args, 0xc4c000, 5, calls, chunk_rank_thread);
+	for (int c = 0; c < N_COMMS; c++) {
+		int disagree = 0, wrong = 0, parts = 0;
+
+		for (int i = 0; i < calls; i++) {
+			const struct emu_decision *d0 = &args[c][0].d[i];
+
+			for (int r = 1; r < N_RANKS; r++) {
+				const struct emu_decision *d = &args[c][r].d[i];
+
+				disagree += d->n_chunks != d0->n_chunks ||
+					    memcmp(d->chunk, d0->chunk, sizeof(d->chunk[0]) * (size_t)d0->n_chunks);
+			}
+			for (int k = 0; k < d0->n_chunks; k++) {
+				uint64_t g = emu_proto_grain(d0->proto);
+				uint64_t want = g * (1 + ((uint64_t)i + 1 + args[c][0].comm_id +
+							  d0->chunks[k].n_bytes / g) % 64);
+
+				wrong += d0->chunk[k] != emu_chunk_final(d0->proto, d0->chunks[k].max_chunk, want);
+				parts++;
+			}
+		}
+		CHECK_EQ_U64(disagree, 0);
+		CHECK_EQ_U64(wrong, 0);
+		CHECK(parts >= calls);
+	}
+	end_ranks(args);
 	emu_close(&pl);
 }
 
@@ -340,14 +479,54 @@ static void test_short_name_and_reload(void)
 		CHECK(emu_tuner_fini(&t[1]) == 0);
 		emu_close(&pl);
 	}
-	/* NCCL 2.28.9 looks for v5 first; 2.30.7 for v6. */
+	/* NCCL 2.28.9 looks for v5 first; 2.30.7 for v6; the newest sources for v7. */
 	struct emu_plugin pl;
 
 	CHECK(open_tuner(&pl, EMU_PLUGIN, 6) == 0);
 	CHECK_EQ_U64(pl.version, 6);
-	CHECK(((const nbpf_tuner_v6_t *)pl.table)->getChunkSize == NULL);
 	CHECK(((const nbpf_tuner_v6_t *)pl.table)->finalize(NULL) == 0);
 	emu_close(&pl);
+	CHECK(open_tuner(&pl, EMU_PLUGIN, 7) == 0);
+	CHECK_EQ_U64(pl.version, 7);
+	CHECK(((const nbpf_tuner_v7_t *)pl.table)->finalize(NULL) == 0);
+	emu_close(&pl);
+}
+
+/*
+ * NCCL hands v5+ tuners its default constants to edit in place (v7's rows
+ * have a fifth, Rubin, entry).  The plugin keeps NCCL's defaults: every
+ * byte of either layout comes back unchanged.
+ */
+static void test_constants_untouched(void)
+{
+	nbpf_nvl_domain_info_v5_t nvl = { 1, 8, 8 };
+	nbpf_tuner_constants_v5_t c5, w5;
+	nbpf_tuner_constants_v7_t c7, w7;
+	struct emu_plugin pl;
+	void *ctx = NULL;
+
+	memset(&c5, 0x5a, sizeof(c5));
+	memset(&c7, 0xa5, sizeof(c7));
+	w5 = c5;
+	w7 = c7;
+	emu_set_policy(emu_policy("t_ring_ll128"));
+	for (int v = 5; v <= 7; v++) {
+		CHECK(open_tuner(&pl, EMU_PLUGIN, v) == 0);
+		if (v == 7) {
+			const nbpf_tuner_v7_t *t = pl.table;
+
+			CHECK(t->init(&ctx, 9, 8, 1, emu_logger, &nvl, &c7) == 0 && ctx);
+			CHECK(t->finalize(ctx) == 0);
+		} else {
+			const nbpf_tuner_v5_t *t = pl.table; /* v6 has the same first slots */
+
+			CHECK(t->init(&ctx, 9, 8, 1, emu_logger, &nvl, &c5) == 0 && ctx);
+			CHECK(t->finalize(ctx) == 0);
+		}
+		emu_close(&pl);
+	}
+	CHECK(!memcmp(&c5, &w5, sizeof(c5)));
+	CHECK(!memcmp(&c7, &w7, sizeof(c7)));
 }
 
 int main(void)
@@ -358,5 +537,8 @@ int main(void)
 	test_bad_settings();
 	test_rank_agreement();
 	test_short_name_and_reload();
+	test_constants_untouched();
+	test_chunk();
+	test_chunk_agreement();
 	return check_summary("emulator_tuner");
 }

@@ -229,6 +229,64 @@ out:
 	ncclbpf_object__close(o);
 }
 
+static uint64_t chunk_word(uint32_t now, uint32_t before, uint64_t from)
+{
+	return (uint64_t)(now / 128) | (uint64_t)(before / 128) << 16 | from << 32;
+}
+
+/* prog's chunk for a part of bytes on (algo, proto) at call_seq; NCCLBPF_KEEP: NCCL's. */
+static int chunk_of(struct ncclbpf_object *o, const char *prog, uint32_t coll, int algo, int proto,
+		    uint64_t bytes, uint64_t call_seq)
+{
+	struct ncclbpf_program *p = ncclbpf_object__find_program(o, prog);
+	static const uint32_t grain[3] = { 16, 1920, 512 };
+	struct ncclbpf_chunk_ctx c = {
+		.n_bytes = bytes, .comm_id = 0x1234, .call_seq = call_seq, .coll_type = coll,
+		.n_ranks = 8, .n_nodes = 1, .algo = algo, .proto = proto,
+		.n_channels = 1, .nccl_chunk = 1u << 21, .grain = grain[proto], .abi_version = 7,
+		.chunk_size = NCCLBPF_KEEP,
+	};
+	uint64_t r = 1;
+
+	CHECK(p && ncclbpf_program__run(p, &c, sizeof(c), &r) == 0 && r == NCCLBPF_CHUNK_APPLY);
+	return c.chunk_size;
+}
+
+static void test_chunk_plan(void)
+{
+	struct ncclbpf_object *o = load("chunk_plan");
+	struct ncclbpf_map *plan = o ? ncclbpf_object__find_map(o, "chunk_plan") : NULL;
+	const int S = NCCLBPF_PROTO_SIMPLE, L = NCCLBPF_PROTO_LL;
+	uint32_t key = (AR * 3 + S) * NCCLBPF_SIZE_BUCKETS + ncclbpf_size_bucket(4 * MiB);
+	uint64_t v;
+
+	CHECK(plan != NULL);
+	if (!plan)
+		goto out;
+	CHECK_EQ_U64(chunk_of(o, "chunk_plan_apply", AR, RING, S, 4 * MiB, 0), K);         /* empty plan */
+	v = chunk_word(512 * KiB, 0, 0);
+	CHECK(!ncclbpf_map__update(plan, &key, &v, NCCLBPF_ANY));
+	CHECK_EQ_U64(chunk_of(o, "chunk_plan_apply", AR, RING, S, 4 * MiB, 0), 512 * KiB);
+	CHECK_EQ_U64(chunk_of(o, "chunk_plan_apply", AR, RING, S, 5 * MiB, 7), 512 * KiB);  /* same part bucket */
+	CHECK_EQ_U64(chunk_of(o, "chunk_plan_apply", AR, RING, S, 8 * MiB, 0), K);          /* another part bucket */
+	CHECK_EQ_U64(chunk_of(o, "chunk_plan_apply", AR, RING, L, 4 * MiB, 0), K);          /* another protocol */
+	CHECK_EQ_U64(chunk_of(o, "chunk_plan_apply", AG, RING, S, 4 * MiB, 0), K);          /* another collective */
+	/* From its call on; before it, the previous chunk (here NCCL's own). */
+	v = chunk_word(256 * KiB, 0, 1000);
+	CHECK(!ncclbpf_map__update(plan, &key, &v, NCCLBPF_ANY));
+	CHECK_EQ_U64(chunk_of(o, "chunk_plan_apply", AR, RING, S, 4 * MiB, 999), K);
+	CHECK_EQ_U64(chunk_of(o, "chunk_plan_apply", AR, RING, S, 4 * MiB, 1000), 256 * KiB);
+	v = chunk_word(256 * KiB, 128 * KiB, 1000);
+	CHECK(!ncclbpf_map__update(plan, &key, &v, NCCLBPF_ANY));
+	CHECK_EQ_U64(chunk_of(o, "chunk_plan_apply", AR, RING, S, 4 * MiB, 999), 128 * KiB);
+	/* Below the protocol's grain: left to NCCL. */
+	v = chunk_word(256, 0, 0);
+	CHECK(!ncclbpf_map__update(plan, &key, &v, NCCLBPF_ANY));
+	CHECK_EQ_U64(chunk_of(o, "chunk_plan_apply", AR, RING, S, 4 * MiB, 0), K);
+out:
+	ncclbpf_object__close(o);
+}
+
 struct slo_target {
 	uint64_t target_ns;
 	uint32_t n_channels, reserved;
@@ -323,7 +381,9 @@ static void test_sweep(void)
 	struct ncclbpf_object *o = load("sweep");
 	struct ncclbpf_map *cell = o ? ncclbpf_object__find_map(o, "sweep_cell") : NULL;
 	struct ncclbpf_map *seen = o ? ncclbpf_object__find_map(o, "sweep_seen") : NULL;
-	struct { uint32_t enabled; int32_t algo, proto, n_channels; } c = { 0, TREE, LL, 8 };
+	struct { uint32_t enabled; int32_t algo, proto, n_channels; uint32_t chunk; } c = { 0, TREE, LL, 8, 0 };
+	struct { uint32_t nccl_chunk, res; uint64_t calls, applied; } cs = { 0 };
+	struct ncclbpf_map *cseen = o ? ncclbpf_object__find_map(o, "sweep_chunk_seen") : NULL;
 	struct { int32_t na, np; uint32_t mask, res; uint64_t calls, applied; } v = { 0 };
 	uint32_t zero = 0, key = KEY(AR, 1 * MiB);
 
@@ -342,6 +402,17 @@ static void test_sweep(void)
 	CHECK(ncclbpf_map__lookup(seen, &key, &v) == 0);
 	CHECK(v.calls == 4 && v.applied == 1 && v.mask == (uint32_t)ALL_TREE_RING &&
 	      v.na == RING && v.np == SIMPLE);
+	/* The chunk: forced on parts of the forced cell, at least one grain; counted per part bucket. */
+	c.enabled = 1, c.algo = RING, c.proto = SIMPLE, c.n_channels = 0, c.chunk = 256 * KiB;
+	CHECK(cseen && ncclbpf_map__update(cell, &zero, &c, NCCLBPF_ANY) == 0);
+	CHECK_EQ_U64(chunk_of(o, "sweep_chunk", AR, RING, SIMPLE, 4 * MiB, 0), 256 * KiB);
+	CHECK_EQ_U64(chunk_of(o, "sweep_chunk", AR, RING, LL, 4 * MiB, 0), K);   /* another cell */
+	c.chunk = 256;                                                            /* below Simple's grain */
+	CHECK(ncclbpf_map__update(cell, &zero, &c, NCCLBPF_ANY) == 0);
+	CHECK_EQ_U64(chunk_of(o, "sweep_chunk", AR, RING, SIMPLE, 4 * MiB, 0), K);
+	key = KEY(AR, 4 * MiB);
+	CHECK(cseen && ncclbpf_map__lookup(cseen, &key, &cs) == 0);
+	CHECK(cs.calls == 3 && cs.applied == 1 && cs.nccl_chunk == 2 * MiB);
 out:
 	ncclbpf_object__close(o);
 }
@@ -467,6 +538,7 @@ int main(void)
 {
 	test_noop_and_bad_channels();
 	test_sweep();
+	test_chunk_plan();
 	test_size_aware();
 	test_nvlink_ring_mid();
 	test_adaptive_channels();

@@ -79,7 +79,9 @@ int main(int argc, char **argv)
 			}
 	}
 	printf("# fake nccl_sweep: emulator, %d ranks\n", e.topo.n_ranks);
-	if (emu_open(&pl, EMU_TUNER, getenv("NCCL_TUNER_PLUGIN"), 5, err, sizeof(err)) ||
+	/* $FAKE_SWEEP_TUNER: the newest tuner version to look for, as an older NCCL would (7). */
+	if (emu_open(&pl, EMU_TUNER, getenv("NCCL_TUNER_PLUGIN"),
+		     getenv("FAKE_SWEEP_TUNER") ? atoi(getenv("FAKE_SWEEP_TUNER")) : 7, err, sizeof(err)) ||
 	    emu_tuner_init(&t, &pl, 0xfa4eull, &e.topo, NULL) || !t.ctx) {
 		printf("err %s\n", err);
 		return 1;
@@ -109,7 +111,7 @@ int main(int argc, char **argv)
 				printf("err %s %llu\n", op, bytes);
 			else
 				printf("ok %llu %.4f 0\n", bytes,
-				       tune_emu_truth(&e, coll, bytes, d.algo, d.proto, d.n_channels));
+				       tune_emu_truth_of(&e, coll, bytes, &d));
 			if (log)
 				fprintf(log, "%d %s/%s/%d %s\n", req, emu_algo_name(d.algo),
 					emu_proto_name(d.proto), d.n_channels,

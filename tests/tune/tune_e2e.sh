@@ -9,7 +9,9 @@
 #     noise, where NCCL must keep its pick.
 # Then: the policy verifies in strict consistency mode, `ncclbpf sim` of it
 # makes exactly those decisions (and none for other collectives or another
-# communicator shape), a run with no skew changes nothing, a missing clang
+# communicator shape), a run with no skew changes nothing, a chunk size
+# planted as better (Ring/Simple with 512 KiB chunks, AllReduce 64..256 MiB)
+# is found there and nowhere else, and sim of that policy shows it; a missing clang
 # fails clearly after writing the source, and the NCCL back-end (a child
 # process speaking nccl_sweep --serve's protocol, maps reached over its
 # control socket) finds the same places.
@@ -18,7 +20,7 @@ set -u
 BIN=$1 SWEEP=$2 FAKE=$3 PLUGIN=$4 TMP=$5 RANKLOCAL=$6 CHECKTUNED=$7
 fail=0
 rm -rf "$TMP"
-mkdir -p "$TMP/a" "$TMP/b" "$TMP/c" "$TMP/d"
+mkdir -p "$TMP/a" "$TMP/b" "$TMP/c" "$TMP/d" "$TMP/e"
 
 ok() { echo "ok: $1"; }
 # serving: a stand-in child of ours is still running (read from /proc: no procps needed)
@@ -69,7 +71,7 @@ for f in planted.bpf.c planted.bpf.o planted.report.txt planted.csv planted.svg;
 	[ -s "$TMP/a/$f" ] || bad "no $f written"
 done
 grep -q '<polyline' "$TMP/a/planted.svg" && grep -q '</svg>' "$TMP/a/planted.svg" && ok "svg plot" || bad "svg plot"
-grep -q '^AllReduce,65536,TREE/LL,TREE,LL,0,6,.*,0,1$' "$TMP/a/planted.csv" && ok "csv marks the choice" || bad "csv"
+grep -q '^AllReduce,65536,TREE/LL,TREE,LL,0,6,.*,0,1,0$' "$TMP/a/planted.csv" && ok "csv marks the choice" || bad "csv"
 grep -q 'static const struct tuned_cell tuned_table' "$TMP/a/planted.bpf.c" && ok "table is const (.rodata)" || bad "no const table"
 
 # ---- 2. the object verifies strictly and makes exactly those decisions
@@ -174,6 +176,31 @@ for mode in hang:5 exit:5; do
 		bad "child $mode: exit $rc after ${took}s"; cat "$TMP/d/err.$mode"
 	fi
 done
+
+# ---- 7. chunk sizes: found where planted, kept by NCCL elsewhere, deployed per channel part
+"$BIN" -j tune --sweep-obj "$SWEEP" --coll allreduce --sizes 16M:512M --channels 0 --chunks 0,512K \
+	--reps 4 --emu-noise 0.01 --emu-skew 'allreduce:64M:256M:RING/SIMPLE@512K*0.8' \
+	--out "$TMP/e" --name chunky > "$TMP/e/out.json" 2> "$TMP/e/err" || { bad "tune --chunks exited $?"; cat "$TMP/e/err"; }
+got=$(lines "$TMP/e/out.json" | grep -v '"choice":null' |
+	sed -n 's/.*"n_bytes":\([0-9]*\).*"choice":{"algo":"\([A-Z_]*\)","proto":"\([A-Z0-9]*\)".*"chunk":\([0-9]*\)}.*/\1 \2\/\3 \4/p')
+want="67108864 RING/SIMPLE 524288
+134217728 RING/SIMPLE 524288
+268435456 RING/SIMPLE 524288"
+[ "$got" = "$want" ] && ok "tune --chunks: 512 KiB chunks at exactly AllReduce 64..256 MiB" ||
+	{ bad "tune --chunks changes:"; echo "$got"; }
+grep -q 'SEC("tuner/chunk")' "$TMP/e/chunky.bpf.c" && ok "a chunk program is generated" || bad "no chunk program"
+"$BIN" sim "$TMP/e/chunky.bpf.o" --sizes 16M:1G > "$TMP/e/sim" 2>&1
+got=$(grep -- '-> 512K \*' "$TMP/e/sim" | awk '{print $2}' | tr '\n' ' ')
+[ "$got" = "67108864 134217728 268435456 " ] && ok "sim: the policy changes the chunk at exactly those sizes" ||
+	{ bad "sim chunk rows: $got"; cat "$TMP/e/sim"; }
+
+# a NCCL without getChunkSize (tuner v5, as 2.28): --chunks says so instead of measuring nothing
+FAKE_SWEEP_TUNER=5 "$BIN" tune --backend nccl --sweep-bin "$FAKE" --plugin "$PLUGIN" \
+	--sweep-obj "$SWEEP" --coll allreduce --sizes 64M:64M --channels 0 --chunks 0,512K --reps 2 \
+	--ngpus 8 --out "$TMP/e" --name nochunk > /dev/null 2> "$TMP/e/err.v5"
+rc=$?
+[ $rc = 1 ] && grep -q "NCCL asked for no chunk size" "$TMP/e/err.v5" &&
+	ok "--chunks under a tuner v5 NCCL: exit 1, says why" || { bad "--chunks with v5: exit $rc"; cat "$TMP/e/err.v5"; }
 
 [ $fail = 0 ] && echo "tune_e2e: all passed"
 exit $fail

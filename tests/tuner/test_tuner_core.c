@@ -272,11 +272,49 @@ static void test_policies(void)
 	}
 }
 
+/*
+ * nbpf_chunk_apply: a chunk size of at least the protocol's grain replaces
+ * NCCL's (NCCL clamps and rounds the rest); below the grain, negative, an
+ * unknown protocol or a bad return is refused and NCCL's chunk stands.
+ */
+static void test_chunk_apply(void)
+{
+	static const struct { int proto, size; uint64_t ret; bool applied; uint32_t refused; } c[] = {
+		{ NCCLBPF_PROTO_SIMPLE, 512, 0, true, 0 },
+		{ NCCLBPF_PROTO_SIMPLE, 511, 0, false, 1u << NBPF_REFUSE_RANGE },
+		{ NCCLBPF_PROTO_SIMPLE, 1 << 30, 0, true, 0 },
+		{ NCCLBPF_PROTO_LL, 16, 0, true, 0 },
+		{ NCCLBPF_PROTO_LL, 15, 0, false, 1u << NBPF_REFUSE_RANGE },
+		{ NCCLBPF_PROTO_LL128, 1919, 0, false, 1u << NBPF_REFUSE_RANGE },
+		{ NCCLBPF_PROTO_LL128, 1920, 0, true, 0 },
+		{ NCCLBPF_PROTO_SIMPLE, -2, 0, false, 1u << NBPF_REFUSE_RANGE },
+		{ NCCLBPF_PROTO_SIMPLE, 0, 0, false, 1u << NBPF_REFUSE_RANGE },
+		{ 7, 4096, 0, false, 1u << NBPF_REFUSE_RANGE },
+		{ NCCLBPF_PROTO_SIMPLE, NCCLBPF_KEEP, 0, false, 0 },
+		{ NCCLBPF_PROTO_SIMPLE, 4096, NCCLBPF_CHUNK_SKIP, false, 0 },
+		{ NCCLBPF_PROTO_SIMPLE, 4096, 9, false, 1u << NBPF_REFUSE_RETURN },
+		{ NCCLBPF_PROTO_SIMPLE, 4096, UINT64_MAX, false, 1u << NBPF_REFUSE_ERROR },
+	};
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		struct ncclbpf_chunk_ctx x = { .proto = c[i].proto, .grain = nbpf_proto_grain(c[i].proto),
+					       .chunk_size = c[i].size };
+		struct nbpf_tuner_outcome o;
+		size_t chunk = 777;
+
+		nbpf_chunk_apply(&x, c[i].ret, &chunk, &o);
+		CHECK_MSG(o.applied == c[i].applied && o.refused == c[i].refused, "case %zu", i);
+		CHECK_EQ_U64(chunk, c[i].applied ? (uint64_t)c[i].size : 777);
+		CHECK(o.skipped == (c[i].ret == NCCLBPF_CHUNK_SKIP));
+	}
+}
+
 int main(void)
 {
 	test_scan();
 	test_apply_unscanned();
 	test_may_read_ctx();
 	test_policies();
+	test_chunk_apply();
 	return check_summary("tuner_core");
 }

@@ -14,7 +14,7 @@
  *   test_corpus kernel FILE          FILE (assembler, "# HOOK: raw") loaded into the
  *                                    running kernel: its verdict is FILE's
  *                                    "# KERNEL: accept|refuse" line, and ours agrees
- *   test_corpus consistency SRC OBJ  "// EXPECT: warn": every tuner program is
+ *   test_corpus consistency SRC OBJ  "// EXPECT: warn": every tuner (and chunk) program is
  *                                    accepted with a consistency warning and
  *                                    rejected under strict consistency;
  *                                    "// EXPECT: clean": accepted without warning,
@@ -143,7 +143,7 @@ static int run_objects(const char *mode, const char *src, const char *path)
 					print_findings(ncclbpf_program__name(p), &r);
 				}
 			}
-		} else if (strcmp(h->name, "tuner") == 0) {
+		} else if (!strcmp(h->name, "tuner") || !strcmp(h->name, "chunk")) {
 			bool warn = !strcmp(want, "warn");
 
 			CHECK_MSG(!err, "%s: %s rejected without strict consistency", path,
