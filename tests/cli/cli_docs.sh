@@ -95,6 +95,15 @@ if command -v curl > /dev/null && command -v bash > /dev/null; then
 	mkdir -p "$T/readme/ctl" && chmod 700 "$T/readme/ctl" && ln -s "$(cd "$(dirname "$BIN")" && pwd)" "$T/readme/build"
 	awk '/^## Using it/ { on = 1 } on && /^```sh/ { code = 1; next } code && /^```/ { exit } code' \
 		"$SRC/README.md" | sed "s/9464/$port/g" > "$T/readme/using.sh"
+	# The README's one-second pauses, as waits for what they stand for (the
+	# job serving, the exporter listening): a loaded machine takes longer.
+	{
+		echo 'job_up() { i=0; until build/ncclbpf ps "$1" > /dev/null 2>&1 || [ $i -gt 600 ]; do sleep 0.1; i=$((i + 1)); done; }'
+		echo "port_up() { i=0; until curl -s 127.0.0.1:$port/metrics > /dev/null || [ \$i -gt 600 ]; do sleep 0.1; i=\$((i + 1)); done; }"
+		sed -e 's#JOB=\$!; sleep 1#JOB=$!; job_up $JOB#' -e 's#& sleep 1#\& port_up#' "$T/readme/using.sh"
+	} > "$T/readme/waits.sh" && mv "$T/readme/waits.sh" "$T/readme/using.sh"
+	[ "$(grep -c 'JOB=\$!; job_up \$JOB\|& port_up' "$T/readme/using.sh")" = 2 ] ||
+		bad "README's Using it: no 'sleep 1' where the job and the exporter start"
 	(cd "$T/readme" && env -u NCCLBPF_LOG NCCLBPF_CTL_DIR="$T/readme/ctl" timeout 120 bash using.sh) \
 		> "$T/readme/out" 2>&1
 	rc=$?
