@@ -5,7 +5,7 @@
 # nothing external; bad input exits 2, a dead pid 1.  Usage: cli_report.sh NCCLBPF POLICY TMPDIR
 BIN=$1 OBJ=$2 T=$3
 rm -rf "$T" && mkdir -p "$T" || exit 1
-fail() { echo "FAIL: $*"; kill "$P" 2>/dev/null; exit 1; }
+fail() { echo "FAIL: $*"; [ -z "$P" ] || kill "$P" 2>/dev/null; exit 1; }
 
 # The job lives until the live part is done (a loaded machine may take
 # seconds to start it); the report waits until both collectives were seen.
@@ -21,6 +21,9 @@ done
 "$BIN" report -o "$T/out.html" "$P" || fail "report of a live pid"
 "$BIN" export --count 1 --textfile "$T/f.prom" "$P" || fail "export --textfile"
 kill -TERM "$P"; wait "$P" || fail "the job did not end cleanly on SIGTERM"
+# Ended: nothing below may signal its pid, which the kernel can give to another process.
+trap - EXIT
+DEAD=$P P=
 "$BIN" report --from "$T/f.prom" -o "$T/out2.html" || fail "report --from"
 
 for f in "$T/out.html" "$T/out2.html"; do
@@ -83,7 +86,7 @@ fi
 # Bad input: exit 2 with one line.
 out=$("$BIN" report --from "$T/missing.prom" -o "$T/x.html" 2>&1); rc=$?
 [ $rc -eq 2 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] || fail "missing --from: rc $rc: $out"
-out=$("$BIN" report -o "$T/x.html" "$P" 2>&1); rc=$?
+out=$("$BIN" report -o "$T/x.html" "$DEAD" 2>&1); rc=$?
 [ $rc -eq 1 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] || fail "dead pid: rc $rc: $out"
 [ ! -e "$T/x.html" ] || fail "a failed report wrote a page"
 echo "PASS cli_report"
