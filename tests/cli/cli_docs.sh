@@ -6,7 +6,9 @@
 #    command has (its synopsis or summary in `ncclbpf help OBJECT [VERB]`);
 #  - the exit status table of docs/operations.md and the man page's
 #    (docs/man/ncclbpf.txt) say the same, and their codes are the
-#    command's (src/cli/cli.h).
+#    command's (src/cli/cli.h);
+#  - docs/operations.md's Prometheus families and labels are a live export's;
+#  - the README's "Using it" runs as pasted.
 # usage: cli_docs.sh NCCLBPF SOURCE_DIR TMPDIR
 set -u
 BIN=$1 SRC=$2 T=$3
@@ -84,6 +86,43 @@ if cmp -s "$T/man" "$T/ops"; then
 else
 	bad "the exit status tables differ (man page < > docs/operations.md):"
 	diff "$T/man" "$T/ops"
+fi
+
+# ---- docs/operations.md's table of Prometheus families: a live job's
+# export has every family it names with the labels it gives (deploy.md
+# points there for which ones carry a pid), and no family it leaves out.
+# One "FAMILY LABEL" pair a line ("FAMILY -" for none), histogram suffixes
+# and their le dropped.
+awk -F'|' '/^### Prometheus/ { on = 1; next } on && /^#/ { exit }
+	on && /^\| `ncclbpf_/ {
+		labels = $4; gsub(/\([^)]*\)/, "", labels); gsub(/[ `]/, "", labels)
+		if (labels == "") labels = "-"
+		n = split(labels, l, ",")
+		names = $2
+		while (match(names, /`ncclbpf_[a-z_]*`/)) {
+			for (i = 1; i <= n; i++) print substr(names, RSTART + 1, RLENGTH - 2), l[i]
+			names = substr(names, RSTART + RLENGTH)
+		}
+	}' "$SRC/docs/operations.md" | sort -u > "$T/fam.doc"
+mkdir -p "$T/pctl" && chmod 700 "$T/pctl"
+NCCLBPF_CTL_DIR=$T/pctl "$BIN" sim --serve "$(dirname "$BIN")/policies/size_aware.bpf.o" > /dev/null 2>&1 &
+J=$!
+i=0
+until NCCLBPF_CTL_DIR=$T/pctl "$BIN" -j export "$J" > "$T/fam.json" 2> /dev/null &&
+      grep -q ncclbpf_tuner_calls_total "$T/fam.json" || [ $i -gt 300 ]; do
+	sleep 0.1; i=$((i + 1))
+done
+kill -TERM "$J"; wait "$J"
+jq -r '.metrics[] | .name as $n | ([.labels | keys[] | select(. != "le")] | if length == 0 then ["-"] else . end)[] |
+	"\($n | sub("_(bucket|sum|count)$"; "")) \(.)"' "$T/fam.json" | sort -u > "$T/fam.live"
+cut -d' ' -f1 "$T/fam.live" | sort -u > "$T/fam.names"
+[ -s "$T/fam.live" ] && [ "$(wc -l < "$T/fam.doc")" -gt 10 ] || bad "no families to compare (export or table missing)"
+# Documented pairs of the families this job exports (the others need maps, a net context, a policy's NCCLBPF_EXPORT).
+awk 'NR == FNR { live[$1] = 1; next } live[$1]' "$T/fam.names" "$T/fam.doc" > "$T/fam.doc.live"
+if diff "$T/fam.doc.live" "$T/fam.live" > "$T/fam.diff"; then
+	echo "ok: docs/operations.md's Prometheus families and labels are the export's ($(wc -l < "$T/fam.names") families)"
+else
+	bad "docs/operations.md's Prometheus table (<) and a live export (>) differ:"; cat "$T/fam.diff"
 fi
 
 # ---- README's "Using it", as a shell runs it pasted
