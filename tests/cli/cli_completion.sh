@@ -63,8 +63,10 @@ has "ncclbpf -" -j -p -h -V
 is "ncclbpf prog run pol.bpf.o --mem 00 --engine ''" "interp jit"
 
 # Every option in every synopsis, at its verb, after a '-'.
-"$BIN" -j help | jq -r '.commands[] | [.object, (.verb // ""), .synopsis] | @tsv' > "$T/rows"
-while IFS="$(printf '\t')" read -r obj verb syn; do
+# Fields split at \037: a tab is IFS whitespace, and an empty verb between
+# two would collapse, leaving a verb-less object's options unchecked.
+"$BIN" -j help | jq -r '.commands[] | [.object, (.verb // ""), .synopsis] | join("\u001f")' > "$T/rows"
+while IFS="$(printf '\037')" read -r obj verb syn; do
 	opts=$(printf '%s\n' "$syn" | grep -oE -- '(^|[][ |(])--?[a-z][a-z0-9-]*' | sed 's/^[^-]*//' | sort -u)
 	[ -n "$opts" ] || continue
 	# shellcheck disable=SC2086

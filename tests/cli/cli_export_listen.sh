@@ -12,7 +12,7 @@ export NCCLBPF_CTL_DIR=$T/ctl
 "$BIN" export --listen 127.0.0.1:0 --count 20 2> "$T/err" &
 P=$!
 port=
-for _ in $(seq 100); do
+for _ in $(seq 300); do
 	port=$(sed -n 's|.*serving Prometheus metrics on http://127.0.0.1:\([0-9]*\)/metrics.*|\1|p' "$T/err")
 	[ -n "$port" ] && break
 	sleep 0.1

@@ -63,7 +63,7 @@ lines() {
 P=$!
 trap 'kill $P 2> /dev/null' EXIT
 i=0
-while [ $i -lt 100 ] && ! "$BIN" ps "$P" > /dev/null 2>&1; do sleep 0.1; i=$((i + 1)); done
+while [ $i -lt 300 ] && ! "$BIN" ps "$P" > /dev/null 2>&1; do sleep 0.1; i=$((i + 1)); done
 MAP=$("$BIN" -j map list "$P" | jq -r '[.[] | select(.type_name == "array")][0].name')
 [ -n "$MAP" ] && [ "$MAP" != null ] || bad "the job has no array map to read"
 printf '0x00000005000000b7\n0x0000000000000095\n' > "$T/raw.txt"
@@ -134,7 +134,7 @@ doc "export --textfile unwritable" 1 error export --textfile "$T/no/such/dir/f.p
 L=$!
 covered="$covered export "
 i=0
-while [ $i -lt 100 ] && ! grep -qs 'serving' "$T/listen.err"; do sleep 0.1; i=$((i + 1)); done
+while [ $i -lt 300 ] && ! grep -qs 'serving' "$T/listen.err"; do sleep 0.1; i=$((i + 1)); done
 port=$(sed -n 's|.*http://127.0.0.1:\([0-9]*\)/metrics.*|\1|p' "$T/listen.err")
 python3 -c 'import sys, urllib.request; urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=10).read()' "$port" ||
 	bad "export --listen: no scrape answered on port '$port'"

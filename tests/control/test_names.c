@@ -311,16 +311,23 @@ static void test_squatted_defaults(void)
 		printf("control_names: SKIP default directories taken by another uid (needs root)\n");
 		return;
 	}
-	/* A uid nobody uses whose default names are free, so nothing real is touched. */
+	/*
+	 * A uid nobody uses whose default names are free, so nothing real is
+	 * touched.  mkdir claims it: another suite running this case at the
+	 * same time probes the same uids, and two victims of one uid would
+	 * share the replacement directory that each removes at its end.
+	 */
 	for (;; v++) {
 		snprintf(tmp_d, sizeof(tmp_d), "/tmp/ncclbpf-%u", (unsigned)v);
 		snprintf(shm_d, sizeof(shm_d), "/dev/shm/ncclbpf-%u", (unsigned)v);
-		if (!getpwuid(v) && access(tmp_d, F_OK) && access(shm_d, F_OK))
+		if (getpwuid(v) || !access(shm_d, F_OK) || mkdir(tmp_d, 0700))
+			continue;
+		if (!mkdir(shm_d, 0700))
 			break;
+		rmdir(tmp_d);
 	}
 	/* The attacker (nobody) makes the victim's predictable directories first. */
-	CHECK(mkdir(tmp_d, 0700) == 0 && chown(tmp_d, 65534, 65534) == 0);
-	CHECK(mkdir(shm_d, 0700) == 0 && chown(shm_d, 65534, 65534) == 0);
+	CHECK(chown(tmp_d, 65534, 65534) == 0 && chown(shm_d, 65534, 65534) == 0);
 	pid = fork();
 	if (pid == 0) {
 		struct emu_plugin pl;
@@ -353,7 +360,8 @@ static void test_squatted_defaults(void)
 	}
 	CHECK_MSG(wait_child(pid) == 0, "victim uid %u was disabled by directories of uid 65534",
 		  (unsigned)v);
-	snprintf(want, sizeof(want), "%s %s.* %s %s.*", tmp_d, tmp_d, shm_d, shm_d);
+	/* The claimed names last, so no other run takes this uid while ours remain. */
+	snprintf(want, sizeof(want), "%s.* %s.* %s %s", tmp_d, shm_d, tmp_d, shm_d);
 	rm_tree(want);
 }
 
