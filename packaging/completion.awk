@@ -55,7 +55,9 @@ BEGIN { FS = "\t" }
 				prev = w
 			} else if (w ~ /^[a-z][a-z0-9-]*$/) {
 				add("words", row, w)
-				prev = w
+				# A keyword among placeholders (PID|all) takes no values.
+				if (m == 1)
+					prev = w
 			}
 		}
 	}

@@ -119,6 +119,13 @@ doc "reload no target" 2 error reload
 doc "reload missing object" 2 error reload "$P" "$T/nonexistent.o"
 doc "reload modes exclude" 2 error reload "$P" "$OBJ" --now --at-call=5
 doc "rollback bad option" 2 error rollback "$P" --frob
+# ---- change (agreed changes; one node here)
+doc "change status" 0 change status
+doc "change status DEAD" 1 error change status $DEAD
+doc "change stage" 0 change stage json-t1 "$P" "$OBJ"
+doc "change abort" 0 change abort json-t1
+doc "change stage no target" 2 error change stage
+doc "change unknown verb" 2 error change frob
 # ---- top, export (streams to stdout), report
 lines "top PID" 0 2 top "$P" 0.2 2
 lines "top all" 0 1 top --count 1
