@@ -373,8 +373,10 @@ int main(int argc, char **argv)
 		seconds *= atof(getenv("NCCLBPF_TEST_SCALE")) > 0 ? atof(getenv("NCCLBPF_TEST_SCALE")) : 1;
 	if (file) {
 		file_conf(file);
-		if (load_file(file, s))
+		if (load_file(file, s)) {
+			free(s);
 			return 2;
+		}
 	}
 	if (g_conf.procs < 2 || g_conf.procs > RM_MAX_PROCS || g_conf.nodes < 1 ||
 	    g_conf.nodes > RM_MAX_NODES || g_conf.nodes > g_conf.procs || g_conf.slots < 1 ||
@@ -402,6 +404,7 @@ int main(int argc, char **argv)
 	snprintf(g_conf.root, sizeof(g_conf.root), "/tmp/ncclbpf-rank.%d", (int)getpid());
 	if (mkdir(g_conf.root, 0700)) {
 		perror(g_conf.root);
+		free(s);
 		return 2;
 	}
 	if (!strcmp(g_conf.exchange, "etcd") && !g_conf.etcd) {
@@ -409,6 +412,7 @@ int main(int argc, char **argv)
 
 		if (e) {
 			rmdir(g_conf.root);
+			free(s);
 			return e == 77 ? 77 : 2;
 		}
 	}
@@ -456,9 +460,7 @@ int main(int argc, char **argv)
 	}
 	if (rc == -2) {
 		fprintf(stderr, "rank_model: %s\n", why);
-		return 2;
-	}
-	if (rc) {
+	} else if (rc) {
 		char out[64];
 		FILE *f;
 
@@ -485,5 +487,6 @@ int main(int argc, char **argv)
 			/* best effort */
 		}
 	}
-	return rc ? 1 : 0;
+	free(s);
+	return rc == -2 ? 2 : rc ? 1 : 0;
 }
