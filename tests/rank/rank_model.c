@@ -229,7 +229,21 @@ static int run_seq(const struct seq *s, char *why, size_t n, int *at, struct rm_
 }
 
 /* ddmin over the operations before the failing one: the shortest sequence that still fails. */
-static void shrink(struct seq *s, int budget)
+/* The sequence as a file --replay reads, written at once and after every cut of the shrink. */
+static void save_repro(const struct seq *s, const char *out)
+{
+	FILE *f = fopen(out, "w");
+
+	if (!f)
+		return;
+	fprintf(f, "# procs %d\n# nodes %d\n# slots %d\n", g_conf.procs, g_conf.nodes, g_conf.slots);
+	if (!strcmp(g_conf.exchange, "etcd"))
+		fprintf(f, "# exchange etcd\n");
+	print_seq(f, s, s->n);
+	fclose(f);
+}
+
+static void shrink(struct seq *s, int budget, const char *out)
 {
 	int chunk = s->n / 2;
 
@@ -253,6 +267,7 @@ static void shrink(struct seq *s, int budget)
 				*s = *t;
 				cut = true;
 				fprintf(stderr, "rank_model: shrunk to %d operations\n", s->n);
+				save_repro(s, out);
 			} else {
 				start += chunk;
 			}
@@ -462,21 +477,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "rank_model: %s\n", why);
 	} else if (rc) {
 		char out[64];
-		FILE *f;
 
 		fprintf(stderr, "rank_model: VIOLATION at operation %d: %s\n", at, why);
 		s->n = at + 1;
-		if (shrink_it && !is_case)
-			shrink(s, 40);
 		snprintf(out, sizeof(out), "rank-repro-%llu.ops", (unsigned long long)seed);
+		save_repro(s, out); /* a shrink stopped midway leaves a reproducer too */
+		if (shrink_it && !is_case)
+			shrink(s, 40, out);
 		fprintf(stderr, "rank_model: reproducer (%d operations; replay with --replay %s):\n", s->n, out);
 		print_seq(stderr, s, s->n);
-		f = fopen(out, "w");
-		if (f) {
-			fprintf(f, "# procs %d\n# nodes %d\n# slots %d\n", g_conf.procs, g_conf.nodes, g_conf.slots);
-			print_seq(f, s, s->n);
-			fclose(f);
-		}
 	}
 	rm_etcd_stop(&g_conf);
 	if (!getenv("RANK_MODEL_KEEP")) {
