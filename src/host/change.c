@@ -254,9 +254,10 @@ int nbpf_host_commit(const char *id, const struct nbpf_host_publish_opts *o,
 	g_st.info.gen = g_st.img->generation;
 	g_st.info.late = late;
 	g_st.info.n_known = g_st.img->n_known;
-	memcpy(g_st.info.known, g_st.img->known,
-	       (g_st.img->n_known < NBPF_CHANGE_KNOWN_MAX ? g_st.img->n_known : NBPF_CHANGE_KNOWN_MAX) *
-		       sizeof(uint64_t));
+	if (g_st.img->n_known) /* at call 0 nobody follows: no list */
+		memcpy(g_st.info.known, g_st.img->known,
+		       (g_st.img->n_known < NBPF_CHANGE_KNOWN_MAX ? g_st.img->n_known
+								   : NBPF_CHANGE_KNOWN_MAX) * sizeof(uint64_t));
 	decide_locked(NBPF_CHANGE_COMMITTED);
 	if (info)
 		*info = g_done[(g_n_done - 1) % N_DONE];

@@ -10,14 +10,23 @@
  * turn: a member that is down or partitioned costs one attempt, and any
  * member that answers speaks for the cluster (the gateway serves
  * linearizable reads and writes through the leader).
+ *
+ * libcurl is opened at run time, by the first etcd call, not linked: linked,
+ * it brought twenty more libraries (its TLS, Kerberos, LDAP, SSH stacks) into
+ * every start of the command, which doubled the cost of each `ncclbpf map
+ * update`, `ps` or `reload` that scripts and the rank tester run by the
+ * thousand, for a path only `--etcd` takes.  The package still depends on
+ * libcurl4; without it, `--etcd` fails with a message naming the package.
  */
 #include "etcd.h"
 
 #include <curl/curl.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <jansson.h>
 #include <nettle/base64.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,11 +45,44 @@ struct body {
 	size_t len;
 };
 
+/* The libcurl calls used, resolved once from libcurl.so.4. */
+static struct {
+	CURLcode (*global_init)(long flags);
+	CURL *(*easy_init)(void);
+	void (*easy_cleanup)(CURL *c);
+	void (*easy_reset)(CURL *c);
+	CURLcode (*easy_setopt)(CURL *c, CURLoption o, ...);
+	CURLcode (*easy_perform)(CURL *c);
+	CURLcode (*easy_getinfo)(CURL *c, CURLINFO i, ...);
+	struct curl_slist *(*slist_append)(struct curl_slist *l, const char *s);
+	void (*slist_free_all)(struct curl_slist *l);
+	bool ok;
+	char why[256];
+} cu;
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 
 static void curl_init_once(void)
 {
-	curl_global_init(CURL_GLOBAL_DEFAULT);
+	void *lib = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+
+	if (!lib) {
+		snprintf(cu.why, sizeof(cu.why), "%s", dlerror());
+		return;
+	}
+	*(void **)&cu.global_init = dlsym(lib, "curl_global_init");
+	*(void **)&cu.easy_init = dlsym(lib, "curl_easy_init");
+	*(void **)&cu.easy_cleanup = dlsym(lib, "curl_easy_cleanup");
+	*(void **)&cu.easy_reset = dlsym(lib, "curl_easy_reset");
+	*(void **)&cu.easy_setopt = dlsym(lib, "curl_easy_setopt");
+	*(void **)&cu.easy_perform = dlsym(lib, "curl_easy_perform");
+	*(void **)&cu.easy_getinfo = dlsym(lib, "curl_easy_getinfo");
+	*(void **)&cu.slist_append = dlsym(lib, "curl_slist_append");
+	*(void **)&cu.slist_free_all = dlsym(lib, "curl_slist_free_all");
+	cu.ok = cu.global_init && cu.easy_init && cu.easy_cleanup && cu.easy_reset && cu.easy_setopt &&
+		cu.easy_perform && cu.easy_getinfo && cu.slist_append && cu.slist_free_all &&
+		cu.global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
+	if (!cu.ok)
+		snprintf(cu.why, sizeof(cu.why), "libcurl.so.4 lacks a call or cannot start");
 }
 
 static size_t on_data(char *p, size_t size, size_t n, void *user)
@@ -96,6 +138,8 @@ int nbpf_etcd_open(const char *endpoints, int timeout_ms, struct nbpf_etcd **out
 
 	*out = NULL;
 	pthread_once(&curl_once, curl_init_once);
+	if (!cu.ok)
+		return nbpf_err(-ENOSYS, "etcd: libcurl (Debian: libcurl4) cannot be used: %s", cu.why);
 	e = calloc(1, sizeof(*e));
 	list = strdup(endpoints ? endpoints : "");
 	if (!e || !list) {
@@ -117,7 +161,7 @@ int nbpf_etcd_open(const char *endpoints, int timeout_ms, struct nbpf_etcd **out
 		sprintf(e->ep[e->n_ep++], "%s%s", strstr(t, "://") ? "" : "http://", t);
 	}
 	free(list);
-	e->curl = curl_easy_init();
+	e->curl = cu.easy_init();
 	if (!e->curl || !e->n_ep) {
 		nbpf_etcd_close(e);
 		return nbpf_err(-EINVAL, "etcd: no endpoint in '%s'", endpoints ? endpoints : "");
@@ -131,7 +175,7 @@ void nbpf_etcd_close(struct nbpf_etcd *e)
 	if (!e)
 		return;
 	if (e->curl)
-		curl_easy_cleanup(e->curl);
+		cu.easy_cleanup(e->curl);
 	for (int i = 0; i < e->n_ep; i++)
 		free(e->ep[i]);
 	free(e->ep);
@@ -142,14 +186,14 @@ void nbpf_etcd_close(struct nbpf_etcd *e)
 static int call(struct nbpf_etcd *e, const char *path, json_t *req, json_t **resp)
 {
 	char *text = json_dumps(req, JSON_COMPACT), url[512], why[CURL_ERROR_SIZE] = "";
-	struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/json");
+	struct curl_slist *hdr = cu.slist_append(NULL, "Content-Type: application/json");
 	int err = -EHOSTUNREACH;
 
 	json_decref(req);
 	*resp = NULL;
 	if (!text || !hdr) {
 		free(text);
-		curl_slist_free_all(hdr);
+		cu.slist_free_all(hdr);
 		return -ENOMEM;
 	}
 	for (int k = 0; k < e->n_ep && err; k++) {
@@ -159,18 +203,18 @@ static int call(struct nbpf_etcd *e, const char *path, json_t *req, json_t **res
 		CURLcode rc;
 
 		snprintf(url, sizeof(url), "%s%s", e->ep[i], path);
-		curl_easy_reset(e->curl);
-		curl_easy_setopt(e->curl, CURLOPT_URL, url);
-		curl_easy_setopt(e->curl, CURLOPT_HTTPHEADER, hdr);
-		curl_easy_setopt(e->curl, CURLOPT_POSTFIELDS, text);
-		curl_easy_setopt(e->curl, CURLOPT_WRITEFUNCTION, on_data);
-		curl_easy_setopt(e->curl, CURLOPT_WRITEDATA, &b);
-		curl_easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, (long)e->timeout_ms);
-		curl_easy_setopt(e->curl, CURLOPT_CONNECTTIMEOUT_MS, (long)e->timeout_ms);
-		curl_easy_setopt(e->curl, CURLOPT_NOSIGNAL, 1L);
-		curl_easy_setopt(e->curl, CURLOPT_ERRORBUFFER, why);
-		rc = curl_easy_perform(e->curl);
-		curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &code);
+		cu.easy_reset(e->curl);
+		cu.easy_setopt(e->curl, CURLOPT_URL, url);
+		cu.easy_setopt(e->curl, CURLOPT_HTTPHEADER, hdr);
+		cu.easy_setopt(e->curl, CURLOPT_POSTFIELDS, text);
+		cu.easy_setopt(e->curl, CURLOPT_WRITEFUNCTION, on_data);
+		cu.easy_setopt(e->curl, CURLOPT_WRITEDATA, &b);
+		cu.easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, (long)e->timeout_ms);
+		cu.easy_setopt(e->curl, CURLOPT_CONNECTTIMEOUT_MS, (long)e->timeout_ms);
+		cu.easy_setopt(e->curl, CURLOPT_NOSIGNAL, 1L);
+		cu.easy_setopt(e->curl, CURLOPT_ERRORBUFFER, why);
+		rc = cu.easy_perform(e->curl);
+		cu.easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &code);
 		if (rc == CURLE_OK && code == 200 && b.data && (*resp = json_loads(b.data, 0, NULL))) {
 			e->cur = i;
 			err = 0;
@@ -182,7 +226,7 @@ static int call(struct nbpf_etcd *e, const char *path, json_t *req, json_t **res
 	if (err)
 		nbpf_err(err, "etcd: no endpoint answered %s (last: %s)", path, why);
 	free(text);
-	curl_slist_free_all(hdr);
+	cu.slist_free_all(hdr);
 	return err;
 }
 

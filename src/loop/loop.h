@@ -116,6 +116,7 @@ struct nbpf_loop_ranks {
 	 * nodes through x when there are any.
 	 */
 	char owner[128];
+	uint64_t started;      /* this instance: its change ids differ from any earlier one's */
 	struct nbpf_xchg *x;
 	int changes;
 };

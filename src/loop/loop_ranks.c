@@ -228,6 +228,7 @@ int nbpf_loop_ranks_find(struct nbpf_loop_ranks *s, const struct nbpf_loop_opts 
 
 			gethostname(host, sizeof(host) - 1);
 			snprintf(s->owner, sizeof(s->owner), "loop@%.40s:%d", host, (int)getpid());
+			s->started = rt_ns();
 			err = lease_all(s, o->take_over);
 			if (err == -EBUSY) {
 				char who[512];
@@ -350,7 +351,13 @@ int nbpf_loop_ranks_activate(struct nbpf_loop_ranks *s, int m, const uint32_t *k
 	if (!o->margin)
 		ao.margin = (uint64_t)(s->rate * o->margin_s) + 1000;
 	snprintf(step, sizeof(step), "p%d", s->changes);
-	snprintf(id, sizeof(id), "%.40s-%s-%d", s->owner, o->node ? o->node : "n", s->changes++);
+	/*
+	 * Unique per loop instance, and short whatever the host and node names:
+	 * a process refuses an id it saw before, so a truncated counter, or a
+	 * rerun in the same process (or a reused pid), would abort every write.
+	 */
+	snprintf(id, sizeof(id), "loop-%d-%llx-%d", (int)getpid(), (unsigned long long)s->started,
+		 s->changes++);
 	ao.step = step;
 	ao.records = rec.data;
 	err = rec.err ? rec.err : lease_all(s, false);

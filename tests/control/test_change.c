@@ -296,7 +296,7 @@ static void test_decision_maps(void)
 	snprintf(req, sizeof(req), "reload path=%s at_call=0", pol("ctl_imm"));
 	CHECK(ctl(NBPF_CTL_RELOAD, req, NULL, 0) == 0);
 	CHECK_EQ_U64(map_decides("ctl_cfg"), 0);
-	snprintf(req, sizeof(req), "reload path=%s at_call=0", pol("ctl_prof_a"));
+	snprintf(req, sizeof(req), "reload path=%s at_call=0", pol("ctl_prof_b"));
 	CHECK(ctl(NBPF_CTL_RELOAD, req, NULL, 0) == 0);
 	CHECK_EQ_U64(map_decides("prof_stats"), 0); /* a profiler's telemetry */
 	snprintf(req, sizeof(req), "reload path=%s at_call=0", pol("ctl_a"));

@@ -54,7 +54,7 @@ struct probe {
 };
 
 struct agg_out {
-	int err, switched;
+	int err, switched, late;
 	uint64_t at;
 };
 
@@ -365,8 +365,9 @@ static void test_fake(void)
 	uint64_t a, b, at_on, at_off, at_last, n;
 	uint8_t v6[16];
 	struct probe p;
-	pid_t pids[N_RANKS + 1];
+	pid_t pids[N_RANKS + 1], second;
 	double t;
+	int st = 0;
 
 	CHECK(!start_job(pids));
 	lo.pids = pids;
@@ -444,8 +445,30 @@ static void test_fake(void)
 	CHECK(!nbpf_kfeed_step(f, s, 3, t + 7, &r));
 	CHECK(r.n_lossy == 1 && r.peers[0].key == b && r.switched && r.degraded);
 	wait_calls(r.at);
+	/* A second loop (another process) on the same ranks is refused, saying why. */
+	second = fork();
+	if (second == 0) {
+		int e = nbpf_kfeed_open(&lo, &ko, &g);
+
+		if (e != -EBUSY)
+			fprintf(stderr, "second loop: %d: %s\n", e, ncclbpf_errmsg());
+		_exit(e == -EBUSY && strstr(ncclbpf_errmsg(), "another `ncclbpf loop` writes this job's plan")
+			      ? 0 : 1);
+	}
+	CHECK_MSG(second > 0 && waitpid(second, &st, 0) == second && WIFEXITED(st) && !WEXITSTATUS(st),
+		  "a second kernel loop was not refused");
+	/*
+	 * Run again: the new loop starts from the lossy plan the ranks run (not
+	 * from its own empty memory), so a healthy peer switches them back.
+	 */
+	nbpf_kfeed_close(f);
+	f = NULL;
+	CHECK(!nbpf_kfeed_open(&lo, &ko, &f));
+	if (!f)
+		goto out;
+	s[0].retrans = s[1].retrans = s[2].retrans = 0; /* its probes count from their start */
 	s[1].srtt_us = 100;
-	CHECK(!nbpf_kfeed_step(f, s, 3, t + 8, &r));
+	CHECK_MSG(!nbpf_kfeed_step(f, s, 3, t + 8, &r), "%s", ncclbpf_errmsg());
 	CHECK(r.n_lossy == 0 && r.switched && !r.degraded);
 	at_last = r.at;
 	/* IPv6: the key the net hooks compute (folded, top bit set). */
@@ -538,7 +561,8 @@ static void test_fake_share(void)
 		if (!agg[a]) {
 			int mine[2] = { pids[2 * a], a ? pids[N_RANKS] : pids[1] };
 			struct nbpf_loop_opts lo = {
-				.pids = mine, .n_pids = 2, .ranks = 2, .margin_s = 0.5, .timeout_ms = 10000,
+				/* A margin a loaded 2-core machine keeps: a rank past the call is late. */
+				.pids = mine, .n_pids = 2, .ranks = 2, .margin_s = 2, .timeout_ms = 10000,
 				.share_dir = share, .node = a ? "node-b" : "node-a", .nodes = 2,
 			};
 			struct nbpf_kfeed_opts ko = { .retrans_per_s = 50, .hold_s = 60, .lossy_channels = LOSSY_CH,
@@ -558,6 +582,7 @@ static void test_fake_share(void)
 			if (out->err)
 				fprintf(stderr, "aggregator %d: %s\n", a, ncclbpf_errmsg());
 			out->switched = r.switched && r.degraded;
+			out->late = r.late;
 			out->at = r.at;
 			nbpf_kfeed_close(f);
 			_exit(0);
@@ -568,6 +593,8 @@ static void test_fake_share(void)
 	for (int a = 0; a < 2; a++) {
 		CHECK_EQ_U64(sh->agg[a].err, 0);
 		CHECK_EQ_U64(sh->agg[a].switched, 1);
+		CHECK_MSG(!sh->agg[a].late, "aggregator %d: a rank was past call %llu", a,
+			  (unsigned long long)sh->agg[a].at);
 	}
 	CHECK_EQ_U64(sh->agg[0].at, sh->agg[1].at);
 	wait_calls(sh->agg[0].at + 1000);

@@ -229,7 +229,21 @@ static int run_seq(const struct seq *s, char *why, size_t n, int *at, struct rm_
 }
 
 /* ddmin over the operations before the failing one: the shortest sequence that still fails. */
-static void shrink(struct seq *s, int budget)
+/* The sequence as a file --replay reads, written at once and after every cut of the shrink. */
+static void save_repro(const struct seq *s, const char *out)
+{
+	FILE *f = fopen(out, "w");
+
+	if (!f)
+		return;
+	fprintf(f, "# procs %d\n# nodes %d\n# slots %d\n", g_conf.procs, g_conf.nodes, g_conf.slots);
+	if (!strcmp(g_conf.exchange, "etcd"))
+		fprintf(f, "# exchange etcd\n");
+	print_seq(f, s, s->n);
+	fclose(f);
+}
+
+static void shrink(struct seq *s, int budget, const char *out)
 {
 	int chunk = s->n / 2;
 
@@ -253,6 +267,7 @@ static void shrink(struct seq *s, int budget)
 				*s = *t;
 				cut = true;
 				fprintf(stderr, "rank_model: shrunk to %d operations\n", s->n);
+				save_repro(s, out);
 			} else {
 				start += chunk;
 			}
@@ -373,8 +388,10 @@ int main(int argc, char **argv)
 		seconds *= atof(getenv("NCCLBPF_TEST_SCALE")) > 0 ? atof(getenv("NCCLBPF_TEST_SCALE")) : 1;
 	if (file) {
 		file_conf(file);
-		if (load_file(file, s))
+		if (load_file(file, s)) {
+			free(s);
 			return 2;
+		}
 	}
 	if (g_conf.procs < 2 || g_conf.procs > RM_MAX_PROCS || g_conf.nodes < 1 ||
 	    g_conf.nodes > RM_MAX_NODES || g_conf.nodes > g_conf.procs || g_conf.slots < 1 ||
@@ -402,6 +419,7 @@ int main(int argc, char **argv)
 	snprintf(g_conf.root, sizeof(g_conf.root), "/tmp/ncclbpf-rank.%d", (int)getpid());
 	if (mkdir(g_conf.root, 0700)) {
 		perror(g_conf.root);
+		free(s);
 		return 2;
 	}
 	if (!strcmp(g_conf.exchange, "etcd") && !g_conf.etcd) {
@@ -409,6 +427,7 @@ int main(int argc, char **argv)
 
 		if (e) {
 			rmdir(g_conf.root);
+			free(s);
 			return e == 77 ? 77 : 2;
 		}
 	}
@@ -456,25 +475,17 @@ int main(int argc, char **argv)
 	}
 	if (rc == -2) {
 		fprintf(stderr, "rank_model: %s\n", why);
-		return 2;
-	}
-	if (rc) {
+	} else if (rc) {
 		char out[64];
-		FILE *f;
 
 		fprintf(stderr, "rank_model: VIOLATION at operation %d: %s\n", at, why);
 		s->n = at + 1;
-		if (shrink_it && !is_case)
-			shrink(s, 40);
 		snprintf(out, sizeof(out), "rank-repro-%llu.ops", (unsigned long long)seed);
+		save_repro(s, out); /* a shrink stopped midway leaves a reproducer too */
+		if (shrink_it && !is_case)
+			shrink(s, 40, out);
 		fprintf(stderr, "rank_model: reproducer (%d operations; replay with --replay %s):\n", s->n, out);
 		print_seq(stderr, s, s->n);
-		f = fopen(out, "w");
-		if (f) {
-			fprintf(f, "# procs %d\n# nodes %d\n# slots %d\n", g_conf.procs, g_conf.nodes, g_conf.slots);
-			print_seq(f, s, s->n);
-			fclose(f);
-		}
 	}
 	rm_etcd_stop(&g_conf);
 	if (!getenv("RANK_MODEL_KEEP")) {
@@ -485,5 +496,6 @@ int main(int argc, char **argv)
 			/* best effort */
 		}
 	}
-	return rc ? 1 : 0;
+	free(s);
+	return rc == -2 ? 2 : rc ? 1 : 0;
 }
