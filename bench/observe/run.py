@@ -97,7 +97,7 @@ def run(label, observer, env=None):
             t = p.get("run_time_ns", 0) - a[i].get("run_time_ns", 0)
             if n:
                 print(f"    {p.get('name', '?'):24s} {n / wall:9.0f} runs/s {t / n:6.0f} ns/run "
-                      f"{100 * t / 1e9 / wall:5.2f}%")
+                      f"{100 * t / 1e9 / wall:5.2f}%  jited {p.get('bytes_jited', 0)} B")
 
 
 img = subprocess.run(["mktemp", "/var/tmp/obsbench.XXXXXX"], capture_output=True, text=True).stdout.strip()
