@@ -341,14 +341,14 @@ static void io_kernel_time(struct nbpf_obs *obs, int dfd, void *buf, uint32_t de
 	const int n = 100;
 
 	for (int tries = 0; tries < 5; tries++) {
-		uint64_t ios0, ms0, ios1, ms1, c0 = 0, c1 = 0, ns0 = 0, ns1 = 0;
+		uint64_t ios0, ms0, ios1, ms1, c0 = 0, c1 = 0, ns0 = 0, ns1 = 0, d0 = 0, d1 = 0, dn0 = 0, dn1 = 0;
 		const struct nbpf_obs_blk *b;
 		struct nbpf_obs_snap s;
 
 		if (nbpf_obs_snapshot(obs, &s))
 			break;
 		if ((b = find_blk(&s, devno, OBS_OP_READ)))
-			c0 = b->v.lat.count, ns0 = b->v.lat.sum;
+			c0 = b->v.lat.count, ns0 = b->v.lat.sum, d0 = b->v.dev.count, dn0 = b->v.dev.sum;
 		nbpf_obs_snap_free(&s);
 		if (disk_reads(devno, &ios0, &ms0)) {
 			printf("io: no stat file for the device: kernel time not compared\n");
@@ -362,13 +362,19 @@ static void io_kernel_time(struct nbpf_obs *obs, int dfd, void *buf, uint32_t de
 		if (nbpf_obs_snapshot(obs, &s))
 			break;
 		if ((b = find_blk(&s, devno, OBS_OP_READ)))
-			c1 = b->v.lat.count, ns1 = b->v.lat.sum;
+			c1 = b->v.lat.count, ns1 = b->v.lat.sum, d1 = b->v.dev.count, dn1 = b->v.dev.sum;
 		nbpf_obs_snap_free(&s);
-		printf("io: kernel time: %llu reads, %.2f ms; the device's stat: %llu reads, %llu ms\n",
-		       (unsigned long long)(c1 - c0), (double)(ns1 - ns0) / 1e6,
+		printf("io: kernel time: %llu reads, %.2f ms (device's share: %llu, %.2f ms); the device's "
+		       "stat: %llu reads, %llu ms\n", (unsigned long long)(c1 - c0), (double)(ns1 - ns0) / 1e6,
+		       (unsigned long long)(d1 - d0), (double)(dn1 - dn0) / 1e6,
 		       (unsigned long long)(ios1 - ios0), (unsigned long long)(ms1 - ms0));
 		if (ios1 - ios0 != c1 - c0)
 			continue;
+		/* Where the queue stamps the issue, every request has a device share, within its time. */
+		CHECK(d1 == d0 || (d1 - d0 == c1 - c0 && dn1 - dn0 <= ns1 - ns0),
+		      "device share of %llu requests, %llu ns, for %llu requests of %llu ns",
+		      (unsigned long long)(d1 - d0), (unsigned long long)(dn1 - dn0),
+		      (unsigned long long)(c1 - c0), (unsigned long long)(ns1 - ns0));
 		CHECK((double)(ns1 - ns0) / 1e6 >= 0.98 * (double)(ms1 - ms0) - 1.0 &&
 		      (double)(ns1 - ns0) / 1e6 <= 1.02 * (double)(ms1 - ms0) + 1.0,
 		      "block time %.2f ms, the device's stat %llu ms", (double)(ns1 - ns0) / 1e6,
