@@ -52,9 +52,13 @@ def measure(rate, n):
     text = out.stdout + out.stderr
     res, cur = {}, None
     for line in text.splitlines():
+        if "could not run" in line:
+            label = line.split("  ")[0].strip()
+            res.setdefault(NAMES.get(label, label), {"total": [], "progs": {}, "failed": 0})["failed"] += 1
+            continue
         m = TOTAL.match(line)
         if m:
-            cur = res.setdefault(NAMES.get(m.group(1), m.group(1)), {"total": [], "progs": {}})
+            cur = res.setdefault(NAMES.get(m.group(1), m.group(1)), {"total": [], "progs": {}, "failed": 0})
             cur["total"].append(tuple(float(m.group(i)) for i in (2, 3, 4, 5)))
             continue
         m = PROG.match(line)
@@ -72,6 +76,11 @@ def report(f, rate, res):
     f.write(f"\n== {rate} reads/s ==\n")
     for build, r in res.items():
         t = r["total"]
+        if r["failed"]:
+            f.write(f"{build}: {r['failed']} run(s) saw no program run (the observer started too late "
+                    "for the window, or failed: see the raw output)\n")
+        if not t:
+            continue
         f.write(f"{build}: {len(t)} runs, median {med(t, 0):.2f}% of one CPU (programs {med(t, 1):.2f}%, "
                 f"process {med(t, 3):.2f}%), {med(t, 2):.0f} program runs/s; programs per run: "
                 + ", ".join(f"{x[1]:.2f}%" for x in t) + "\n")
