@@ -27,14 +27,13 @@
  * The table is small on purpose.  An array map of up to 32 KiB comes from
  * the kernel's linear map, which large pages cover, so a lookup costs at
  * most a cache miss; a larger one is vmalloc'd page by page, and a
- * request's first load into a 16,384-slot table missed the TLB as well
- * (100 ns more per block request, on each of the claim and the
- * completion).  A set found full spills into a large table, which finds
- * look into only while it holds something (the spill count), so the
- * capacity stays 17,392 requests.  A slot whose owner never completed (a
- * request freed without completion) is taken over after INFL_STALE_NS; a
- * request that finds its sets busy and fresh in both tables is not timed,
- * and counted in infl_full.
+ * request's first load into a 16,384-slot table can miss the TLB as well,
+ * on each of the claim and the completion.  A set found full spills into
+ * a large table, which finds look into only while it holds something (the
+ * spill count), so the capacity stays 17,392 requests.  A slot whose
+ * owner never completed (a request freed without completion) is taken
+ * over after INFL_STALE_NS; a request that finds its sets busy and fresh
+ * in both tables is not timed, and counted in infl_full.
  */
 #define INFL_WAYS 4
 #define INFL_SETS 252    /* 1,008 slots of 32 bytes: with the map's header, under 32 KiB */
