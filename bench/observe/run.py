@@ -40,6 +40,7 @@ here = os.path.dirname(os.path.abspath(__file__))
 job_bin = os.path.join(build, "bench/observe/obs_job")
 ncclbpf = os.path.join(build, "ncclbpf")
 clk = os.sysconf("SC_CLK_TCK")
+GRACE = 4
 
 
 def progs():
@@ -59,16 +60,26 @@ def proc_cpu(pid):
 def run(label, observer, env=None):
     """Runs the job, and observer (argv with {pid}, or None) beside it."""
     first = max(progs() or {0: None})
-    job = subprocess.Popen([job_bin, dev, str(secs), rate], stdout=subprocess.PIPE, text=True)
+    # An observer gets GRACE seconds more of the job to load in (bpftrace and bcc compile first;
+    # a loaded machine verifies slowly): the window counts only programs present when it begins.
+    grace = GRACE if observer else 0
+    job = subprocess.Popen([job_bin, dev, str(secs + grace), rate], stdout=subprocess.PIPE, text=True)
+    start = time.time()
     time.sleep(0.2)
     obs = None
     if observer:
         argv = [a.replace("{pid}", str(job.pid)) for a in observer]
         obs = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                env=dict(os.environ, **(env or {})))
-        time.sleep(min(3.0, secs / 2))  # bpftrace and bcc compile first
+        # Until its programs are loaded and have stood still for a second.
+        seen, still = -1, 0
+        while time.time() - start < 0.2 + grace and still < 4:
+            time.sleep(0.25)
+            n = sum(1 for i in progs() if i > first)
+            still = still + 1 if n and n == seen else 0
+            seen = n
     a, c0, t0 = progs(), proc_cpu(obs.pid) if obs else 0, time.time()
-    time.sleep(max(1.0, secs - (min(3.0, secs / 2) if obs else 0) - 1.5))
+    time.sleep(max(1.0, start + secs + grace - 1.3 - time.time()))
     b, c1, t1 = progs(), proc_cpu(obs.pid) if obs else 0, time.time()
     out = job.communicate()[0].strip()
     err = ""
@@ -97,7 +108,7 @@ def run(label, observer, env=None):
             t = p.get("run_time_ns", 0) - a[i].get("run_time_ns", 0)
             if n:
                 print(f"    {p.get('name', '?'):24s} {n / wall:9.0f} runs/s {t / n:6.0f} ns/run "
-                      f"{100 * t / 1e9 / wall:5.2f}%")
+                      f"{100 * t / 1e9 / wall:5.2f}%  jited {p.get('bytes_jited', 0)} B")
 
 
 img = subprocess.run(["mktemp", "/var/tmp/obsbench.XXXXXX"], capture_output=True, text=True).stdout.strip()
@@ -110,7 +121,7 @@ try:
           f"kernel {os.uname().release}")
     if not per_prog:
         run("unobserved", None)
-    obs = [ncclbpf, "observe", "--pid", "{pid}", "--duration", str(secs + 5), "--interval", "1000"]
+    obs = [ncclbpf, "observe", "--pid", "{pid}", "--duration", str(secs + GRACE + 5), "--interval", "1000"]
     if per_prog:
         for _ in range(repeat):
             run("unobserved", None)
@@ -136,7 +147,7 @@ try:
                 {"NCCLBPF_OBSERVE_TP_RENAME": off})
         bcc = f"/usr/sbin/{tool}-bpfcc"
         if os.path.exists(bcc):
-            run(f"bcc {tool}", [bcc] + (["-d", str(secs + 5)] if tool == "tcprtt" else [str(secs + 5), "1"]))
+            run(f"bcc {tool}", [bcc] + (["-d", str(secs + GRACE + 5)] if tool == "tcprtt" else [str(secs + GRACE + 5), "1"]))
         else:
             print(f"{'bcc ' + tool:34s} not installed (NCCLBPF_BENCH_DEPS=1 sh scripts/deps.sh)")
         bt = os.path.join(here, "bt", tool + ".bt")
