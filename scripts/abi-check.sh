@@ -82,33 +82,84 @@ ncclNetCommAttr_v11_t nbpf_net_comm_attr_v11_t
 ncclNetAttr_v11_t nbpf_net_attr_v11_t
 EOF
 
-# ptype /o -> "offset size member" lines ("fn/N" for a slot taking N args).
-cat > "$W/norm.py" <<'EOF'
+# One gdb run per object prints every type after a marker line; cmp.py turns
+# each `ptype /o` into "offset size member" lines ("fn/N" for a slot taking N
+# arguments) and compares NCCL's with ours.  Args: pairs, theirs, ours.
+cat > "$W/cmp.py" <<'EOF'
 import re, sys
-for l in sys.stdin:
-    m = re.match(r'/\*\s*(\d+)?\s*(?:\|\s*)?(\d+)\s*\*/\s*(.*)$', l)
-    if m:
-        off, size, rest = m.group(1) or '-', m.group(2), m.group(3)
-        fp = re.search(r'\(\*(\w+)\)\((.*)\);', rest)
-        if fp:
-            a = fp.group(2).strip()
-            print(off, size, fp.group(1), 'fn/%d' % (0 if a in ('', 'void') else a.count(',') + 1))
-        elif rest.endswith('{'):
-            print(off, size, '{')
-        else:
-            nm = re.search(r'(\w+)((?:\[\d+\])*);$', rest)
-            print(off, size, nm.group(1) + nm.group(2) if nm else '?' + rest)
+
+def split(path):
+    out, cur = {}, None
+    for l in open(path, errors='replace'):
+        if l.startswith('@@ '):
+            cur = out.setdefault(l.split()[1], [])
+        elif cur is not None:
+            cur.append(l)
+    return out
+
+def norm(lines):
+    if not any('type = ' in l for l in lines):
+        return None
+    res = []
+    for l in lines:
+        m = re.match(r'/\*\s*(\d+)?\s*(?:\|\s*)?(\d+)\s*\*/\s*(.*)$', l.rstrip())
+        if m:
+            off, size, rest = m.group(1) or '-', m.group(2), m.group(3)
+            fp = re.search(r'\(\*(\w+)\)\((.*)\);', rest)
+            if fp:
+                a = fp.group(2).strip()
+                n = 0 if a in ('', 'void') else a.count(',') + 1
+                res.append('%s %s %s fn/%d' % (off, size, fp.group(1), n))
+            elif rest.endswith('{'):
+                res.append('%s %s {' % (off, size))
+            else:
+                nm = re.search(r'(\w+)((?:\[\d+\])*);$', rest)
+                res.append('%s %s %s' % (off, size, nm.group(1) + nm.group(2) if nm else '?' + rest))
+            continue
+        m = re.match(r'\s*\} ?(\w*);', l)
+        if m:
+            res.append('} ' + m.group(1))
+        m = re.search(r'total size \(bytes\):\s*(\d+)', l)
+        if m:
+            res.append('total ' + m.group(1))
+    return res
+
+theirs, ours = split(sys.argv[2]), split(sys.argv[3])
+seen = bad = 0
+for line in open(sys.argv[1]):
+    t, o = line.split()
+    a = norm(theirs.get(t, []))
+    if a is None:
         continue
-    m = re.match(r'\s*\} ?(\w*);', l)
-    if m:
-        print('}', m.group(1))
-    m = re.search(r'total size \(bytes\):\s*(\d+)', l)
-    if m:
-        print('total', m.group(1))
+    b = norm(ours.get(o, [])) or []
+    seen += 1
+    if a == b:
+        print('ok   %s = %s (%d members)' % (t, o, len(a)))
+        continue
+    bad += 1
+    print('DIFF %s vs %s' % (t, o))
+    for i in range(max(len(a), len(b))):
+        x = a[i] if i < len(a) else '-'
+        y = b[i] if i < len(b) else '-'
+        if x != y:
+            print('     NCCL %-36s ours %s' % (x, y))
+print('seen %d' % seen)
+sys.exit(1 if bad else 0)
 EOF
+
+# gdb_types OBJ COLUMN: `ptype /o` of every type in that column of pairs.
+gdb_types() {
+	printf '%s\n' python \
+		"for t in '$(cut -d' ' -f"$2" "$W/pairs" | sort -u | tr '\n' ' ')'.split():" \
+		"    gdb.write('@@ %s\\n' % t)" \
+		"    try: gdb.write(gdb.execute('ptype /o ' + t, to_string=True))" \
+		"    except gdb.error: pass" end > "$W/cmds"
+	gdb -batch -x "$W/cmds" "$1" 2>&1
+}
 
 printf '#include "nccl/abi_tuner.h"\n#include "nccl/abi_profiler.h"\n#include "nccl/abi_env.h"\n#include "nccl/abi_net.h"\n' > "$W/ours.c"
 gcc -std=gnu11 -g -fno-eliminate-unused-debug-types -Isrc -c "$W/ours.c" -o "$W/ours.o"
+gdb_types "$W/ours.o" 2 > "$W/ours"
 
 # NCCL's profiler headers take ncclPid_t from os.h, which drags in the
 # whole host layer; this stand-in gives them just the type.
@@ -130,23 +181,12 @@ for src in "$@"; do
 	g++ -std=c++17 -g -fno-eliminate-unused-debug-types -include sys/types.h \
 		-I"$W/stub" -I"$W/nccl" -I"$inc" -I"$inc/plugin" -I"$CUDA_HOME/include" \
 		-c "$W/real.cc" -o "$W/real.o"
-	seen=0
-	while read -r theirs ours; do
-		gdb -batch -ex "ptype /o $theirs" "$W/real.o" >"$W/a.raw" 2>&1 || true
-		grep -q '^type = ' "$W/a.raw" || continue
-		python3 "$W/norm.py" < "$W/a.raw" > "$W/a"
-		gdb -batch -ex "ptype /o $ours" "$W/ours.o" 2>&1 | python3 "$W/norm.py" > "$W/b"
-		seen=$((seen + 1))
-		if cmp -s "$W/a" "$W/b"; then
-			echo "ok   $theirs = $ours ($(grep -c . "$W/a") members)"
-		else
-			echo "DIFF $theirs vs $ours ($src)"
-			diff "$W/a" "$W/b" | sed 's/^/     /' | head -20
-			rc=1
-		fi
-	done < "$W/pairs"
-	[ $seen -gt 0 ] || { echo "abi-check: $src declares none of the types" >&2; rc=1; }
-	n=$((n + seen))
+	gdb_types "$W/real.o" 1 > "$W/theirs"
+	if python3 "$W/cmp.py" "$W/pairs" "$W/theirs" "$W/ours" > "$W/out"; then :; else rc=1; fi
+	grep -v '^seen ' "$W/out" || true
+	seen=$(sed -n 's/^seen //p' "$W/out")
+	[ "${seen:-0}" -gt 0 ] || { echo "abi-check: $src declares none of the types" >&2; rc=1; }
+	n=$((n + ${seen:-0}))
 	echo "abi-check: $src: $seen types compared"
 done
 [ $rc -eq 0 ] && echo "abi-check: $n comparisons, all equal"
