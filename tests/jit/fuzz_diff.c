@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "insn_build.h"
 #include "interp.h"
 #include "jit/jit.h"
 #include "maps/map.h"
@@ -83,10 +84,7 @@ static int32_t imm_any(struct gen *g)
 
 static void put(struct gen *g, uint8_t code, int dst, int src, int16_t off, int32_t imm)
 {
-	if (g->n >= MAX_INSNS)
-		return;
-	g->insns[g->n++] = (struct nbpf_insn){ .code = code, .dst = (uint8_t)dst,
-					       .src = (uint8_t)src, .off = off, .imm = imm };
+	ib_put(g->insns, &g->n, MAX_INSNS, code, (uint8_t)dst, (uint8_t)src, off, imm);
 }
 
 static const int writable[] = { 0, 1, 2, 3, 4, 5, 7, 8 };
@@ -94,11 +92,6 @@ static const int readable[] = { 0, 1, 2, 3, 4, 5, 7, 8, 9 };
 
 static int wreg(struct gen *g) { return writable[u8(g) % 8]; }
 static int rreg(struct gen *g) { return readable[u8(g) % 9]; }
-
-static int size_code(int bytes)
-{
-	return bytes == 1 ? NBPF_B : bytes == 2 ? NBPF_H : bytes == 4 ? NBPF_W : NBPF_DW;
-}
 
 /* A memory operand inside the block (r6) or the stack window (r10). */
 static void mem_operand(struct gen *g, int bytes, int aligned, int *base, int16_t *off)
@@ -181,14 +174,14 @@ static void gen_mem(struct gen *g)
 	case 0: { /* load, maybe sign-extending */
 		int sx = bytes != 8 && (u8(g) & 1);
 
-		put(g, NBPF_LDX | (sx ? NBPF_MEMSX : NBPF_MEM) | size_code(bytes), wreg(g), base, off, 0);
+		put(g, NBPF_LDX | (sx ? NBPF_MEMSX : NBPF_MEM) | ib_size_code(bytes), wreg(g), base, off, 0);
 		break;
 	}
 	case 1:
-		put(g, NBPF_ST | NBPF_MEM | size_code(bytes), base, 0, off, imm_any(g));
+		put(g, NBPF_ST | NBPF_MEM | ib_size_code(bytes), base, 0, off, imm_any(g));
 		break;
 	case 2:
-		put(g, NBPF_STX | NBPF_MEM | size_code(bytes), base, rreg(g), off, 0);
+		put(g, NBPF_STX | NBPF_MEM | ib_size_code(bytes), base, rreg(g), off, 0);
 		break;
 	default: { /* through another base register, which is then reset */
 		int b = wreg(g), v = wreg(g);
@@ -197,11 +190,11 @@ static void gen_mem(struct gen *g)
 			off = (int16_t)(-WINDOW + (int)(u8(g) % (WINDOW - bytes + 1)));
 		put(g, NBPF_ALU64 | NBPF_MOV | NBPF_X, b, base, 0, 0);
 		if (u8(g) & 1) {
-			put(g, NBPF_LDX | NBPF_MEM | size_code(bytes), v, b, off, 0);
+			put(g, NBPF_LDX | NBPF_MEM | ib_size_code(bytes), v, b, off, 0);
 			if (v == b)
 				break;
 		} else {
-			put(g, NBPF_STX | NBPF_MEM | size_code(bytes), b, v != b ? v : b == 7 ? 8 : 7, off, 0);
+			put(g, NBPF_STX | NBPF_MEM | ib_size_code(bytes), b, v != b ? v : b == 7 ? 8 : 7, off, 0);
 		}
 		put(g, NBPF_ALU64 | NBPF_MOV | NBPF_K, b, 0, 0, imm_any(g));
 		break;
@@ -222,7 +215,7 @@ static void gen_atomic(struct gen *g)
 	int src = (op & NBPF_FETCH) ? wreg(g) : rreg(g);
 
 	mem_operand(g, bytes, 1, &base, &off);
-	put(g, NBPF_STX | NBPF_ATOMIC | size_code(bytes), base, src, off, op);
+	put(g, NBPF_STX | NBPF_ATOMIC | ib_size_code(bytes), base, src, off, op);
 }
 
 static void gen_lddw(struct gen *g)
@@ -259,7 +252,7 @@ static void gen_one(struct gen *g)
 	int bytes = sizes[k % 4];
 
 	if (k & 4)
-		put(g, NBPF_ST | NBPF_MEM | size_code(bytes), 6, 0,
+		put(g, NBPF_ST | NBPF_MEM | ib_size_code(bytes), 6, 0,
 		    (int16_t)(u8(g) % (MEM_DATA - bytes + 1)), imm_any(g));
 	else
 		gen_alu(g);
@@ -310,14 +303,14 @@ static void put_write(struct gen *g, const struct place *p)
 	}
 	switch ((k >> 1) & 3) {
 	case 0:
-		put(g, NBPF_ST | NBPF_MEM | size_code(p->bytes), p->base, 0, p->off, imm_any(g));
+		put(g, NBPF_ST | NBPF_MEM | ib_size_code(p->bytes), p->base, 0, p->off, imm_any(g));
 		break;
 	case 1:
-		put(g, NBPF_STX | NBPF_MEM | size_code(p->bytes), p->base, rreg(g), p->off, 0);
+		put(g, NBPF_STX | NBPF_MEM | ib_size_code(p->bytes), p->base, rreg(g), p->off, 0);
 		break;
 	default:
 		put(g, cls | NBPF_MOV | NBPF_K, 4, 0, 0, imm_any(g));
-		put(g, NBPF_STX | NBPF_MEM | size_code(p->bytes), p->base, 4, p->off, 0);
+		put(g, NBPF_STX | NBPF_MEM | ib_size_code(p->bytes), p->base, 4, p->off, 0);
 		break;
 	}
 }
@@ -362,10 +355,7 @@ static void gen_diamond(struct gen *g)
 			g->insns[at].off = (int16_t)(g->n - (at + 1));
 		}
 	}
-	if (g->insns[ja].code == NBPF_OP_GOTOL)
-		g->insns[ja].imm = (int32_t)(g->n - (ja + 1));
-	else
-		g->insns[ja].off = (int16_t)(g->n - (ja + 1));
+	ib_set_jump_off(&g->insns[ja], g->n - (ja + 1));
 }
 
 /* r1-r5 are undefined after a helper call: give them fresh values. */
@@ -417,9 +407,9 @@ static void gen_helper(struct gen *g)
 
 			put(g, NBPF_JMP | NBPF_JEQ | NBPF_K, 0, 0, 1, 0);
 			if (how == 0)
-				put(g, NBPF_LDX | NBPF_MEM | size_code(bytes), 7, 0, off, 0);
+				put(g, NBPF_LDX | NBPF_MEM | ib_size_code(bytes), 7, 0, off, 0);
 			else if (how == 1)
-				put(g, NBPF_ST | NBPF_MEM | size_code(bytes), 0, 0, off, imm_any(g));
+				put(g, NBPF_ST | NBPF_MEM | ib_size_code(bytes), 0, 0, off, imm_any(g));
 			else
 				put(g, NBPF_STX | NBPF_ATOMIC | NBPF_DW, 0, 7, (int16_t)(off & ~7), NBPF_ADD);
 		}
@@ -503,10 +493,7 @@ static void gen_block(struct gen *g, int units, int in_loop, int in_sub)
 				break;
 			}
 		}
-		if (g->insns[fx[f].at].code == NBPF_OP_GOTOL)
-			g->insns[fx[f].at].imm = (int32_t)(t - (fx[f].at + 1));
-		else
-			g->insns[fx[f].at].off = (int16_t)(t - (fx[f].at + 1));
+		ib_set_jump_off(&g->insns[fx[f].at], (int64_t)t - (fx[f].at + 1));
 	}
 }
 

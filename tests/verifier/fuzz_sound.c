@@ -23,8 +23,10 @@
 #include <unistd.h>
 
 #include "helpers.h"
+#include "insn_build.h"
 #include "interp.h"
 #include "maps/map.h"
+#include "mem_checker.h"
 #include "ncclbpf/runtime.h"
 #include "verifier/verifier.h"
 
@@ -89,79 +91,6 @@ static void report(void)
 	}
 }
 
-/* ---- the checker ---- */
-
-#define MAX_REGIONS 64
-struct region {
-	uint64_t lo, hi;
-	uint32_t id;
-};
-
-struct checker_state {
-	uint8_t *ctx;
-	struct region r[MAX_REGIONS];
-	int n;
-};
-
-static int chk_mem(void *user, uint64_t addr, uint32_t size, int is_write)
-{
-	struct checker_state *s = user;
-	uint64_t c = (uint64_t)(uintptr_t)s->ctx;
-
-	if (addr >= c && addr + size <= c + CTX_SIZE) {
-		uint64_t off = addr - c;
-
-		/*
-		 * Byte by byte: every byte lies in a field with the right, and a
-		 * write covers each field it touches entirely (so one access may
-		 * span whole adjacent fields, as merged stores do).
-		 */
-		for (uint64_t b = off; b < off + size;) {
-			const struct ncclbpf_ctx_field *f = NULL;
-
-			for (size_t i = 0; i < fz_hook.n_fields; i++)
-				if (b >= fz_hook.fields[i].off &&
-				    b < fz_hook.fields[i].off + fz_hook.fields[i].size)
-					f = &fz_hook.fields[i];
-			if (!f || !(f->access & (is_write ? NCCLBPF_FIELD_WRITE : NCCLBPF_FIELD_READ)))
-				return 1;
-			if (is_write && (f->off < off || f->off + f->size > off + size))
-				return 1;
-			b = f->off + f->size;
-		}
-		return 0;
-	}
-	for (int i = 0; i < s->n; i++)
-		if (addr >= s->r[i].lo && addr + size <= s->r[i].hi)
-			return 0;
-	return 1;
-}
-
-static void add_region(struct checker_state *s, uint64_t lo, uint64_t len)
-{
-	if (s->n < MAX_REGIONS) {
-		s->r[s->n].lo = lo;
-		s->r[s->n++].hi = lo + len;
-	}
-}
-
-static void chk_helper(void *user, const struct nbpf_helper *h, const uint64_t a[5], uint64_t r0)
-{
-	struct checker_state *s = user;
-
-	if (h->id == NBPF_HELPER_MAP_LOOKUP && r0) {
-		const struct ncclbpf_map *m = (const struct ncclbpf_map *)(uintptr_t)a[0];
-
-		add_region(s, r0, m->value_size);
-	} else if (h->id == NBPF_HELPER_RINGBUF_RESERVE && r0) {
-		add_region(s, r0, a[1]);
-	} else if (h->id == NBPF_HELPER_RINGBUF_SUBMIT || h->id == NBPF_HELPER_RINGBUF_DISCARD) {
-		for (int i = 0; i < s->n; i++)
-			if (s->r[i].lo == a[0])
-				s->r[i].lo = s->r[i].hi = 0; /* gone: any later access traps */
-	}
-}
-
 /* ---- program generator ---- */
 
 struct gen {
@@ -182,25 +111,13 @@ static uint32_t take(struct gen *g, uint32_t mod)
 
 static void emit(struct gen *g, uint8_t code, uint8_t dst, uint8_t src, int16_t off, int32_t imm)
 {
-	if (g->len < g->cap) {
-		struct nbpf_insn in = { .code = code, .dst = dst, .src = src, .off = off, .imm = imm };
-
-		g->p[g->len++] = in;
-	}
+	ib_put(g->p, &g->len, g->cap, code, dst, src, off, imm);
 }
 
 static void emit_lddw(struct gen *g, uint8_t dst, uint8_t src, int32_t imm, int32_t imm2)
 {
-	emit(g, NBPF_OP_LDDW, dst, src, 0, imm);
-	emit(g, 0, 0, 0, 0, imm2);
+	ib_put_lddw(g->p, &g->len, g->cap, dst, src, imm, imm2);
 }
-
-static const uint8_t sizes[4] = { NBPF_B, NBPF_H, NBPF_W, NBPF_DW };
-static const uint8_t alu_ops[] = { NBPF_ADD, NBPF_SUB, NBPF_MUL, NBPF_DIV, NBPF_OR, NBPF_AND,
-				   NBPF_LSH, NBPF_RSH, NBPF_NEG, NBPF_MOD, NBPF_XOR, NBPF_MOV,
-				   NBPF_ARSH };
-static const uint8_t jmp_ops[] = { NBPF_JEQ, NBPF_JGT, NBPF_JGE, NBPF_JSET, NBPF_JNE, NBPF_JSGT,
-				   NBPF_JSGE, NBPF_JLT, NBPF_JLE, NBPF_JSLT, NBPF_JSLE };
 
 static uint8_t reg(struct gen *g)
 {
@@ -210,7 +127,7 @@ static uint8_t reg(struct gen *g)
 /* r7 = fp + base + r (r a scalar the fragment bounded, or not), then an access through r7. */
 static void stack_index(struct gen *g, uint8_t r)
 {
-	uint8_t sz = sizes[take(g, 4)];
+	uint8_t sz = ib_sizes[take(g, 4)];
 
 	emit(g, NBPF_ALU64 | NBPF_MOV | NBPF_X, 7, 10, 0, 0);
 	/* near the top or the bottom of the frame, so a wrong bound leaves it */
@@ -232,14 +149,14 @@ static void fragment(struct gen *g, int depth)
 
 	switch (k) {
 	case 0: case 1: /* context load, mostly at field offsets */
-		emit(g, NBPF_LDX | NBPF_MEM | sizes[take(g, 4)], r ? r : 2, 6, 0,
+		emit(g, NBPF_LDX | NBPF_MEM | ib_sizes[take(g, 4)], r ? r : 2, 6, 0,
 		     0), g->p[g->len - 1].off = (int16_t)(take(g, 2) ? fz_fields[take(g, 8)].off : take(g, 72));
 		break;
 	case 2: /* context store */
-		emit(g, NBPF_STX | NBPF_MEM | sizes[take(g, 4)], 6, s, (int16_t)(take(g, 3) ? 24 + 4 * take(g, 2) : take(g, 64)), 0);
+		emit(g, NBPF_STX | NBPF_MEM | ib_sizes[take(g, 4)], 6, s, (int16_t)(take(g, 3) ? 24 + 4 * take(g, 2) : take(g, 64)), 0);
 		break;
 	case 3: case 4: { /* ALU */
-		uint8_t op = alu_ops[take(g, sizeof(alu_ops))];
+		uint8_t op = ib_alu_ops[take(g, sizeof(ib_alu_ops))];
 		uint8_t cls = take(g, 3) ? NBPF_ALU64 : NBPF_ALU;
 		bool x = take(g, 2);
 
@@ -258,17 +175,17 @@ static void fragment(struct gen *g, int depth)
 	}
 	case 5: /* stack store */
 		if (take(g, 2))
-			emit(g, NBPF_STX | NBPF_MEM | sizes[take(g, 4)], 10, s, (int16_t)-(int)(8 * (take(g, 8) + 1)), 0);
+			emit(g, NBPF_STX | NBPF_MEM | ib_sizes[take(g, 4)], 10, s, (int16_t)-(int)(8 * (take(g, 8) + 1)), 0);
 		else
-			emit(g, NBPF_ST | NBPF_MEM | sizes[take(g, 4)], 10, 0, (int16_t)-(int)(take(g, 72)), (int32_t)take(g, 0));
+			emit(g, NBPF_ST | NBPF_MEM | ib_sizes[take(g, 4)], 10, 0, (int16_t)-(int)(take(g, 72)), (int32_t)take(g, 0));
 		break;
 	case 6: /* stack load */
-		emit(g, NBPF_LDX | NBPF_MEM | sizes[take(g, 4)], r == 6 ? 7 : r, 10, (int16_t)-(int)(8 * (take(g, 8) + 1)), 0);
+		emit(g, NBPF_LDX | NBPF_MEM | ib_sizes[take(g, 4)], r == 6 ? 7 : r, 10, (int16_t)-(int)(8 * (take(g, 8) + 1)), 0);
 		break;
 	case 7: case 8: { /* map lookup, usually null-checked, then an access */
 		uint32_t m = take(g, 4) ? 0 : 3;
 		bool check = take(g, 8) != 0;
-		uint8_t sz = sizes[take(g, 4)];
+		uint8_t sz = ib_sizes[take(g, 4)];
 
 		if (m == 0)
 			emit(g, NBPF_ST | NBPF_MEM | NBPF_W, 10, 0, -4, (int32_t)take(g, 6));
@@ -299,14 +216,14 @@ static void fragment(struct gen *g, int depth)
 	case 9: /* global data */
 		emit_lddw(g, 9, NBPF_PSEUDO_MAP_IDX_VALUE, 1, (int32_t)take(g, 36));
 		if (take(g, 2))
-			emit(g, NBPF_LDX | NBPF_MEM | sizes[take(g, 4)], 7, 9, (int16_t)take(g, 8), 0);
+			emit(g, NBPF_LDX | NBPF_MEM | ib_sizes[take(g, 4)], 7, 9, (int16_t)take(g, 8), 0);
 		else
-			emit(g, NBPF_ST | NBPF_MEM | sizes[take(g, 4)], 9, 0, (int16_t)take(g, 8), 5);
+			emit(g, NBPF_ST | NBPF_MEM | ib_sizes[take(g, 4)], 9, 0, (int16_t)take(g, 8), 5);
 		break;
 	case 10: case 11: { /* forward branch over a fragment */
 		uint32_t at = g->len;
 
-		emit(g, (take(g, 4) ? NBPF_JMP : NBPF_JMP32) | jmp_ops[take(g, sizeof(jmp_ops))] |
+		emit(g, (take(g, 4) ? NBPF_JMP : NBPF_JMP32) | ib_jmp_ops[take(g, sizeof(ib_jmp_ops))] |
 			 (take(g, 2) ? NBPF_X : NBPF_K), r, 0, 0, (int32_t)take(g, 64));
 		if (NBPF_SRC(g->p[at].code) == NBPF_X)
 			g->p[at].src = s, g->p[at].imm = 0;
@@ -338,7 +255,7 @@ static void fragment(struct gen *g, int depth)
 		emit(g, NBPF_ALU64 | NBPF_MOV | NBPF_K, 3, 0, 0, 0);
 		emit(g, NBPF_JMP | NBPF_CALL, 0, 0, 0, NBPF_HELPER_RINGBUF_RESERVE);
 		emit(g, NBPF_JMP | NBPF_JEQ | NBPF_K, 0, 0, 5, 0);
-		emit(g, NBPF_ST | NBPF_MEM | sizes[take(g, 4)], 0, 0, (int16_t)take(g, 18), 7);
+		emit(g, NBPF_ST | NBPF_MEM | ib_sizes[take(g, 4)], 0, 0, (int16_t)take(g, 18), 7);
 		emit(g, NBPF_ALU64 | NBPF_MOV | NBPF_X, 1, 0, 0, 0);
 		emit(g, NBPF_ALU64 | NBPF_MOV | NBPF_K, 2, 0, 0, 0);
 		emit(g, NBPF_JMP | NBPF_CALL, 0, 0, 0, take(g, 2) ? NBPF_HELPER_RINGBUF_SUBMIT : NBPF_HELPER_RINGBUF_DISCARD);
@@ -349,36 +266,36 @@ static void fragment(struct gen *g, int depth)
 		uint8_t v = r == 6 || r == 7 ? 9 : r;
 
 		if (take(g, 2))
-			emit(g, NBPF_LDX | NBPF_MEMSX | sizes[take(g, 3)], v, take(g, 2) ? 6 : 10,
+			emit(g, NBPF_LDX | NBPF_MEMSX | ib_sizes[take(g, 3)], v, take(g, 2) ? 6 : 10,
 			     0, 0), g->p[g->len - 1].off = g->p[g->len - 1].src == 6 ?
 				(int16_t)fz_fields[take(g, 8)].off : (int16_t)-(int)(take(g, 64) + 1);
 		else
 			emit(g, (take(g, 2) ? NBPF_ALU64 : NBPF_ALU) | NBPF_MOV | NBPF_X, v, s, 8 << take(g, 3), 0);
 		if (take(g, 2)) /* a second check: signed and unsigned ranges that meet after extension */
-			emit(g, (take(g, 2) ? NBPF_JMP : NBPF_JMP32) | jmp_ops[take(g, sizeof(jmp_ops))] | NBPF_K,
+			emit(g, (take(g, 2) ? NBPF_JMP : NBPF_JMP32) | ib_jmp_ops[take(g, sizeof(ib_jmp_ops))] | NBPF_K,
 			     v, 0, 5, take(g, 2) ? (int32_t)take(g, 24) - 12 : -(int32_t)take(g, 300));
-		emit(g, (take(g, 2) ? NBPF_JMP : NBPF_JMP32) | jmp_ops[take(g, sizeof(jmp_ops))] | NBPF_K,
+		emit(g, (take(g, 2) ? NBPF_JMP : NBPF_JMP32) | ib_jmp_ops[take(g, sizeof(ib_jmp_ops))] | NBPF_K,
 		     v, 0, 4, (int32_t)take(g, 24) - 12);
 		stack_index(g, v);
 		break;
 	}
 	case 17: /* partial-width stores into spill slots, then a read of another width */
-		emit(g, NBPF_STX | NBPF_MEM | sizes[take(g, 4)], 10, s, (int16_t)-(int)(take(g, 64) + 1), 0);
+		emit(g, NBPF_STX | NBPF_MEM | ib_sizes[take(g, 4)], 10, s, (int16_t)-(int)(take(g, 64) + 1), 0);
 		if (take(g, 2))
-			emit(g, NBPF_ST | NBPF_MEM | sizes[take(g, 4)], 10, 0, (int16_t)-(int)(take(g, 64) + 1),
+			emit(g, NBPF_ST | NBPF_MEM | ib_sizes[take(g, 4)], 10, 0, (int16_t)-(int)(take(g, 64) + 1),
 			     (int32_t)take(g, 0));
-		emit(g, NBPF_LDX | NBPF_MEM | sizes[take(g, 4)], r == 6 ? 7 : r, 10,
+		emit(g, NBPF_LDX | NBPF_MEM | ib_sizes[take(g, 4)], r == 6 ? 7 : r, 10,
 		     (int16_t)-(int)(take(g, 64) + 1), 0);
 		break;
 	case 18: { /* 32-bit arithmetic and a 32-bit check guarding a stack index */
 		uint8_t v = r == 6 || r == 7 ? 9 : r;
-		uint8_t op = alu_ops[take(g, sizeof(alu_ops))];
+		uint8_t op = ib_alu_ops[take(g, sizeof(ib_alu_ops))];
 
 		if (op == NBPF_DIV || op == NBPF_MOD || op == NBPF_LSH || op == NBPF_RSH || op == NBPF_ARSH)
 			emit(g, NBPF_ALU | op | NBPF_K, v, 0, 0, (int32_t)take(g, 31) + 1);
 		else
 			emit(g, NBPF_ALU | op | NBPF_K, v, 0, 0, (int32_t)take(g, 0) - 32768);
-		emit(g, (take(g, 2) ? NBPF_JMP32 : NBPF_JMP) | jmp_ops[take(g, sizeof(jmp_ops))] | NBPF_K,
+		emit(g, (take(g, 2) ? NBPF_JMP32 : NBPF_JMP) | ib_jmp_ops[take(g, sizeof(ib_jmp_ops))] | NBPF_K,
 		     v, 0, 4, (int32_t)take(g, 24) - 8);
 		stack_index(g, v);
 		break;
@@ -398,7 +315,7 @@ static void fragment(struct gen *g, int depth)
 		emit(g, NBPF_ALU64 | NBPF_AND | NBPF_K, v, 0, 0, (int32_t)take(g, 0x400));
 		emit(g, (take(g, 3) ? NBPF_ALU | NBPF_END | (take(g, 2) ? NBPF_TO_BE : NBPF_TO_LE)
 				    : NBPF_ALU64 | NBPF_END), v, 0, 0, w[take(g, 3)]);
-		emit(g, NBPF_JMP | jmp_ops[take(g, sizeof(jmp_ops))] | NBPF_K, v, 0, 4, (int32_t)take(g, 0x400));
+		emit(g, NBPF_JMP | ib_jmp_ops[take(g, sizeof(ib_jmp_ops))] | NBPF_K, v, 0, 4, (int32_t)take(g, 0x400));
 		stack_index(g, v);
 		break;
 	}
@@ -451,7 +368,7 @@ static void fragment(struct gen *g, int depth)
 
 				for (int i = 0; i < checks; i++)
 					emit(g, (take(g, 2) ? NBPF_JMP : NBPF_JMP32) |
-						     jmp_ops[take(g, sizeof(jmp_ops))] | NBPF_K,
+						     ib_jmp_ops[take(g, sizeof(ib_jmp_ops))] | NBPF_K,
 					     a, 0, (int16_t)(checks - i - 1 + 7), (int32_t)take(g, 24) - 4);
 			}
 		}
@@ -466,7 +383,7 @@ static void fragment(struct gen *g, int depth)
 		for (int i = 0; i < checks; i++) {
 			emit(g, (w ? NBPF_ALU : NBPF_ALU64) | NBPF_MOV | NBPF_K, 2, 0, 0,
 			     (int32_t)take(g, 24) - 8);
-			emit(g, (w ? NBPF_JMP32 : NBPF_JMP) | jmp_ops[take(g, sizeof(jmp_ops))] | NBPF_X,
+			emit(g, (w ? NBPF_JMP32 : NBPF_JMP) | ib_jmp_ops[take(g, sizeof(ib_jmp_ops))] | NBPF_X,
 			     take(g, 2) ? 2 : v, 0, (int16_t)(2 * (checks - i - 1) + 4), 0);
 			g->p[g->len - 1].src = g->p[g->len - 1].dst == 2 ? v : 2;
 		}
@@ -482,7 +399,7 @@ static void fragment(struct gen *g, int depth)
 		int16_t off = (int16_t)(-8 * (int)(take(g, 6) + 1) + (take(g, 4) ? 0 : wb[ws] * (int)take(g, 2)));
 		uint8_t a = 3, b = 4;
 
-		emit(g, NBPF_LDX | NBPF_MEM | sizes[take(g, 4)], a, 6, (int16_t)(take(g, 2) ? 0 : 16), 0);
+		emit(g, NBPF_LDX | NBPF_MEM | ib_sizes[take(g, 4)], a, 6, (int16_t)(take(g, 2) ? 0 : 16), 0);
 		if (take(g, 2))
 			emit(g, NBPF_ALU64 | NBPF_AND | NBPF_K, a, 0, 0, (int32_t)take(g, 0x400));
 		emit(g, NBPF_STX | NBPF_MEM | w[ws], 10, a, off, 0);
@@ -497,7 +414,7 @@ static void fragment(struct gen *g, int depth)
 			a = b;
 			b = t;
 		}
-		emit(g, (take(g, 2) ? NBPF_JMP : NBPF_JMP32) | jmp_ops[take(g, sizeof(jmp_ops))] | NBPF_K,
+		emit(g, (take(g, 2) ? NBPF_JMP : NBPF_JMP32) | ib_jmp_ops[take(g, sizeof(ib_jmp_ops))] | NBPF_K,
 		     a, 0, 4, (int32_t)take(g, 24) - 4);
 		stack_index(g, b);
 		break;
@@ -510,7 +427,7 @@ static void fragment(struct gen *g, int depth)
 		uint8_t v[2] = { 3, 4 };
 
 		for (int i = 0; i < 2; i++) {
-			emit(g, NBPF_LDX | NBPF_MEM | sizes[take(g, 4)], v[i], 6, fz_fields[take(g, 4)].off, 0);
+			emit(g, NBPF_LDX | NBPF_MEM | ib_sizes[take(g, 4)], v[i], 6, fz_fields[take(g, 4)].off, 0);
 			switch (take(g, 4)) {
 			case 0: /* a mask */
 				emit(g, (take(g, 2) ? NBPF_ALU64 : NBPF_ALU) | NBPF_AND | NBPF_K, v[i], 0, 0,
@@ -543,7 +460,7 @@ static void fragment(struct gen *g, int depth)
 	case 26: { /* a copy plus a constant (linked with a delta), a check on one, an index through the other */
 		uint8_t a = 3, b = 4, cls = take(g, 3) ? NBPF_ALU64 : NBPF_ALU;
 
-		emit(g, NBPF_LDX | NBPF_MEM | sizes[take(g, 4)], a, 6, fz_fields[take(g, 4)].off, 0);
+		emit(g, NBPF_LDX | NBPF_MEM | ib_sizes[take(g, 4)], a, 6, fz_fields[take(g, 4)].off, 0);
 		if (take(g, 2))
 			emit(g, NBPF_ALU64 | NBPF_AND | NBPF_K, a, 0, 0, (int32_t)take(g, 0x400));
 		emit(g, cls | NBPF_MOV | NBPF_X, b, a, 0, 0);
@@ -557,7 +474,7 @@ static void fragment(struct gen *g, int depth)
 			a = b;
 			b = t;
 		}
-		emit(g, (take(g, 2) ? NBPF_JMP : NBPF_JMP32) | jmp_ops[take(g, sizeof(jmp_ops))] | NBPF_K,
+		emit(g, (take(g, 2) ? NBPF_JMP : NBPF_JMP32) | ib_jmp_ops[take(g, sizeof(ib_jmp_ops))] | NBPF_K,
 		     a, 0, 4, (int32_t)take(g, 24) - 4);
 		stack_index(g, b);
 		break;
@@ -645,14 +562,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			seed = (seed ^ data[i]) * 0x100000001b3ull;
 		for (int run = 0; run < 4; run++) {
 			uint8_t ctx[CTX_SIZE];
-			struct checker_state cs = { .ctx = ctx };
-			struct nbpf_checker chk = { .mem = chk_mem, .helper_ret = chk_helper, .user = &cs };
+			struct mem_checker mc;
 			uint64_t r0 = 0;
 
 			for (int b = 0; b < CTX_SIZE; b++)
 				ctx[b] = (uint8_t)(run == 0 ? 0 : run == 1 ? 0xff : xs(&seed));
-			add_region(&cs, (uint64_t)(uintptr_t)nbpf_map_value_addr(maps[1], 0), 32);
-			err = nbpf_interp_run(prog, n, &env, ctx, CTX_SIZE, &chk, 1u << 22, &r0);
+			mem_checker_init(&mc, &fz_hook, ctx);
+			mem_checker_add(&mc, nbpf_map_value_addr(maps[1], 0), 32, false);
+			err = nbpf_interp_run(prog, n, &env, ctx, CTX_SIZE, &mc.chk, 1u << 22, &r0);
 			n_runs++;
 			if (err) {
 				fprintf(stderr, "fuzz_sound: accepted program trapped: %s\n", ncclbpf_errmsg());
