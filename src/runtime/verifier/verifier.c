@@ -518,15 +518,17 @@ static int refine_state(struct venv *e, struct vstate *s, const struct nbpf_insn
 		/*
 		 * The low halves as the path knows them (links.c), refined in
 		 * place: where a class exists, or where the refinement may
-		 * start one (the upper half is unknown).
+		 * start one (one the intervals cannot hold: the upper half is
+		 * unknown, or the low half's signed range crosses the unsigned
+		 * one's wrap, as s32 in [S32_MIN, 0] does).
 		 */
 		la = links_lo32(s, &a, alo);
-		if (!la && a.type == VT_SCALAR && (a.var_off.mask >> 32)) {
+		if (!la && a.type == VT_SCALAR) {
 			links_lo32_plain(&a, alo);
 			la = true;
 		}
 		lb = x && links_lo32(s, &b, blo);
-		if (x && !lb && b.type == VT_SCALAR && (b.var_off.mask >> 32)) {
+		if (x && !lb && b.type == VT_SCALAR) {
 			links_lo32_plain(&b, blo);
 			lb = true;
 		}
