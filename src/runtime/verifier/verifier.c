@@ -538,22 +538,31 @@ static int refine_state(struct venv *e, struct vstate *s, const struct nbpf_insn
 		return 0;
 	if (dry)
 		return 1;
+	/*
+	 * The copies first, then the low halves' classes: a register that
+	 * is itself an extension is one of them, and what they say of it
+	 * (`if w8 s< 0` on r8 = (s32)r9) is more than its own bounds.
+	 */
 	f->regs[in->dst] = a;
-	if (la)
-		links_note32(e, s, &f->regs[in->dst], alo);
 	if (a.id) {
 		struct copyarg c = { &a };
 
 		for_each_reg_with_id(e, a.id, copy_bounds, &c);
 	}
+	if (la) {
+		links_note32(e, s, &f->regs[in->dst], alo);
+		a = f->regs[in->dst];
+	}
 	if (x && in->src != in->dst) {
 		f->regs[in->src] = b;
-		if (lb)
-			links_note32(e, s, &f->regs[in->src], blo);
 		if (b.id) {
 			struct copyarg c = { &b };
 
 			for_each_reg_with_id(e, b.id, copy_bounds, &c);
+		}
+		if (lb) {
+			links_note32(e, s, &f->regs[in->src], blo);
+			b = f->regs[in->src];
 		}
 	}
 	/* extended copies of the same value (links.c) */
