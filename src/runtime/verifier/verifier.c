@@ -287,6 +287,40 @@ static uint64_t bswap_const(uint64_t v, int32_t bits, bool to_be_or_swap)
 	return __builtin_bswap64(v);
 }
 
+/*
+ * The signed 32-bit range of a 32-bit sum or difference, where it cannot
+ * wrap: the result is its zero extension, two pieces when that range
+ * crosses zero (`w8 = w3 + 0` of a sign-extended byte is [-128, 127], not
+ * [0, 2^32 - 1]), so it is kept as the classes of its low half (links.c),
+ * as the kernel keeps signed 32-bit bounds.
+ */
+static void lo32_sum(struct venv *e, const struct vreg *a, const struct vreg *b, bool sub,
+		     struct vreg *dst)
+{
+	struct vreg la[2], lb[2], lo[2];
+	int64_t lo_s, hi_s;
+
+	if (a->type != VT_SCALAR || b->type != VT_SCALAR || reg_is_const(dst))
+		return;
+	if (!links_lo32(e->cur, a, la))
+		links_lo32_plain(a, la);
+	if (!links_lo32(e->cur, b, lb))
+		links_lo32_plain(b, lb);
+	/* operands within s32, so neither bound overflows 64 bits */
+	lo_s = sub ? la[1].smin - lb[1].smax : la[1].smin + lb[1].smin;
+	hi_s = sub ? la[1].smax - lb[1].smin : la[1].smax + lb[1].smax;
+	if (lo_s < INT32_MIN || hi_s > INT32_MAX)
+		return;
+	links_lo32_plain(dst, lo);
+	lo[1].smin = lo_s > lo[1].smin ? lo_s : lo[1].smin;
+	lo[1].smax = hi_s < lo[1].smax ? hi_s : lo[1].smax;
+	reg_bounds_sync(&lo[1]);
+	if (!scalar_feasible(&lo[1]))
+		return;
+	scalar_meet_views(lo);
+	links_note32(e, e->cur, dst, lo);
+}
+
 static int do_alu(struct venv *e, uint32_t pc, const struct nbpf_insn *in)
 {
 	struct vframe *f = cur_frame(e);
@@ -430,6 +464,8 @@ static int do_alu(struct venv *e, uint32_t pc, const struct nbpf_insn *in)
 		scalar_alu(dst, &src, op, !is64, in->off);
 		if ((op == NBPF_ADD || op == NBPF_SUB) && reg_is_const(&src))
 			link_delta(&from, dst, op == NBPF_SUB, src.var_off.value, is64);
+		if (!is64 && (op == NBPF_ADD || op == NBPF_SUB))
+			lo32_sum(e, &from, &src, op == NBPF_SUB, dst);
 	}
 	if (op == NBPF_SUB && x) {
 		uint64_t k = mod_idiom(e, pc, in);
