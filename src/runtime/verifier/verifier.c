@@ -288,11 +288,11 @@ static uint64_t bswap_const(uint64_t v, int32_t bits, bool to_be_or_swap)
 }
 
 /*
- * The signed 32-bit range of a 32-bit sum or difference, where it cannot
- * wrap: the result is its zero extension, two pieces when that range
- * crosses zero (`w8 = w3 + 0` of a sign-extended byte is [-128, 127], not
- * [0, 2^32 - 1]), so it is kept as the classes of its low half (links.c),
- * as the kernel keeps signed 32-bit bounds.
+ * The signed 32-bit range of a 32-bit sum or difference (neg32 included),
+ * where it cannot wrap: the result is its zero extension, two pieces when
+ * that range crosses zero (`w8 = w3 + 0` of a sign-extended byte is
+ * [-128, 127], not [0, 2^32 - 1]), so it is kept as the classes of its
+ * low half (links.c), as the kernel keeps signed 32-bit bounds.
  */
 static void lo32_sum(struct venv *e, const struct vreg *a, const struct vreg *b, bool sub,
 		     struct vreg *dst)
@@ -404,9 +404,14 @@ static int do_alu(struct venv *e, uint32_t pc, const struct nbpf_insn *in)
 			return verr(e, pc, VM_PTR_ARITH, regs, "%s of a pointer",
 				    op == NBPF_NEG ? "negation" : "byte swap");
 		if (op == NBPF_NEG) {
+			struct vreg zero;
+
 			const_reg(&z, 0);
 			z.taint = dst->taint;
+			zero = z;
 			scalar_alu(&z, dst, NBPF_SUB, !is64, 0);
+			if (!is64)
+				lo32_sum(e, &zero, dst, true, &z);
 			*dst = z;
 			return 0;
 		}
