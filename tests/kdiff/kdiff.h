@@ -221,9 +221,10 @@ enum kd_rewrite {
 	KD_RW_JSET     = 1u << 5, /* JSET of the bits from k up, as x > 2^k - 1 */
 	KD_RW_MUL      = 1u << 6, /* a multiplication by a negative constant, as by -K then NEG */
 	KD_RW_COPY     = 1u << 7, /* extensions of one value tied together again */
+	KD_RW_IDENT    = 1u << 8, /* x ^= 0, x |= 0, x += 0, x -= 0 as a copy of x into itself */
 	/* what the kernel's verifier models less precisely than ours */
 	KD_RW_KERNEL   = KD_RW_SIGN_EXT | KD_RW_FILL | KD_RW_NEG | KD_RW_ZEXT | KD_RW_CONST | KD_RW_JSET |
-			 KD_RW_COPY,
+			 KD_RW_COPY | KD_RW_IDENT,
 };
 
 /*

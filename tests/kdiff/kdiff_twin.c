@@ -40,6 +40,9 @@
  *                                          jCC x, K (mirrored for a constant x)
  *   KD_RW_JSET      jset x, -2^k (jset32)  jgt x, 2^k - 1 (jgt32)
  *   KD_RW_MUL       mul x, -K              mul x, K; neg x
+ *   KD_RW_IDENT     xor/or/add/sub x, 0    mov x, x (mov32 for the 32-bit forms:
+ *                                          the kernel's XOR and OR take their
+ *                                          bounds from the tnum alone)
  *   KD_RW_COPY      a 32-bit or sign-extending copy of s made again (s
  *                   unchanged): mov dst, the first copy; and after a 32-bit
  *                   comparison of s, its 32-bit copies made before it, made
@@ -358,7 +361,10 @@ static bool rw_alu(struct twin *t)
 			return true;
 		}
 	}
-	if ((t->rw & KD_RW_NEG) && op == NBPF_NEG) {
+	if ((t->rw & KD_RW_IDENT) && NBPF_SRC(in->code) == NBPF_K && in->imm == 0 &&
+	    (op == NBPF_XOR || op == NBPF_OR || op == NBPF_ADD || op == NBPF_SUB)) {
+		emit(t, ib_insn(cls | NBPF_MOV | NBPF_X, d, d, 0, 0));
+	} else if ((t->rw & KD_RW_NEG) && op == NBPF_NEG) {
 		emit(t, ib_insn(cls | NBPF_MUL | NBPF_K, d, 0, 0, -1));
 	} else if ((t->rw & KD_RW_MUL) && in->code == (cls | NBPF_MUL | NBPF_K) && in->imm < 0 &&
 		   in->imm != INT32_MIN) {

@@ -460,7 +460,7 @@ static void fragment(struct gen *g, int depth)
 	case 26: { /* a copy plus a constant (linked with a delta), a check on one, an index through the other */
 		uint8_t a = 3, b = 4, cls = take(g, 3) ? NBPF_ALU64 : NBPF_ALU;
 
-		emit(g, NBPF_LDX | NBPF_MEM | sizes[take(g, 4)], a, 6, fz_fields[take(g, 4)].off, 0);
+		emit(g, NBPF_LDX | NBPF_MEM | ib_sizes[take(g, 4)], a, 6, fz_fields[take(g, 4)].off, 0);
 		if (take(g, 2))
 			emit(g, NBPF_ALU64 | NBPF_AND | NBPF_K, a, 0, 0, (int32_t)take(g, 0x400));
 		emit(g, cls | NBPF_MOV | NBPF_X, b, a, 0, 0);
@@ -474,7 +474,7 @@ static void fragment(struct gen *g, int depth)
 			a = b;
 			b = t;
 		}
-		emit(g, (take(g, 2) ? NBPF_JMP : NBPF_JMP32) | jmp_ops[take(g, sizeof(jmp_ops))] | NBPF_K,
+		emit(g, (take(g, 2) ? NBPF_JMP : NBPF_JMP32) | ib_jmp_ops[take(g, sizeof(ib_jmp_ops))] | NBPF_K,
 		     a, 0, 4, (int32_t)take(g, 24) - 4);
 		stack_index(g, b);
 		break;

@@ -159,6 +159,12 @@ void scalar_sext(struct vreg *r, uint32_t size, bool alu32)
 
 	if (size >= 8)
 		return;
+	if (r->smin >= -(int64_t)sign && r->smax <= (int64_t)(sign - 1)) {
+		/* the value fits the signed width: its low bytes, extended, are the value */
+		if (alu32)
+			scalar_trunc(r, 4);
+		return;
+	}
 	scalar_trunc(r, size);
 	if (r->umax < sign) {
 		/* non-negative: already right */
@@ -752,8 +758,19 @@ int scalar_branch_outcome(const struct vreg *a, const struct vreg *b, uint8_t op
 {
 	if (is32) {
 		struct vreg a32 = view32(a, alo, op_signed(op)), b32 = view32(b, blo, op_signed(op));
+		int r = outcome64(&a32, &b32, op);
 
-		return outcome64(&a32, &b32, op);
+		/*
+		 * Equality of low halves is equality of their sign extensions
+		 * too: a low half known in [-128, 127] is never 32768, which
+		 * its zero extension, two pieces, cannot say.
+		 */
+		if (r < 0 && (op == NBPF_JEQ || op == NBPF_JNE)) {
+			a32 = view32(a, alo, true);
+			b32 = view32(b, blo, true);
+			r = outcome64(&a32, &b32, op);
+		}
+		return r;
 	}
 	return outcome64(a, b, op);
 }

@@ -320,9 +320,12 @@ void links_prune(const struct venv *e, struct vstate *s)
 /*
  * What a 32-bit comparison learnt about a register's low half, kept where
  * the register's bounds cannot hold it (its upper half is unknown, so the
- * intervals cannot say "the low half is below 8"): as the classes of its
- * zero and sign extensions, which a later 32-bit comparison (links_lo32)
- * or mov32/movsx32 (links_after_alu) of the same value reads back.
+ * intervals cannot say "the low half is below 8"; or the low half's signed
+ * range crosses the unsigned one's wrap, as `if w1 s> 0` leaves [S32_MIN,
+ * 0], which the zero extension cannot say): as the classes of its zero and
+ * sign extensions, which a later 32-bit comparison (links_lo32) or
+ * mov32/movsx32 (links_after_alu) of the same value reads back.  A
+ * register that is itself such an extension is one of its classes.
  */
 void links_lo32_plain(const struct vreg *r, struct vreg lo[2])
 {
@@ -332,20 +335,39 @@ void links_lo32_plain(const struct vreg *r, struct vreg lo[2])
 	scalar_sext(&lo[1], 4, false);
 }
 
+/*
+ * The key of the classes of r's low half: its own value's id, or, for a
+ * zero or sign extension of the low half of X >> j, the classes it is one
+ * of (its low half is that of X >> j).  False where there is none: a
+ * value plus a delta, the other derivations.
+ */
+static bool lo_key(const struct vreg *r, uint32_t *key)
+{
+	if (r->type != VT_SCALAR || r->off)
+		return false;
+	if (r->pad) {
+		*key = r->aux;
+		return r->pad == DV_ZEXT || r->pad == DV_SEXT;
+	}
+	*key = r->id;
+	return r->id && r->id < DV_BASE_MAX;
+}
+
 bool links_lo32(struct vstate *s, const struct vreg *r, struct vreg lo[2])
 {
 	const struct vlink *l;
 	bool more = false;
+	uint32_t key;
 
 	/* fast path: no class of this value (lo is then left alone) */
-	if (!s->nlinks || r->type != VT_SCALAR || !r->id || r->id >= DV_BASE_MAX || r->pad || r->off ||
-	    (!link_find(s, r->id, DV_ZEXT) && !link_find(s, r->id, DV_SEXT)))
+	if (!s->nlinks || !lo_key(r, &key) ||
+	    (!link_find(s, key, DV_ZEXT) && !link_find(s, key, DV_SEXT)))
 		return false;
 	links_lo32_plain(r, lo);
 	for (int k = 0; k < 2; k++) {
 		struct vreg t = lo[k];
 
-		l = link_find(s, r->id, k ? DV_SEXT : DV_ZEXT);
+		l = link_find(s, key, k ? DV_SEXT : DV_ZEXT);
 		if (!l)
 			continue;
 		bounds_of(&t, l);
@@ -371,19 +393,21 @@ static bool lo_informative(const struct vreg *r, const struct vreg lo[2])
 
 void links_note32(struct venv *e, struct vstate *s, struct vreg *r, const struct vreg lo[2])
 {
+	uint32_t key;
+
 	/* only what says something r's own bounds cannot (of its id's value: no delta) */
-	if (r->type != VT_SCALAR || r->pad || r->off || reg_is_const(r) || !lo_informative(r, lo))
+	if (r->type != VT_SCALAR || r->off || reg_is_const(r) || !lo_informative(r, lo))
 		return;
-	if (!r->id) {
+	if (!r->id && !r->pad) {
 		if (e->next_id + 1 >= DV_BASE_MAX)
 			return;
 		r->id = ++e->next_id;
 	}
-	if (r->id >= DV_BASE_MAX)
+	if (!lo_key(r, &key))
 		return;
 	for (int k = 0; k < 2; k++) {
 		uint8_t kind = k ? DV_SEXT : DV_ZEXT;
-		struct vlink *l = link_find(s, r->id, kind);
+		struct vlink *l = link_find(s, key, kind);
 		struct vreg v = lo[k];
 
 		if (!l) {
@@ -393,9 +417,10 @@ void links_note32(struct venv *e, struct vstate *s, struct vreg *r, const struct
 				memmove(&t[0], &t[1], --s->nlinks * sizeof(t[0]));
 			l = &t[s->nlinks++];
 			memset(l, 0, sizeof(*l));
-			l->key = r->id;
+			l->key = key;
 			l->kind = kind;
-			l->id = ++e->next_id;
+			/* r's own class (an extension is one of the two) keeps r's id */
+			l->id = kind == r->pad ? r->id : ++e->next_id;
 		} else {
 			struct vreg t = v;
 

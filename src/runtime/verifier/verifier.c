@@ -287,6 +287,40 @@ static uint64_t bswap_const(uint64_t v, int32_t bits, bool to_be_or_swap)
 	return __builtin_bswap64(v);
 }
 
+/*
+ * The signed 32-bit range of a 32-bit sum or difference (neg32 included),
+ * where it cannot wrap: the result is its zero extension, two pieces when
+ * that range crosses zero (`w8 = w3 + 0` of a sign-extended byte is
+ * [-128, 127], not [0, 2^32 - 1]), so it is kept as the classes of its
+ * low half (links.c), as the kernel keeps signed 32-bit bounds.
+ */
+static void lo32_sum(struct venv *e, const struct vreg *a, const struct vreg *b, bool sub,
+		     struct vreg *dst)
+{
+	struct vreg la[2], lb[2], lo[2];
+	int64_t lo_s, hi_s;
+
+	if (a->type != VT_SCALAR || b->type != VT_SCALAR || reg_is_const(dst))
+		return;
+	if (!links_lo32(e->cur, a, la))
+		links_lo32_plain(a, la);
+	if (!links_lo32(e->cur, b, lb))
+		links_lo32_plain(b, lb);
+	/* operands within s32, so neither bound overflows 64 bits */
+	lo_s = sub ? la[1].smin - lb[1].smax : la[1].smin + lb[1].smin;
+	hi_s = sub ? la[1].smax - lb[1].smin : la[1].smax + lb[1].smax;
+	if (lo_s < INT32_MIN || hi_s > INT32_MAX)
+		return;
+	links_lo32_plain(dst, lo);
+	lo[1].smin = lo_s > lo[1].smin ? lo_s : lo[1].smin;
+	lo[1].smax = hi_s < lo[1].smax ? hi_s : lo[1].smax;
+	reg_bounds_sync(&lo[1]);
+	if (!scalar_feasible(&lo[1]))
+		return;
+	scalar_meet_views(lo);
+	links_note32(e, e->cur, dst, lo);
+}
+
 static int do_alu(struct venv *e, uint32_t pc, const struct nbpf_insn *in)
 {
 	struct vframe *f = cur_frame(e);
@@ -370,9 +404,14 @@ static int do_alu(struct venv *e, uint32_t pc, const struct nbpf_insn *in)
 			return verr(e, pc, VM_PTR_ARITH, regs, "%s of a pointer",
 				    op == NBPF_NEG ? "negation" : "byte swap");
 		if (op == NBPF_NEG) {
+			struct vreg zero;
+
 			const_reg(&z, 0);
 			z.taint = dst->taint;
+			zero = z;
 			scalar_alu(&z, dst, NBPF_SUB, !is64, 0);
+			if (!is64)
+				lo32_sum(e, &zero, dst, true, &z);
 			*dst = z;
 			return 0;
 		}
@@ -430,6 +469,8 @@ static int do_alu(struct venv *e, uint32_t pc, const struct nbpf_insn *in)
 		scalar_alu(dst, &src, op, !is64, in->off);
 		if ((op == NBPF_ADD || op == NBPF_SUB) && reg_is_const(&src))
 			link_delta(&from, dst, op == NBPF_SUB, src.var_off.value, is64);
+		if (!is64 && (op == NBPF_ADD || op == NBPF_SUB))
+			lo32_sum(e, &from, &src, op == NBPF_SUB, dst);
 	}
 	if (op == NBPF_SUB && x) {
 		uint64_t k = mod_idiom(e, pc, in);
@@ -518,15 +559,17 @@ static int refine_state(struct venv *e, struct vstate *s, const struct nbpf_insn
 		/*
 		 * The low halves as the path knows them (links.c), refined in
 		 * place: where a class exists, or where the refinement may
-		 * start one (the upper half is unknown).
+		 * start one (one the intervals cannot hold: the upper half is
+		 * unknown, or the low half's signed range crosses the unsigned
+		 * one's wrap, as s32 in [S32_MIN, 0] does).
 		 */
 		la = links_lo32(s, &a, alo);
-		if (!la && a.type == VT_SCALAR && (a.var_off.mask >> 32)) {
+		if (!la && a.type == VT_SCALAR) {
 			links_lo32_plain(&a, alo);
 			la = true;
 		}
 		lb = x && links_lo32(s, &b, blo);
-		if (x && !lb && b.type == VT_SCALAR && (b.var_off.mask >> 32)) {
+		if (x && !lb && b.type == VT_SCALAR) {
 			links_lo32_plain(&b, blo);
 			lb = true;
 		}
@@ -536,22 +579,31 @@ static int refine_state(struct venv *e, struct vstate *s, const struct nbpf_insn
 		return 0;
 	if (dry)
 		return 1;
+	/*
+	 * The copies first, then the low halves' classes: a register that
+	 * is itself an extension is one of them, and what they say of it
+	 * (`if w8 s< 0` on r8 = (s32)r9) is more than its own bounds.
+	 */
 	f->regs[in->dst] = a;
-	if (la)
-		links_note32(e, s, &f->regs[in->dst], alo);
 	if (a.id) {
 		struct copyarg c = { &a };
 
 		for_each_reg_with_id(e, a.id, copy_bounds, &c);
 	}
+	if (la) {
+		links_note32(e, s, &f->regs[in->dst], alo);
+		a = f->regs[in->dst];
+	}
 	if (x && in->src != in->dst) {
 		f->regs[in->src] = b;
-		if (lb)
-			links_note32(e, s, &f->regs[in->src], blo);
 		if (b.id) {
 			struct copyarg c = { &b };
 
 			for_each_reg_with_id(e, b.id, copy_bounds, &c);
+		}
+		if (lb) {
+			links_note32(e, s, &f->regs[in->src], blo);
+			b = f->regs[in->src];
 		}
 	}
 	/* extended copies of the same value (links.c) */
