@@ -507,7 +507,7 @@ int main(int argc, char **argv)
 {
 	char paths[MAX_RANKS][4200], err[512], policy[4096];
 	bool emu = argc == 3 && !strcmp(argv[1], "emulator");
-	int n;
+	int n, played = 0;
 
 	if (argc != 3 || (strcmp(argv[1], "replay") && !emu)) {
 		fprintf(stderr, "usage: test_traces replay|emulator DIR\n");
@@ -524,6 +524,7 @@ int main(int argc, char **argv)
 			int calls = replay_rank(paths[r]);
 
 			printf("%s: %d tuner calls replayed\n", paths[r], calls);
+			CHECK_MSG(calls > 0, "%s: no tuner call replayed", paths[r]);
 			continue;
 		}
 		/* The emulator plays every rank at once: once per job, from rank 0's view
@@ -534,8 +535,12 @@ int main(int argc, char **argv)
 		CHECK(!emu_trace_comms(&t, &c, &nc));
 		CHECK(!local_policy(t.policy, policy, sizeof(policy)));
 		for (size_t k = 0; k < nc; k++)
-			if (c[k].n_tuner_calls && c[k].n_ranks >= n)
+			if (c[k].n_tuner_calls && c[k].n_ranks >= n) {
 				emulate(argv[2], &t, &c[k], policy);
+				played++;
+			}
+		/* A job the emulator does not play would pass having checked nothing. */
+		CHECK_MSG(played > 0, "%s: no communicator played", argv[2]);
 		emu_trace_comms_free(c, nc);
 		emu_trace_free(&t);
 	}
