@@ -55,7 +55,8 @@ for ((r = 0; r < n; r++)); do
 	child=""
 	for _ in $(seq 1 100); do
 		child=$(pgrep -P "${pids[$r]}" | head -1)
-		[ -n "$child" ] && break
+		# A rank that already exited has no child to find (a loaded machine makes 100 looks long).
+		[ -n "$child" ] || ! kill -0 "${pids[$r]}" 2>/dev/null && break
 		sleep 0.05
 	done
 	echo "$r ${child:-${pids[$r]}}" >>"$out/$label.pids.tmp"

@@ -192,9 +192,13 @@ int main(int argc, char **argv)
 				break;
 			}
 			ops = 0;
-			for (char *t = strtok(optarg, ","); t; t = strtok(NULL, ","))
-				if (coll_of(t) >= 0)
-					ops |= 1u << coll_of(t);
+			for (char *t = strtok(optarg, ","); t; t = strtok(NULL, ",")) {
+				if (coll_of(t) < 0) {
+					fprintf(stderr, "sweep_stub: unknown op '%s'\n", t);
+					return 2;
+				}
+				ops |= 1u << coll_of(t);
+			}
 			break;
 		case 'b': parse_size(optarg, &lo_b); break;
 		case 'e': parse_size(optarg, &hi_b); break;

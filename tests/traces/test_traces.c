@@ -401,7 +401,8 @@ static uint32_t offered(const float *cost, int n)
 }
 
 /* The emulator given rank rec's collectives and shape, recorded the same way. */
-static void emulate(const char *dir, const struct emu_trace_comm *rec, const char *policy)
+static void emulate(const char *dir, const struct emu_trace *rt, const struct emu_trace_comm *rec,
+		    const char *policy)
 {
 	char tdir[] = "/tmp/ncclbpf-emu-rec.XXXXXX", path[4200] = "", err[512];
 	struct emu_job_step *steps = calloc(rec->n_colls + 1, sizeof(*steps));
@@ -426,11 +427,22 @@ static void emulate(const char *dir, const struct emu_trace_comm *rec, const cha
 			.steps = steps, .n_steps = rec->n_colls, .collectives = rec->n_colls,
 		};
 
+		bool alone = !strcmp(rt->target, "none");
+
 		unsetenv("NCCLBPF_MAP_DIR");
 		setenv("NCCLBPF_RECORD_DIR", tdir, 1);
-		setenv("NCCLBPF_RECORD_TARGET", EMU_PLUGIN, 1);
+		/* NCCL alone: the recorder answered with the mask it was given, as it did there. */
+		setenv("NCCLBPF_RECORD_TARGET", alone ? "none" : EMU_PLUGIN, 1);
+		for (size_t i = 0; alone && i < rt->n; i++)
+			if (!strcmp(rt->ev[i].kind, "pinit")) {
+				char m[32];
+
+				setenv("NCCLBPF_RECORD_MASK", emu_trace_str(&rt->ev[i], "mask", m, sizeof(m), "0"), 1);
+				break;
+			}
 		CHECK_MSG(!emu_job_run(&o, &st, err, sizeof(err)), "%s", err);
 		unsetenv("NCCLBPF_RECORD_DIR");
+		unsetenv("NCCLBPF_RECORD_MASK");
 	}
 	d = opendir(tdir);
 	while (d && (e = readdir(d)))
@@ -467,6 +479,9 @@ static void emulate(const char *dir, const struct emu_trace_comm *rec, const cha
 					dir, k, emu_coll_name(x->coll), (unsigned long long)x->bytes,
 					offered(x->cost, x->n_cells), offered(y->cost, y->n_cells));
 			CHECK_EQ_U64(x->have_coll, y->have_coll);
+			CHECK_MSG(!y->have_coll || x->count == y->count, "%s call %zu: %s %llu B: count %llu, "
+				  "NCCL %llu", dir, k, emu_coll_name(x->coll), (unsigned long long)x->bytes,
+				  (unsigned long long)x->count, (unsigned long long)y->count);
 			CHECK((x->coll == 2 || x->coll == 3 ? per * (uint64_t)rec->n_ranks : per) == x->bytes);
 			if (y->kch) { /* NCCL reported kernels: one per channel, after the Coll's stop */
 				CHECK_EQ_U64(x->kch, (uint64_t)x->ran_nch);
@@ -492,7 +507,7 @@ int main(int argc, char **argv)
 {
 	char paths[MAX_RANKS][4200], err[512], policy[4096];
 	bool emu = argc == 3 && !strcmp(argv[1], "emulator");
-	int n;
+	int n, played = 0;
 
 	if (argc != 3 || (strcmp(argv[1], "replay") && !emu)) {
 		fprintf(stderr, "usage: test_traces replay|emulator DIR\n");
@@ -509,17 +524,23 @@ int main(int argc, char **argv)
 			int calls = replay_rank(paths[r]);
 
 			printf("%s: %d tuner calls replayed\n", paths[r], calls);
+			CHECK_MSG(calls > 0, "%s: no tuner call replayed", paths[r]);
 			continue;
 		}
-		/* The emulator plays every rank at once: once per job, from rank 0's view. */
+		/* The emulator plays every rank at once: once per job, from rank 0's view
+		 * (a job may keep fewer rank files than it had ranks). */
 		if (r)
 			break;
 		CHECK(!emu_trace_load(paths[r], &t, err, sizeof(err)));
 		CHECK(!emu_trace_comms(&t, &c, &nc));
 		CHECK(!local_policy(t.policy, policy, sizeof(policy)));
 		for (size_t k = 0; k < nc; k++)
-			if (c[k].n_tuner_calls && c[k].n_ranks == n)
-				emulate(argv[2], &c[k], policy);
+			if (c[k].n_tuner_calls && c[k].n_ranks >= n) {
+				emulate(argv[2], &t, &c[k], policy);
+				played++;
+			}
+		/* A job the emulator does not play would pass having checked nothing. */
+		CHECK_MSG(played > 0, "%s: no communicator played", argv[2]);
 		emu_trace_comms_free(c, nc);
 		emu_trace_free(&t);
 	}
