@@ -23,10 +23,15 @@
 #include "control/ctl_client.h"
 #include "control/ctl_coord.h"
 
-/* A process that stopped running the plugin meanwhile (no socket, refused connect). */
+/*
+ * A process that stopped running the plugin meanwhile (no socket, refused
+ * connect).  Never one that answered: its refusal (-ENOENT "no previous
+ * image" from a replacement rank with no rollback target) is a refusal,
+ * and dropping it would change its communicators' other ranks alone.
+ */
 static bool gone(const struct nbpf_coord_proc *p)
 {
-	return !p->path[0] || (p->stage == NBPF_COORD_REFUSED &&
+	return !p->path[0] || (p->stage == NBPF_COORD_REFUSED && !p->answered &&
 			       (p->err == -ECONNREFUSED || p->err == -ENOENT || p->err == -ESRCH));
 }
 

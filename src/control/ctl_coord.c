@@ -123,6 +123,7 @@ static int ms_until(uint64_t t)
 static void set_msg(struct nbpf_coord_proc *p, const struct nbpf_ctl_call *k)
 {
 	p->err = k->err;
+	p->answered = k->answered;
 	snprintf(p->msg, sizeof(p->msg), "%s", k->errmsg ? k->errmsg : "");
 }
 

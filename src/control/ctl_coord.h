@@ -35,6 +35,7 @@ struct nbpf_coord_proc {
 	char path[108];
 	enum nbpf_coord_res stage, commit, abort;
 	int err;                 /* the last answer's error (0: none) */
+	bool answered;           /* the last request had an answer (err is the process's own) */
 	char msg[512];           /* the last answer's message, or why there was none */
 	uint64_t max_calls;      /* staged: the highest call of its tuner comms */
 	uint64_t gen, late;      /* committed: image and comms past the call */
