@@ -23,10 +23,15 @@
 #include "control/ctl_client.h"
 #include "control/ctl_coord.h"
 
-/* A process that stopped running the plugin meanwhile (no socket, refused connect). */
+/*
+ * A process that stopped running the plugin meanwhile (no socket, refused
+ * connect).  Never one that answered: its refusal (-ENOENT "no previous
+ * image" from a replacement rank with no rollback target) is a refusal,
+ * and dropping it would change its communicators' other ranks alone.
+ */
 static bool gone(const struct nbpf_coord_proc *p)
 {
-	return !p->path[0] || (p->stage == NBPF_COORD_REFUSED &&
+	return !p->path[0] || (p->stage == NBPF_COORD_REFUSED && !p->answered &&
 			       (p->err == -ECONNREFUSED || p->err == -ENOENT || p->err == -ESRCH));
 }
 
@@ -102,6 +107,39 @@ static int report_aborted(struct cli *c, struct nbpf_coord *co, const struct cli
 	return CLI_NO;
 }
 
+/*
+ * The processes staged a rollback to different images (a rank replaced
+ * since the last reload, on another policy): rolling back would split
+ * their communicators.  Aborted everywhere; the operator names the image.
+ */
+static int report_targets(struct cli *c, struct nbpf_coord *co, const struct cli_change *ch,
+			  int d)
+{
+	int first = 0;
+
+	nbpf_coord_abort(co);
+	while (co->p[first].stage != NBPF_COORD_OK)
+		first++;
+	for (int i = 0; i < co->n; i++)
+		if (co->p[i].stage == NBPF_COORD_OK)
+			snprintf(co->p[i].msg, sizeof(co->p[i].msg),
+				 "%s: its previous image (%016" PRIx64 ") is not pid %d's (%016" PRIx64
+				 "): their histories differ",
+				 ch->verb, co->p[i].target,
+				 co->p[i].target == co->p[first].target ? co->p[d].pid : co->p[first].pid,
+				 co->p[i].target == co->p[first].target ? co->p[d].target : co->p[first].target);
+	if (c->json) {
+		cli_change_json(co, 0, false);
+		return CLI_NO;
+	}
+	for (int i = 0; i < co->n; i++)
+		if (co->p[i].stage == NBPF_COORD_OK)
+			cli_err(0, "pid %d: %s", co->p[i].pid, co->p[i].msg);
+	cli_err(0, "%s: change %s aborted: nothing changed in any process.  Reload the image you want "
+		   "them all to run instead (`ncclbpf reload all OBJ`)", ch->verb, co->id);
+	return CLI_NO;
+}
+
 void cli_change_text(const struct nbpf_coord *co, const struct cli_change *ch, uint64_t at_call)
 {
 	char when[48];
@@ -155,7 +193,7 @@ int cli_change_run(struct cli *c, const struct cli_change *ch, const int *pids, 
 {
 	struct nbpf_coord co;
 	uint64_t at_call = 0;
-	int err, rc = CLI_OK, staged, committed, reached = 0;
+	int err, rc = CLI_OK, staged, committed, reached = 0, d;
 
 	err = nbpf_coord_init(&co, ch->id, ch->owner, pids, n,
 			      ch->timeout_ms > 0 ? ch->timeout_ms : nbpf_ctl_client_timeout_ms());
@@ -175,6 +213,10 @@ int cli_change_run(struct cli *c, const struct cli_change *ch, const int *pids, 
 	}
 	if (staged < reached) {
 		rc = report_aborted(c, &co, ch);
+		goto out;
+	}
+	if ((d = nbpf_coord_target_differs(&co)) >= 0) {
+		rc = report_targets(c, &co, ch, d);
 		goto out;
 	}
 	at_call = ch->when == CLI_AT_NOW ? 0 : ch->when == CLI_AT_CALL ? ch->at_call

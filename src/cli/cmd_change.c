@@ -213,8 +213,8 @@ static void print_vote(struct cli *c, const struct nbpf_coord *co, int staged)
 	cli_json_str(stdout, co->id);
 	printf(",\"node\":");
 	cli_json_str(stdout, host);
-	printf(",\"staged\":%s,\"max_calls\":%" PRIu64 ",\"rate\":%.1f,\"known\":[",
-	       staged == co->n ? "true" : "false", co->max_calls, co->rate);
+	printf(",\"staged\":%s,\"max_calls\":%" PRIu64 ",\"rate\":%.1f,\"target\":\"%016" PRIx64 "\",\"known\":[",
+	       staged == co->n ? "true" : "false", co->max_calls, co->rate, co->n ? co->p[0].target : 0);
 	for (uint32_t k = 0; k < co->n_known; k++)
 		printf("%s%" PRIu64, k ? "," : "", co->known[k]);
 	printf("],\"processes\":[");
@@ -235,7 +235,7 @@ static int do_stage(struct cli *c, int argc, char **argv)
 	struct opts o = { 0 };
 	struct what w;
 	struct nbpf_coord co;
-	int *pids = NULL, n, i = 3, rc, staged;
+	int *pids = NULL, n, i = 3, rc, staged, d;
 
 	if (argc < 4 || !id_ok(argv[1]))
 		return cli_usage_error("change stage ID TARGET WHAT [--timeout S] (ID: [A-Za-z0-9._-], at most 63)");
@@ -254,9 +254,18 @@ static int do_stage(struct cli *c, int argc, char **argv)
 	}
 	co.rate_window_ms = 200;
 	staged = nbpf_coord_stage(&co, w.fields.data, w.records.data);
+	/* A rollback to different images here (histories differ) is a no as well. */
+	d = staged == n ? nbpf_coord_target_differs(&co) : -1;
 	/* Not every process: aborted here; `change plan` sees this node's vote as no. */
-	if (staged < n)
+	if (staged < n || d >= 0)
 		nbpf_coord_abort(&co);
+	if (d >= 0) {
+		co.p[d].stage = NBPF_COORD_REFUSED;
+		snprintf(co.p[d].msg, sizeof(co.p[d].msg),
+			 "its previous image is not pid %d's: their histories differ; reload the image you want instead",
+			 co.p[0].pid);
+		staged--;
+	}
 	print_vote(c, &co, staged);
 	rc = staged == n ? CLI_OK : CLI_NO;
 	nbpf_coord_free(&co);
@@ -269,16 +278,23 @@ out_w:
 /* ---- plan: every node's vote -> the commit's arguments ------------------------------ */
 
 static int plan_one(json_t *v, uint64_t *hi, double *rate, uint64_t **known, uint32_t *n_known,
-		    int *nodes)
+		    int *nodes, char *target)
 {
+	const char *t = json_string_value(json_object_get(v, "target")) ?: "";
 	json_t *k;
 	size_t i;
 
+	if (!*nodes)
+		snprintf(target, 17, "%s", t);
 	(*nodes)++;
 	if (!json_is_true(json_object_get(v, "staged")))
 		return cli_err(CLI_NO, "change plan: node %s did not stage change %s: abort it everywhere (`ncclbpf change abort %s`)",
 			       json_string_value(json_object_get(v, "node")) ?: "?",
 			       json_string_value(json_object_get(v, "change")) ?: "?",
+			       json_string_value(json_object_get(v, "change")) ?: "ID");
+	if (strcmp(t, target))
+		return cli_err(CLI_NO, "change plan: node %s's processes would roll back to another image than the first node's (their histories differ): abort it everywhere (`ncclbpf change abort %s`) and reload the image you want instead",
+			       json_string_value(json_object_get(v, "node")) ?: "?",
 			       json_string_value(json_object_get(v, "change")) ?: "ID");
 	if ((uint64_t)json_integer_value(json_object_get(v, "max_calls")) > *hi)
 		*hi = (uint64_t)json_integer_value(json_object_get(v, "max_calls"));
@@ -294,7 +310,7 @@ static int plan_one(json_t *v, uint64_t *hi, double *rate, uint64_t **known, uin
 }
 
 static int plan_file(FILE *f, const char *name, uint64_t *hi, double *rate, uint64_t **known,
-		     uint32_t *n_known, int *nodes)
+		     uint32_t *n_known, int *nodes, char *target)
 {
 	json_error_t je;
 	json_t *v;
@@ -302,7 +318,7 @@ static int plan_file(FILE *f, const char *name, uint64_t *hi, double *rate, uint
 
 	/* One vote per document, as many documents as nodes (each node's `-j change stage`). */
 	while (rc == CLI_OK && (v = json_loadf(f, JSON_DISABLE_EOF_CHECK, &je))) {
-		rc = plan_one(v, hi, rate, known, n_known, nodes);
+		rc = plan_one(v, hi, rate, known, n_known, nodes, target);
 		json_decref(v);
 	}
 	if (rc == CLI_OK && !feof(f) && strstr(je.text, "end of file") == NULL)
@@ -317,13 +333,14 @@ static int do_plan(struct cli *c, int argc, char **argv)
 	uint32_t n_known = 0;
 	double rate = 0;
 	int i = 1, rc = CLI_OK, nodes = 0;
+	char target[17] = "";
 
 	while (i < argc && strncmp(argv[i], "--", 2))
 		i++;
 	if ((rc = parse_opts(argc, argv, i, &o)))
 		return rc;
 	if (i == 1)
-		rc = plan_file(stdin, "stdin", &hi, &rate, &known, &n_known, &nodes);
+		rc = plan_file(stdin, "stdin", &hi, &rate, &known, &n_known, &nodes, target);
 	for (int k = 1; k < i && rc == CLI_OK; k++) {
 		FILE *f = fopen(argv[k], "r");
 
@@ -331,7 +348,7 @@ static int do_plan(struct cli *c, int argc, char **argv)
 			rc = cli_usage_error("change plan: %s: %s", argv[k], strerror(errno));
 			break;
 		}
-		rc = plan_file(f, argv[k], &hi, &rate, &known, &n_known, &nodes);
+		rc = plan_file(f, argv[k], &hi, &rate, &known, &n_known, &nodes, target);
 		fclose(f);
 	}
 	if (rc == CLI_OK && !nodes)

@@ -123,8 +123,8 @@ static int parse_ops(const struct nbpf_ctl_msg *req, struct ops *o, char *errmsg
 
 /* Builds what the stage asks for: a reload, a rollback (staged itself) or map writes. */
 static int stage_build(const struct nbpf_ctl_msg *req, const char *id, const char *owner,
-		       uint64_t hold, struct nbpf_image **img, char *what, size_t wlen,
-		       char *errmsg, size_t errlen)
+		       uint64_t hold, struct nbpf_image **img, uint64_t *target, char *what,
+		       size_t wlen, char *errmsg, size_t errlen)
 {
 	const struct nbpf_ctl_rec *r = &req->recs[0];
 	const char *path = nbpf_ctl_rec_get(r, "path");
@@ -136,7 +136,7 @@ static int stage_build(const struct nbpf_ctl_msg *req, const char *id, const cha
 	nbpf_ctl_rec_u64(r, "rollback", &rb);
 	if (rb) {
 		snprintf(what, wlen, "rollback");
-		return nbpf_host_stage_rollback(id, owner, hold, errmsg, errlen);
+		return nbpf_host_stage_rollback(id, owner, hold, target, errmsg, errlen);
 	}
 	if (path && *path) {
 		snprintf(what, wlen, "reload %s", path);
@@ -161,7 +161,7 @@ static int do_stage(const struct nbpf_ctl_msg *req, struct nbpf_ctl_buf *b, char
 	const struct nbpf_ctl_rec *r = req->n_recs ? &req->recs[0] : NULL;
 	const char *id = r ? nbpf_ctl_rec_get(r, "id") : NULL;
 	const char *owner = r ? nbpf_ctl_rec_get(r, "owner") : NULL;
-	uint64_t deadline, hold;
+	uint64_t deadline, hold, target = 0;
 	struct nbpf_comm_calls *cc = NULL;
 	struct nbpf_image *img = NULL;
 	char what[256] = "";
@@ -180,7 +180,7 @@ static int do_stage(const struct nbpf_ctl_msg *req, struct nbpf_ctl_buf *b, char
 			 id);
 		return -ETIMEDOUT;
 	}
-	err = stage_build(req, id, owner, hold, &img, what, sizeof(what), errmsg, errlen);
+	err = stage_build(req, id, owner, hold, &img, &target, what, sizeof(what), errmsg, errlen);
 	if (err)
 		return err;
 	/* The coordinator gave up at the deadline: staging later would be a change nobody decides. */
@@ -200,6 +200,8 @@ static int do_stage(const struct nbpf_ctl_msg *req, struct nbpf_ctl_buf *b, char
 	nbpf_ctl_buf_rec(b, "staged");
 	nbpf_ctl_buf_str(b, "id", id);
 	nbpf_ctl_buf_str(b, "what", what);
+	if (target)
+		nbpf_ctl_buf_u64(b, "target", target);
 	/* Comms after the stage: one created later waits for the decision (change.c). */
 	n = nbpf_host_comm_calls(NULL, 0);
 	cc = calloc((size_t)(n ? n : 1), sizeof(*cc));

@@ -123,10 +123,11 @@ static int ms_until(uint64_t t)
 static void set_msg(struct nbpf_coord_proc *p, const struct nbpf_ctl_call *k)
 {
 	p->err = k->err;
+	p->answered = k->answered;
 	snprintf(p->msg, sizeof(p->msg), "%s", k->errmsg ? k->errmsg : "");
 }
 
-/* The tuner comms a process answered with: highest call, and the ids into known. */
+/* The tuner comms a process answered with (highest call, ids into known), a rollback's target. */
 static int merge_comms(struct nbpf_coord *c, struct nbpf_coord_proc *p, const struct nbpf_ctl_msg *m)
 {
 	uint64_t ids[256];
@@ -136,6 +137,8 @@ static int merge_comms(struct nbpf_coord *c, struct nbpf_coord_proc *p, const st
 	for (uint32_t k = 0; k < m->n_recs && !err; k++) {
 		uint64_t id = 0, calls = 0;
 
+		if (!strcmp(m->recs[k].kind, "staged"))
+			nbpf_ctl_rec_u64(&m->recs[k], "target", &p->target);
 		if (strcmp(m->recs[k].kind, "comm") || nbpf_ctl_rec_u64(&m->recs[k], "comm_id", &id))
 			continue;
 		nbpf_ctl_rec_u64(&m->recs[k], "calls", &calls);
@@ -345,6 +348,21 @@ int nbpf_coord_commit(struct nbpf_coord *c, uint64_t at_call, const uint64_t *kn
 		done += c->p[i].commit == NBPF_COORD_OK;
 	nbpf_ctl_buf_free(&b);
 	return done;
+}
+
+int nbpf_coord_target_differs(const struct nbpf_coord *c)
+{
+	int first = -1;
+
+	for (int i = 0; i < c->n; i++) {
+		if (c->p[i].stage != NBPF_COORD_OK)
+			continue;
+		if (first < 0)
+			first = i;
+		else if (c->p[i].target != c->p[first].target)
+			return i;
+	}
+	return -1;
 }
 
 int nbpf_coord_abort(struct nbpf_coord *c)

@@ -35,8 +35,10 @@ struct nbpf_coord_proc {
 	char path[108];
 	enum nbpf_coord_res stage, commit, abort;
 	int err;                 /* the last answer's error (0: none) */
+	bool answered;           /* the last request had an answer (err is the process's own) */
 	char msg[512];           /* the last answer's message, or why there was none */
 	uint64_t max_calls;      /* staged: the highest call of its tuner comms */
+	uint64_t target;         /* staged rollback: its target's digest (0: not a rollback) */
 	uint64_t gen, late;      /* committed: image and comms past the call */
 };
 
@@ -80,6 +82,13 @@ int nbpf_coord_stage(struct nbpf_coord *c, const char *fields, const char *recor
  */
 int nbpf_coord_commit(struct nbpf_coord *c, uint64_t at_call, const uint64_t *known,
 		      uint32_t n_known);
+/*
+ * A staged rollback goes back to the same image in every process that
+ * staged it: -1 if so, else the index of one whose target differs from
+ * the first's (its history differs: a rank replaced since the last reload
+ * with another policy).
+ */
+int nbpf_coord_target_differs(const struct nbpf_coord *c);
 /* Aborts where staged or unknown; returns how many answered. */
 int nbpf_coord_abort(struct nbpf_coord *c);
 /* The agreed call for this node alone: c->max_calls + margin (or rate x margin_s + 1000). */

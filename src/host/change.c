@@ -193,14 +193,28 @@ int nbpf_host_stage(const char *id, const char *owner, const char *what,
 	return err;
 }
 
-int nbpf_host_stage_rollback(const char *id, const char *owner, uint64_t hold, char *errbuf,
-			     size_t errlen)
+/* FNV-1a over the objects' bytes: what a process's history does not change. */
+static uint64_t image_digest(const struct nbpf_image *img)
+{
+	const struct nbpf_image *o = img->base ? img->base : img;
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (uint32_t i = 0; i < o->n_objs; i++)
+		for (size_t k = 0; k < o->obj_len[i]; k++)
+			h = (h ^ ((const unsigned char *)o->obj_buf[i])[k]) * 0x100000001b3ull;
+	return h;
+}
+
+int nbpf_host_stage_rollback(const char *id, const char *owner, uint64_t hold, uint64_t *target,
+			     char *errbuf, size_t errlen)
 {
 	struct nbpf_image *src, *img;
 	int err;
 
 	lock();
 	src = nbpf_host_rollback_target_locked();
+	if (src)
+		*target = image_digest(src);
 	if (!src) {
 		snprintf(errbuf, errlen, "rollback: no previous image");
 		err = -ENOENT;

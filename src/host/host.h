@@ -312,9 +312,14 @@ const char *nbpf_change_state_name(enum nbpf_change_state s);
  */
 int nbpf_host_stage(const char *id, const char *owner, const char *what,
 		    struct nbpf_image *img, uint64_t hold, char *errbuf, size_t errlen);
-/* Stages a rollback (the image the last publish replaced); -ENOENT without one. */
-int nbpf_host_stage_rollback(const char *id, const char *owner, uint64_t hold, char *errbuf,
-			     size_t errlen);
+/*
+ * Stages a rollback (the image the last publish replaced); -ENOENT without
+ * one.  *target: a digest of that image's objects as read, the same in
+ * every process that rolls back to the same policy (the coordinator
+ * refuses a rollback whose processes would go back to different ones).
+ */
+int nbpf_host_stage_rollback(const char *id, const char *owner, uint64_t hold, uint64_t *target,
+			     char *errbuf, size_t errlen);
 /*
  * Publishes staged change id with o (change_id is taken from id).  A
  * commit is never refused for time: once every process staged it, the

@@ -2,7 +2,8 @@
 /*
  * agree.c - a change agreed by every node (agree.h).
  *
- * Votes: "ok=1 max_calls=N rate=R known=ID,ID,...".  The proposal every
+ * Votes: "ok=1 max_calls=N rate=R target=T known=ID,ID,..." (T: a
+ * rollback's target digest, the same on every node or the change aborts).  The proposal every
  * node writes is a pure function of all the votes: "commit at=N
  * known=..." when every node staged, with N the highest call of any node
  * plus the margin, else "abort" (also from a node whose wait for the
@@ -89,6 +90,11 @@ static char *propose(const struct nbpf_agree_opts *o, char **votes, int n, int e
 			free(known);
 			return strdup("abort");
 		}
+		if (field_u64(votes[i], "target=") != field_u64(votes[0], "target=")) {
+			snprintf(why, wlen, "the nodes' processes would roll back to different images (their histories differ): reload the one you want instead");
+			free(known);
+			return strdup("abort");
+		}
 		if (field_u64(votes[i], "max_calls=") > hi)
 			hi = field_u64(votes[i], "max_calls=");
 		if (r && strtod(r + 5, NULL) > rate)
@@ -108,10 +114,12 @@ static char *propose(const struct nbpf_agree_opts *o, char **votes, int n, int e
 
 static char *my_vote(const struct nbpf_coord *co, int staged)
 {
-	char head[160];
+	char head[200];
+	int d = nbpf_coord_target_differs(co);
 
-	snprintf(head, sizeof(head), "ok=%d max_calls=%" PRIu64 " rate=%.1f known=",
-		 staged == co->n, co->max_calls, co->rate);
+	/* This node's processes going back to different images: a no vote. */
+	snprintf(head, sizeof(head), "ok=%d max_calls=%" PRIu64 " rate=%.1f target=%" PRIu64 " known=",
+		 staged == co->n && d < 0, co->max_calls, co->rate, co->n ? co->p[0].target : 0);
 	return ids_text(head, co->known, co->n_known);
 }
 

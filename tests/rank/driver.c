@@ -105,6 +105,8 @@ int rm_op_parse(const char *line, struct rm_op *op)
 		if (n < 2)
 			return -1;
 		op->a = atoi(w1);
+		if (op->k == OP_KILL && n > 2)
+			snprintf(op->s, sizeof(op->s), "%s", w2); /* "env": the launcher's first policy */
 		return 0;
 	case OP_RATE: case OP_ETCDKILL:
 		if (n < 3)
@@ -160,6 +162,7 @@ void rm_op_format(const struct rm_op *op, char *buf, size_t n)
 	case OP_LOOP: case OP_DEADSOCK: case OP_LOAD:
 		snprintf(buf, n, "%s %s", op_names[op->k], op->s);
 		break;
+	case OP_KILL: snprintf(buf, n, "kill %d%s%s", op->a, op->s[0] ? " " : "", op->s); break;
 	default:
 		snprintf(buf, n, "%s %d", op_names[op->k], op->a);
 	}
@@ -793,7 +796,7 @@ static int copy_maps(struct rm_run *r, int from, int to)
 	return err;
 }
 
-static int op_kill(struct rm_run *r, int p)
+static int op_kill(struct rm_run *r, int p, bool env)
 {
 	pid_t pid = atomic_load(&r->sh->proc[p].pid);
 	char ref = 'a';
@@ -819,9 +822,24 @@ static int op_kill(struct rm_run *r, int p)
 			src = q;
 			break;
 		}
-	spawn_proc(r, p, ref);
-	r->truth[p] = (struct rm_truth){ .cur = ref, .cfg = 0 };
+	/*
+	 * env: a launcher that starts it with the job's first NCCLBPF_POLICY;
+	 * the operator reloads the job's current one into it (--now: it holds
+	 * no communicator), so its rollback target is not the others'.
+	 */
+	spawn_proc(r, p, env ? 'a' : ref);
+	r->truth[p] = (struct rm_truth){ .cur = env ? 'a' : ref, .cfg = 0 };
 	memset(&r->pending[p], 0, sizeof(r->pending[p]));
+	if (env && ref != 'a') {
+		char pol[512];
+
+		policy_path(r, rm_node_of(r->c, p), ref, pol, sizeof(pol));
+		if (cli(r, rm_node_of(r->c, p), NULL, 0, "reload %d %s --now",
+			atomic_load(&r->sh->proc[p].pid), pol))
+			r->truth[p].unsure = true;
+		else
+			r->truth[p] = (struct rm_truth){ .cur = ref, .rb = 'a' };
+	}
 	/*
 	 * And with the job's decision-map contents (docs/operations.md: a
 	 * replacement rank holds no communicator yet, so direct writes cannot
@@ -974,7 +992,7 @@ int rm_run_op(struct rm_run *r, const struct rm_op *op)
 		break;
 	case OP_KILL:
 		if (p >= 0 && p < r->c->procs)
-			op_kill(r, p);
+			op_kill(r, p, !strcmp(op->s, "env"));
 		break;
 	case OP_KILLCLI: op_killcli(r, op->a); break;
 	case OP_DEADSOCK: op_deadsock(r, !strcmp(op->s, "on")); break;

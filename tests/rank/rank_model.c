@@ -135,6 +135,8 @@ static void gen_one(struct gen *g, const struct rm_conf *c, struct rm_op *op)
 	} else if (w < 67) {
 		op->k = OP_KILL;
 		op->a = rnd(&g->rng, c->procs);
+		if (rnd(&g->rng, 2))
+			snprintf(op->s, sizeof(op->s), "env");
 		if (op->a == g->stopped)
 			g->stopped = -1;
 		for (int k = 0; k < c->slots; k++)
