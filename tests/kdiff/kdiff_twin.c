@@ -37,7 +37,9 @@
  *                                          the same, then mov32 dst, dst
  *                                          (and dst, 0xffff)
  *   KD_RW_CONST     jCC x, y with y (or x) set by mov y, K before it
- *                                          jCC x, K (mirrored for a constant x)
+ *                                          jCC x, K (mirrored for a constant x);
+ *                   jset x, y with y set by mov32 y, K (K < 0)
+ *                                          jset32 x, K
  *   KD_RW_JSET      jset x, -2^k (jset32)  jgt x, 2^k - 1 (jgt32)
  *   KD_RW_MUL       mul x, -K              mul x, K; neg x
  *   KD_RW_IDENT     xor/or/add/sub x, 0    mov x, x (mov32 for the 32-bit forms:
@@ -195,8 +197,12 @@ static int64_t stored_bytes(const struct nbpf_insn *st, const struct nbpf_insn *
 	return (int64_t)v;
 }
 
-/* The constant register r holds at j: mov r, K falling through to j, r not written since. */
-static bool const_before(const struct twin *t, uint8_t r, int32_t *k)
+/*
+ * The constant register r holds at j: mov r, K falling through to j, r not
+ * written since.  *zext: set by mov32 with K < 0 (r is K's low 32 bits,
+ * zero-extended, which no 64-bit immediate spells).
+ */
+static bool const_before(const struct twin *t, uint8_t r, int32_t *k, bool *zext)
 {
 	if (t->is_target[t->j])
 		return false;
@@ -206,8 +212,9 @@ static bool const_before(const struct twin *t, uint8_t r, int32_t *k)
 		if (second_slot(t->p, i))
 			continue;
 		if (in->dst == r && (in->code == (NBPF_ALU64 | NBPF_MOV | NBPF_K) ||
-				     (in->code == (NBPF_ALU | NBPF_MOV | NBPF_K) && in->imm >= 0))) {
+				     in->code == (NBPF_ALU | NBPF_MOV | NBPF_K))) {
 			*k = in->imm;
+			*zext = in->code == (NBPF_ALU | NBPF_MOV | NBPF_K) && in->imm < 0;
 			return true;
 		}
 		if (writes_reg(in, r) || !falls_through(in) || t->is_target[i])
@@ -323,11 +330,19 @@ static bool rw_jump(struct twin *t)
 	if ((cls != NBPF_JMP && cls != NBPF_JMP32) || !ib_is_jump(in) || NBPF_OP(in->code) == NBPF_JA)
 		return false;
 	if ((t->rw & KD_RW_CONST) && NBPF_SRC(in->code) == NBPF_X) {
-		if (const_before(t, in->src, &k))
-			*in = ib_insn(cls | NBPF_OP(in->code) | NBPF_K, in->dst, 0, in->off, k);
-		else if (const_before(t, in->dst, &k))
-			*in = ib_insn(cls | ib_jmp_mirror(NBPF_OP(in->code)) | NBPF_K, in->src, 0, in->off, k);
-		changed = NBPF_SRC(in->code) == NBPF_K;
+		uint8_t op = NBPF_OP(in->code);
+		bool zext;
+
+		/* x & zext32(K) tests x's low half only: jset32 x, K (no other test has a form) */
+		if (const_before(t, in->src, &k, &zext) && (!zext || op == NBPF_JSET))
+			*in = ib_insn((zext ? NBPF_JMP32 : cls) | op | NBPF_K, in->dst, 0, in->off, k);
+		else if (const_before(t, in->dst, &k, &zext) && (!zext || op == NBPF_JSET))
+			*in = ib_insn((zext ? NBPF_JMP32 : cls) | ib_jmp_mirror(op) | NBPF_K, in->src, 0,
+				      in->off, k);
+		if (NBPF_SRC(in->code) == NBPF_K) {
+			cls = NBPF_CLASS(in->code);
+			changed = true;
+		}
 	}
 	if ((t->rw & KD_RW_JSET) && in->code == (cls | NBPF_JSET | NBPF_K)) {
 		uint64_t m = cls == NBPF_JMP ? (uint64_t)(int64_t)in->imm : (uint32_t)in->imm;
