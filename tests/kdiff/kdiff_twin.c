@@ -47,8 +47,8 @@
  *                                          bounds from the tnum alone)
  *   KD_RW_COPY      a 32-bit or sign-extending copy of s made again (s
  *                   unchanged): mov dst, the first copy; and after a 32-bit
- *                   comparison of s, its 32-bit copies made before it, made
- *                   again on the way on
+ *                   comparison of s, its copies of s's low half (mov32,
+ *                   movsx32-to-64) made before it, made again on the way on
  *   ("before" and "again": on the path falling through to the rewritten
  *   slot, which nothing in between is entered from elsewhere)
  *   (shift M)       add x, v               add v, M; add x, v; add v, -M; add x, -M
@@ -237,8 +237,11 @@ static void copy_where_fits(struct twin *t, uint8_t dst, uint8_t src, int64_t lo
 	emit(t, ib_insn(NBPF_OP_JA, 0, 0, (int16_t)after, 0));
 }
 
-/* Whether d holds a 32-bit copy of s at j: mov32 d, s earlier on j's path, neither written since. */
-static bool same_copy_into(const struct twin *t, uint8_t d, uint8_t s);
+/*
+ * The copy of s's low half that d holds at j (mov32 d, s or movsx32-to-64
+ * d, s earlier on j's path, neither written since), or NULL.
+ */
+static const struct nbpf_insn *same_copy_into(const struct twin *t, uint8_t d, uint8_t s);
 
 /*
  * Whether control from slot i reaches j only by falling through (a
@@ -263,19 +266,21 @@ static bool path_keeps(const struct twin *t, int64_t i, uint8_t a, uint8_t b)
  * earlier on the path falling through to j from the same src (neither
  * changed since), or -1.
  */
-static bool same_copy_into(const struct twin *t, uint8_t d, uint8_t s)
+static const struct nbpf_insn *same_copy_into(const struct twin *t, uint8_t d, uint8_t s)
 {
 	for (int64_t i = (int64_t)t->j - 1; i >= 0; i--) {
 		const struct nbpf_insn *in = &t->p->insns[i];
 
 		if (second_slot(t->p, i))
 			continue;
-		if (in->dst == d && in->code == (NBPF_ALU | NBPF_MOV | NBPF_X) && in->src == s && !in->off)
-			return path_keeps(t, i, d, s);
+		if (in->dst == d && in->src == s &&
+		    ((in->code == (NBPF_ALU | NBPF_MOV | NBPF_X) && !in->off) ||
+		     (in->code == (NBPF_ALU64 | NBPF_MOV | NBPF_X) && in->off == 32)))
+			return path_keeps(t, i, d, s) ? in : NULL;
 		if (writes_reg(in, d) || !falls_through(in) || t->is_target[i])
-			return false;
+			return NULL;
 	}
-	return false;
+	return NULL;
 }
 
 static int same_copy(const struct twin *t, uint8_t code, uint8_t src, int16_t off)
@@ -294,9 +299,9 @@ static int same_copy(const struct twin *t, uint8_t code, uint8_t src, int16_t of
 }
 
 /*
- * After a 32-bit comparison of s, the 32-bit copies of s made before it in
- * its block, made again: the same values, now tied to what the comparison
- * learnt about s's low half.
+ * After a 32-bit comparison of s, the copies of s's low half (32-bit or
+ * sign-extending) made before it in its block, made again: the same
+ * values, now tied to what the comparison learnt about s's low half.
  */
 static bool rematerialize(struct twin *t, const struct nbpf_insn *jmp)
 {
@@ -306,11 +311,14 @@ static bool rematerialize(struct twin *t, const struct nbpf_insn *jmp)
 	if (!t->n)
 		emit(t, *jmp);
 	for (int r = 0; r < 2; r++)
-		for (uint8_t d = 0; d < 10 && added < 3; d++)
-			if (d != regs[r] && same_copy_into(t, d, regs[r])) {
-				emit(t, ib_insn(NBPF_ALU | NBPF_MOV | NBPF_X, d, regs[r], 0, 0));
+		for (uint8_t d = 0; d < 10 && added < 3; d++) {
+			const struct nbpf_insn *c = d != regs[r] ? same_copy_into(t, d, regs[r]) : NULL;
+
+			if (c) {
+				emit(t, *c);
 				added++;
 			}
+		}
 	if (!added) {
 		t->n -= first;
 		return false;
