@@ -37,7 +37,9 @@
  *                                          the same, then mov32 dst, dst
  *                                          (and dst, 0xffff)
  *   KD_RW_CONST     jCC x, y with y (or x) set by mov y, K before it
- *                                          jCC x, K (mirrored for a constant x)
+ *                                          jCC x, K (mirrored for a constant x);
+ *                   jset x, y with y set by mov32 y, K (K < 0)
+ *                                          jset32 x, K
  *   KD_RW_JSET      jset x, -2^k (jset32)  jgt x, 2^k - 1 (jgt32)
  *   KD_RW_MUL       mul x, -K              mul x, K; neg x
  *   KD_RW_IDENT     xor/or/add/sub x, 0    mov x, x (mov32 for the 32-bit forms:
@@ -45,8 +47,8 @@
  *                                          bounds from the tnum alone)
  *   KD_RW_COPY      a 32-bit or sign-extending copy of s made again (s
  *                   unchanged): mov dst, the first copy; and after a 32-bit
- *                   comparison of s, its 32-bit copies made before it, made
- *                   again on the way on
+ *                   comparison of s, its copies of s's low half (mov32,
+ *                   movsx32-to-64) made before it, made again on the way on
  *   ("before" and "again": on the path falling through to the rewritten
  *   slot, which nothing in between is entered from elsewhere)
  *   (shift M)       add x, v               add v, M; add x, v; add v, -M; add x, -M
@@ -195,8 +197,12 @@ static int64_t stored_bytes(const struct nbpf_insn *st, const struct nbpf_insn *
 	return (int64_t)v;
 }
 
-/* The constant register r holds at j: mov r, K falling through to j, r not written since. */
-static bool const_before(const struct twin *t, uint8_t r, int32_t *k)
+/*
+ * The constant register r holds at j: mov r, K falling through to j, r not
+ * written since.  *zext: set by mov32 with K < 0 (r is K's low 32 bits,
+ * zero-extended, which no 64-bit immediate spells).
+ */
+static bool const_before(const struct twin *t, uint8_t r, int32_t *k, bool *zext)
 {
 	if (t->is_target[t->j])
 		return false;
@@ -206,8 +212,9 @@ static bool const_before(const struct twin *t, uint8_t r, int32_t *k)
 		if (second_slot(t->p, i))
 			continue;
 		if (in->dst == r && (in->code == (NBPF_ALU64 | NBPF_MOV | NBPF_K) ||
-				     (in->code == (NBPF_ALU | NBPF_MOV | NBPF_K) && in->imm >= 0))) {
+				     in->code == (NBPF_ALU | NBPF_MOV | NBPF_K))) {
 			*k = in->imm;
+			*zext = in->code == (NBPF_ALU | NBPF_MOV | NBPF_K) && in->imm < 0;
 			return true;
 		}
 		if (writes_reg(in, r) || !falls_through(in) || t->is_target[i])
@@ -230,8 +237,11 @@ static void copy_where_fits(struct twin *t, uint8_t dst, uint8_t src, int64_t lo
 	emit(t, ib_insn(NBPF_OP_JA, 0, 0, (int16_t)after, 0));
 }
 
-/* Whether d holds a 32-bit copy of s at j: mov32 d, s earlier on j's path, neither written since. */
-static bool same_copy_into(const struct twin *t, uint8_t d, uint8_t s);
+/*
+ * The copy of s's low half that d holds at j (mov32 d, s or movsx32-to-64
+ * d, s earlier on j's path, neither written since), or NULL.
+ */
+static const struct nbpf_insn *same_copy_into(const struct twin *t, uint8_t d, uint8_t s);
 
 /*
  * Whether control from slot i reaches j only by falling through (a
@@ -256,19 +266,21 @@ static bool path_keeps(const struct twin *t, int64_t i, uint8_t a, uint8_t b)
  * earlier on the path falling through to j from the same src (neither
  * changed since), or -1.
  */
-static bool same_copy_into(const struct twin *t, uint8_t d, uint8_t s)
+static const struct nbpf_insn *same_copy_into(const struct twin *t, uint8_t d, uint8_t s)
 {
 	for (int64_t i = (int64_t)t->j - 1; i >= 0; i--) {
 		const struct nbpf_insn *in = &t->p->insns[i];
 
 		if (second_slot(t->p, i))
 			continue;
-		if (in->dst == d && in->code == (NBPF_ALU | NBPF_MOV | NBPF_X) && in->src == s && !in->off)
-			return path_keeps(t, i, d, s);
+		if (in->dst == d && in->src == s &&
+		    ((in->code == (NBPF_ALU | NBPF_MOV | NBPF_X) && !in->off) ||
+		     (in->code == (NBPF_ALU64 | NBPF_MOV | NBPF_X) && in->off == 32)))
+			return path_keeps(t, i, d, s) ? in : NULL;
 		if (writes_reg(in, d) || !falls_through(in) || t->is_target[i])
-			return false;
+			return NULL;
 	}
-	return false;
+	return NULL;
 }
 
 static int same_copy(const struct twin *t, uint8_t code, uint8_t src, int16_t off)
@@ -287,9 +299,9 @@ static int same_copy(const struct twin *t, uint8_t code, uint8_t src, int16_t of
 }
 
 /*
- * After a 32-bit comparison of s, the 32-bit copies of s made before it in
- * its block, made again: the same values, now tied to what the comparison
- * learnt about s's low half.
+ * After a 32-bit comparison of s, the copies of s's low half (32-bit or
+ * sign-extending) made before it in its block, made again: the same
+ * values, now tied to what the comparison learnt about s's low half.
  */
 static bool rematerialize(struct twin *t, const struct nbpf_insn *jmp)
 {
@@ -299,11 +311,14 @@ static bool rematerialize(struct twin *t, const struct nbpf_insn *jmp)
 	if (!t->n)
 		emit(t, *jmp);
 	for (int r = 0; r < 2; r++)
-		for (uint8_t d = 0; d < 10 && added < 3; d++)
-			if (d != regs[r] && same_copy_into(t, d, regs[r])) {
-				emit(t, ib_insn(NBPF_ALU | NBPF_MOV | NBPF_X, d, regs[r], 0, 0));
+		for (uint8_t d = 0; d < 10 && added < 3; d++) {
+			const struct nbpf_insn *c = d != regs[r] ? same_copy_into(t, d, regs[r]) : NULL;
+
+			if (c) {
+				emit(t, *c);
 				added++;
 			}
+		}
 	if (!added) {
 		t->n -= first;
 		return false;
@@ -323,11 +338,19 @@ static bool rw_jump(struct twin *t)
 	if ((cls != NBPF_JMP && cls != NBPF_JMP32) || !ib_is_jump(in) || NBPF_OP(in->code) == NBPF_JA)
 		return false;
 	if ((t->rw & KD_RW_CONST) && NBPF_SRC(in->code) == NBPF_X) {
-		if (const_before(t, in->src, &k))
-			*in = ib_insn(cls | NBPF_OP(in->code) | NBPF_K, in->dst, 0, in->off, k);
-		else if (const_before(t, in->dst, &k))
-			*in = ib_insn(cls | ib_jmp_mirror(NBPF_OP(in->code)) | NBPF_K, in->src, 0, in->off, k);
-		changed = NBPF_SRC(in->code) == NBPF_K;
+		uint8_t op = NBPF_OP(in->code);
+		bool zext;
+
+		/* x & zext32(K) tests x's low half only: jset32 x, K (no other test has a form) */
+		if (const_before(t, in->src, &k, &zext) && (!zext || op == NBPF_JSET))
+			*in = ib_insn((zext ? NBPF_JMP32 : cls) | op | NBPF_K, in->dst, 0, in->off, k);
+		else if (const_before(t, in->dst, &k, &zext) && (!zext || op == NBPF_JSET))
+			*in = ib_insn((zext ? NBPF_JMP32 : cls) | ib_jmp_mirror(op) | NBPF_K, in->src, 0,
+				      in->off, k);
+		if (NBPF_SRC(in->code) == NBPF_K) {
+			cls = NBPF_CLASS(in->code);
+			changed = true;
+		}
 	}
 	if ((t->rw & KD_RW_JSET) && in->code == (cls | NBPF_JSET | NBPF_K)) {
 		uint64_t m = cls == NBPF_JMP ? (uint64_t)(int64_t)in->imm : (uint32_t)in->imm;
