@@ -176,8 +176,6 @@ void obs_print_json(struct obs_state *s, struct nbpf_obs *obs, const struct nbpf
 				b->k.dev & 0xfffff, op_name(b->k.op));
 			json_hist(f, "latency_ns", &b->v.lat);
 			fputc(',', f);
-			json_hist(f, "device_ns", &b->v.dev);
-			fputc(',', f);
 			json_size_hist(f, "size_bytes", &b->v.size);
 			fputc(',', f);
 			json_size_hist(f, "alignment_bytes", &b->v.align);
@@ -342,14 +340,9 @@ void obs_print_table(struct obs_state *s, const struct nbpf_obs_snap *d, double 
 			cli_fmt_ns(a, sizeof(a), nbpf_obs_hist_quantile(&x->v.lat, 0.5));
 			cli_fmt_ns(b, sizeof(b), nbpf_obs_hist_quantile(&x->v.lat, 0.99));
 			fmt_bytes(e, sizeof(e), size_q(&x->v.size, 0.5));
-			/* The device's share, where the queue stamps the issue. */
-			if (x->v.dev.count)
-				cli_fmt_ns(g, sizeof(g), nbpf_obs_hist_quantile(&x->v.dev, 0.99));
-			else
-				snprintf(g, sizeof(g), "-");
-			printf("         block %u:%u %-5s %7" PRIu64 " req  p50 %s p99 %s (device %s)  "
-			       "size p50 %s  small %.0f%% unaligned %.0f%%\n", x->k.dev >> 20,
-			       x->k.dev & 0xfffff, op_name(x->k.op), x->v.lat.count, a, b, g, e,
+			printf("         block %u:%u %-5s %7" PRIu64 " req  p50 %s p99 %s  size p50 %s  "
+			       "small %.0f%% unaligned %.0f%%\n", x->k.dev >> 20, x->k.dev & 0xfffff,
+			       op_name(x->k.op), x->v.lat.count, a, b, e,
 			       100.0 * (double)x->v.small / (double)x->v.lat.count,
 			       100.0 * (double)x->v.unaligned / (double)x->v.lat.count);
 		}

@@ -122,13 +122,12 @@ void nbpf_obs_peer_str(const struct obs_conn *c, char *out, size_t n, bool port)
 
 int nbpf_obs_prom_write(FILE *f, const struct nbpf_obs_snap *s, nbpf_obs_label_fn fn, void *ctx)
 {
-	struct agg_set lat = { 0 }, dev = { 0 }, size = { 0 }, align = { 0 }, small = { 0 }, unal = { 0 };
-	struct agg_set errs = { 0 };
+	struct agg_set lat = { 0 }, size = { 0 }, align = { 0 }, small = { 0 }, unal = { 0 }, errs = { 0 };
 	struct agg_set ur = { 0 }, pca = { 0 }, pcm = { 0 }, tx = { 0 }, rx = { 0 }, rt = { 0 };
 	struct agg_set srtt = { 0 }, rq = { 0 }, off = { 0 }, mig = { 0 }, xnode = { 0 };
 	struct agg_set launch = { 0 }, sync = { 0 }, copy = { 0 }, ioc = { 0 }, lgap = { 0 }, sgap = { 0 };
 	struct agg_set ncpu = { 0 }, nmem = { 0 };
-	struct agg_set *all[] = { &lat, &dev, &size, &align, &small, &unal, &errs, &ur, &pca, &pcm, &tx, &rx, &rt,
+	struct agg_set *all[] = { &lat, &size, &align, &small, &unal, &errs, &ur, &pca, &pcm, &tx, &rx, &rt,
 				  &srtt, &rq, &off, &mig, &xnode, &launch, &sync, &copy, &ioc, &lgap,
 				  &sgap, &ncpu, &nmem };
 	char opb[16];
@@ -144,10 +143,6 @@ int nbpf_obs_prom_write(FILE *f, const struct nbpf_obs_snap *s, nbpf_obs_label_f
 			 proc_labels(fn, ctx, b->k.tgid, pb, sizeof(pb)), b->k.dev >> 20,
 			 b->k.dev & 0xfffff, op_name(b->k.op));
 		GET(lat); hist_merge(&a->h, &b->v.lat);
-		/* Only where the queue stamps the issue: no empty series elsewhere. */
-		if (b->v.dev.count) {
-			GET(dev); hist_merge(&a->h, &b->v.dev);
-		}
 		GET(size); hist_merge(&a->h, &b->v.size);
 		GET(align); hist_merge(&a->h, &b->v.align);
 		GET(small); a->v += (double)b->v.small;
@@ -216,13 +211,8 @@ int nbpf_obs_prom_write(FILE *f, const struct nbpf_obs_snap *s, nbpf_obs_label_f
 	}
 #undef GET
 	family(f, "ncclbpf_block_request_latency_seconds", "histogram",
-	       "Block requests of the job, from the block layer's start to completion (the time "
-	       "/sys/block/DEV/stat sums), by device and operation.");
+	       "Block requests of the job, issue to completion, by device and operation.");
 	put_hist(f, "ncclbpf_block_request_latency_seconds", &lat, NS, 7, 37);
-	family(f, "ncclbpf_block_device_latency_seconds", "histogram",
-	       "The device's share of the job's block requests, issue to completion, where the queue "
-	       "stamps the issue.");
-	put_hist(f, "ncclbpf_block_device_latency_seconds", &dev, NS, 7, 37);
 	family(f, "ncclbpf_block_request_size_bytes", "histogram", "Size of the job's block requests.");
 	put_hist(f, "ncclbpf_block_request_size_bytes", &size, 1, 8, 30);
 	family(f, "ncclbpf_block_request_alignment_bytes", "histogram",

@@ -228,8 +228,7 @@ int nbpf_obs_snap_delta(struct nbpf_obs_snap *out, const struct nbpf_obs_snap *n
 {
 	memset(out, 0, sizeof(*out));
 	DELTA(blk, struct nbpf_obs_blk, !memcmp(&o->k, &b->k, sizeof(o->k)),
-	      (hist_sub(&o->v.lat, &b->v.lat), hist_sub(&o->v.dev, &b->v.dev),
-	       hist_sub(&o->v.size, &b->v.size),
+	      (hist_sub(&o->v.lat, &b->v.lat), hist_sub(&o->v.size, &b->v.size),
 	       hist_sub(&o->v.align, &b->v.align),
 	       o->v.small = sub(o->v.small, b->v.small),
 	       o->v.unaligned = sub(o->v.unaligned, b->v.unaligned),

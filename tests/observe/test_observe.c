@@ -309,81 +309,6 @@ static void io_pcache_large(struct nbpf_obs *obs)
 	free(buf);
 }
 
-/* The device's completed reads and the milliseconds they took, as /sys/block/DEV/stat sums them. */
-static int disk_reads(uint32_t dev, uint64_t *ios, uint64_t *ms)
-{
-	unsigned long long r, merged, sectors, ticks;
-	char path[64];
-	FILE *f;
-	int n;
-
-	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/stat", dev >> 20, dev & 0xfffff);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	n = fscanf(f, "%llu %llu %llu %llu", &r, &merged, &sectors, &ticks);
-	fclose(f);
-	*ios = r;
-	*ms = ticks;
-	return n == 4 ? 0 : -1;
-}
-
-/*
- * Block latency is the kernel's own accounting: over a window of reads,
- * the count and the summed time must be the device's stat figures (its
- * milliseconds are truncated from the nanoseconds it sums, and its clock
- * is read a little after the completion tracepoint: a millisecond and 2%).
- * A window with reads of someone else's (udev probing the new device) is
- * tried again.
- */
-static void io_kernel_time(struct nbpf_obs *obs, int dfd, void *buf, uint32_t devno)
-{
-	const int n = 100;
-
-	for (int tries = 0; tries < 5; tries++) {
-		uint64_t ios0, ms0, ios1, ms1, c0 = 0, c1 = 0, ns0 = 0, ns1 = 0, d0 = 0, d1 = 0, dn0 = 0, dn1 = 0;
-		const struct nbpf_obs_blk *b;
-		struct nbpf_obs_snap s;
-
-		if (nbpf_obs_snapshot(obs, &s))
-			break;
-		if ((b = find_blk(&s, devno, OBS_OP_READ)))
-			c0 = b->v.lat.count, ns0 = b->v.lat.sum, d0 = b->v.dev.count, dn0 = b->v.dev.sum;
-		nbpf_obs_snap_free(&s);
-		if (disk_reads(devno, &ios0, &ms0)) {
-			printf("io: no stat file for the device: kernel time not compared\n");
-			return;
-		}
-		/* Large reads, so the window's time is many milliseconds. */
-		for (int i = 0; i < n; i++)
-			CHECK(pread(dfd, buf, 1 << 20, (off_t)(i % 8) << 20) == 1 << 20, "1 MiB read %d", i);
-		usleep(100 * 1000); /* the last completion's program may still be running */
-		disk_reads(devno, &ios1, &ms1);
-		if (nbpf_obs_snapshot(obs, &s))
-			break;
-		if ((b = find_blk(&s, devno, OBS_OP_READ)))
-			c1 = b->v.lat.count, ns1 = b->v.lat.sum, d1 = b->v.dev.count, dn1 = b->v.dev.sum;
-		nbpf_obs_snap_free(&s);
-		printf("io: kernel time: %llu reads, %.2f ms (device's share: %llu, %.2f ms); the device's "
-		       "stat: %llu reads, %llu ms\n", (unsigned long long)(c1 - c0), (double)(ns1 - ns0) / 1e6,
-		       (unsigned long long)(d1 - d0), (double)(dn1 - dn0) / 1e6,
-		       (unsigned long long)(ios1 - ios0), (unsigned long long)(ms1 - ms0));
-		if (ios1 - ios0 != c1 - c0)
-			continue;
-		/* Where the queue stamps the issue, every request has a device share, within its time. */
-		CHECK(d1 == d0 || (d1 - d0 == c1 - c0 && dn1 - dn0 <= ns1 - ns0),
-		      "device share of %llu requests, %llu ns, for %llu requests of %llu ns",
-		      (unsigned long long)(d1 - d0), (unsigned long long)(dn1 - dn0),
-		      (unsigned long long)(c1 - c0), (unsigned long long)(ns1 - ns0));
-		CHECK((double)(ns1 - ns0) / 1e6 >= 0.98 * (double)(ms1 - ms0) - 1.0 &&
-		      (double)(ns1 - ns0) / 1e6 <= 1.02 * (double)(ms1 - ms0) + 1.0,
-		      "block time %.2f ms, the device's stat %llu ms", (double)(ns1 - ns0) / 1e6,
-		      (unsigned long long)(ms1 - ms0));
-		return;
-	}
-	CHECK(0, "no window of reads the device's stat and ours agree on in count");
-}
-
 static int test_io(void)
 {
 	char backing[] = "/var/tmp/ncclbpf-observe-XXXXXX", dev[64];
@@ -496,9 +421,6 @@ static int test_io(void)
 			}
 	}
 	nbpf_obs_snap_free(&s);
-	dfd = open(dev, O_RDONLY | O_DIRECT);
-	io_kernel_time(obs, dfd, buf, (uint32_t)(major(sb.st_rdev) << 20 | minor(sb.st_rdev)));
-	close(dfd);
 #ifdef HAVE_LIBURING
 	{
 		struct io_uring ring;

@@ -1,74 +1,52 @@
 // SPDX-License-Identifier: GPL-2.0 OR Apache-2.0
 /*
- * io.bpf.c - data-loader I/O of the job: block requests (latency as the
- * kernel accounts it, the device's share of it, size, alignment, per
- * device and process), io_uring requests (submit -> complete, per opcode)
- * and page-cache misses.
+ * io.bpf.c - data-loader I/O of the job: block requests (issue ->
+ * complete latency, size, alignment, per device and process), io_uring
+ * requests (submit -> complete, per opcode) and page-cache misses.
  *
  * A block request is attributed to the process that submitted it
  * (block_io_start runs in the submitter's context); where that tracepoint
  * is missing, to the process that issues it (often the same thread, but a
- * plug flushed by a kworker is lost).  Two programs per request: the
- * submitter's claim and the completion, which reads the block layer's own
- * time stamps.
+ * plug flushed by a kworker is lost).  The time measured is issue ->
+ * complete: the device's share, not the queueing before it.
  */
 #include "observe.bpf.h"
 
 #define REQ_OP_MASK_ ((1 << 8) - 1)
 
 /*
- * Requests in flight, from claim (submit) to completion, block and
- * io_uring requests alike: a 4-way set-associative table in an array,
- * keyed by the kernel object's address.  Claiming a slot is one
- * compare-and-swap, finding it one to four loads, freeing it one store; a
- * hash map costs a bucket lock and an element allocation per insert and
- * per delete, on every request the job makes.
- *
- * The table is small on purpose.  An array map of up to 32 KiB comes from
- * the kernel's linear map, which large pages cover, so a lookup costs at
- * most a cache miss; a larger one is vmalloc'd page by page, and a
- * request's first load into a 16,384-slot table can miss the TLB as well,
- * on each of the claim and the completion.  A set found full spills into
- * a large table, which finds look into only while it holds something (the
- * spill count), so the capacity stays 17,392 requests.  A slot whose
- * owner never completed (a request freed without completion) is taken
- * over after INFL_STALE_NS; a request that finds its sets busy and fresh
- * in both tables is not timed, and counted in infl_full.
+ * Requests in flight, from claim (submit) to completion: block requests
+ * (ts: issue time, 0 until issued) and io_uring requests (ts: submit time).
+ * A 4-way set-associative table in an array, keyed by the kernel object's
+ * address: claiming a slot is one compare-and-swap, finding it one to four
+ * loads, freeing it one store.  A hash map costs a bucket lock and an
+ * element allocation per insert and per delete, on every request the job
+ * makes.  A slot whose owner never completed (the observer attached
+ * mid-flight, a request freed without completion) is taken over after
+ * INFL_STALE_J jiffies; a request that finds all four ways busy and fresh
+ * is not timed, and counted in infl_full.
  */
+#define INFL_SLOTS 16384 /* a power of two */
 #define INFL_WAYS 4
-#define INFL_SETS 252    /* 1,008 slots of 32 bytes: with the map's header, under 32 KiB */
-#define SPILL_SETS 4096  /* a power of two: 16,384 slots */
-#define INFL_STALE_NS (60 * 1000000000ull)
+#define INFL_STALE_J 60000u /* a minute at HZ=1000, four at HZ=250 */
 
 struct inflight {
-	__u64 key; /* the object's address as a number (INFL_KEY); 0: free */
-	__u64 ts;  /* the claim's time (ktime) */
-	__u32 tgid, tid, opcode, pad;
+	__u64 key; /* the object's address; 0: free */
+	__u64 ts;
+	__u32 tgid, tid, opcode, j; /* j: the low bits of jiffies at the claim */
 };
 
-struct {
+struct infl_map {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, INFL_SETS * INFL_WAYS);
+	__uint(max_entries, INFL_SLOTS);
 	__type(key, __u32);
 	__type(value, struct inflight);
-} rq_infl SEC(".maps"), uring_infl SEC(".maps");
+};
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, SPILL_SETS * INFL_WAYS);
-	__type(key, __u32);
-	__type(value, struct inflight);
-} rq_spill SEC(".maps"), uring_spill SEC(".maps");
+struct infl_map rq_infl SEC(".maps");
+struct infl_map uring_infl SEC(".maps");
 
-/* Slots in use in each spill table (0: rq_spill, 1: uring_spill). */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 2);
-	__type(key, __u32);
-	__type(value, __u64);
-} spilled SEC(".maps");
-
-/* Requests not timed because their sets were full. */
+/* Requests not timed because their set of slots was full. */
 __u64 infl_full = 0;
 
 /*
@@ -80,28 +58,18 @@ __u64 infl_full = 0;
  */
 #define INFL_KEY(map, p) ((__u64)(void *)(p) - (__u64)(void *)&(map))
 
-/* Fibonacci hashing without the low (alignment) bits: 32 well-mixed bits. */
-static __always_inline __u32 infl_hash(__u64 key)
+/* The set of key: Fibonacci hashing without the low (alignment) bits. */
+static __always_inline __u32 infl_set(__u64 key)
 {
-	return (__u32)(((key >> 6) * 0x9E3779B97F4A7C15ull) >> 32);
+	return (__u32)(((key >> 6) * 0x9E3779B97F4A7C15ull) >> 50) & (INFL_SLOTS - 1);
 }
 
-/* The first slot of key's set: sets are INFL_WAYS consecutive slots. */
-static __always_inline __u32 infl_first(__u64 key, bool spill)
+static __always_inline struct inflight *infl_find(void *map, __u64 key)
 {
-	__u32 h = infl_hash(key);
-
-	if (spill)
-		return (h & (SPILL_SETS - 1)) * INFL_WAYS;
-	return (__u32)(((__u64)h * INFL_SETS) >> 32) * INFL_WAYS;
-}
-
-static __always_inline struct inflight *infl_find_in(void *map, __u64 key, bool spill)
-{
-	__u32 first = infl_first(key, spill);
+	__u32 h = infl_set(key);
 
 	for (int w = 0; w < INFL_WAYS; w++) {
-		__u32 i = first + w;
+		__u32 i = (h + w) & (INFL_SLOTS - 1);
 		struct inflight *e = bpf_map_lookup_elem(map, &i);
 
 		if (e && e->key == key)
@@ -111,50 +79,19 @@ static __always_inline struct inflight *infl_find_in(void *map, __u64 key, bool 
 }
 
 /*
- * The slot holding key, or NULL.  *spill_n is the spill count when the
- * slot is in the spill table (freeing it lowers the count), else NULL.
+ * A slot for key (its own, if it holds one already), or NULL when the set
+ * is full: one pass over the ways, then one compare-and-swap on the first
+ * free or stale one (a claim racing for it on another CPU wins, and this
+ * one tries the next).
  */
-static __always_inline struct inflight *infl_find(void *map, void *spill, __u32 which, __u64 key,
-						  __u64 **spill_n)
+static __always_inline struct inflight *infl_claim(void *map, __u64 key)
 {
-	struct inflight *e = infl_find_in(map, key, false);
-	__u64 *n;
-
-	*spill_n = NULL;
-	if (e)
-		return e;
-	n = bpf_map_lookup_elem(&spilled, &which);
-	if (!n || !*n)
-		return NULL;
-	e = infl_find_in(spill, key, true);
-	if (e)
-		*spill_n = n;
-	return e;
-}
-
-/* Everything needed is read: the slot is free again. */
-static __always_inline void infl_free(struct inflight *e, __u64 *spill_n)
-{
-	e->key = 0;
-	if (spill_n)
-		__sync_fetch_and_add(spill_n, -1);
-}
-
-/*
- * A slot for key in its set (its own, if it holds one already), or NULL
- * when the set is full: one pass over the ways, then one compare-and-swap
- * on the first free or stale one (a claim racing for it on another CPU
- * wins, and this one tries the next).
- */
-static __always_inline struct inflight *infl_claim_in(void *map, __u64 key, __u64 now, bool spill,
-						      bool *was_free)
-{
+	__u32 h = infl_set(key), now_j = (__u32)bpf_jiffies64();
 	struct inflight *e, *pick[INFL_WAYS] = {};
-	__u32 first = infl_first(key, spill);
 	int n = 0;
 
 	for (int w = 0; w < INFL_WAYS; w++) {
-		__u32 i = first + w;
+		__u32 i = (h + w) & (INFL_SLOTS - 1);
 		__u64 old;
 
 		e = bpf_map_lookup_elem(map, &i);
@@ -162,10 +99,10 @@ static __always_inline struct inflight *infl_claim_in(void *map, __u64 key, __u6
 			return NULL;
 		old = e->key;
 		if (old == key) {
-			*was_free = false;
+			e->j = now_j;
 			return e;
 		}
-		if (!old || now - e->ts >= INFL_STALE_NS)
+		if (!old || now_j - e->j >= INFL_STALE_J)
 			pick[n++ & (INFL_WAYS - 1)] = e;
 	}
 	for (int w = 0; w < INFL_WAYS && w < n; w++) {
@@ -175,42 +112,14 @@ static __always_inline struct inflight *infl_claim_in(void *map, __u64 key, __u6
 		if (!e)
 			break;
 		old = e->key;
-		if ((!old || now - e->ts >= INFL_STALE_NS) &&
+		if ((!old || now_j - e->j >= INFL_STALE_J) &&
 		    __sync_val_compare_and_swap(&e->key, old, key) == old) {
-			*was_free = !old;
+			e->j = now_j;
 			return e;
 		}
 	}
+	__sync_fetch_and_add(&infl_full, 1);
 	return NULL;
-}
-
-/*
- * A slot for key, stamped with the claim's time, owner and opcode.  The
- * spill table only when key's set is full.  A key held by a slot already
- * (its request never completed) gets that slot again where the set is
- * scanned; one left in the spill table while the new claim goes to the
- * small one is never found (finds look there first) and goes stale.
- */
-static __always_inline struct inflight *infl_claim(void *map, void *spill, __u32 which, __u64 key,
-						   __u64 id, __u32 opcode)
-{
-	__u64 now = bpf_ktime_get_ns(), *n;
-	bool was_free = false;
-	struct inflight *e;
-
-	e = infl_claim_in(map, key, now, false, &was_free);
-	if (!e && (n = bpf_map_lookup_elem(&spilled, &which)) &&
-	    (e = infl_claim_in(spill, key, now, true, &was_free)) && was_free)
-		__sync_fetch_and_add(n, 1);
-	if (!e) {
-		__sync_fetch_and_add(&infl_full, 1);
-		return NULL;
-	}
-	e->ts = now;
-	e->tgid = id >> 32;
-	e->tid = (__u32)id;
-	e->opcode = opcode;
-	return e;
 }
 
 struct {
@@ -238,13 +147,20 @@ struct {
 const struct obs_blk_val blk_zero = {};
 const struct obs_hist hist_zero = {};
 
-/* Claims rq's slot for the current thread, if it is one of the job's. */
-static __always_inline void rq_claim(struct request *rq)
+static __always_inline struct inflight *rq_claim(struct request *rq)
 {
-	__u64 id;
+	__u64 id = bpf_get_current_pid_tgid();
+	struct inflight *e;
 
-	if (obs_current_target(&id))
-		infl_claim(&rq_infl, &rq_spill, 0, INFL_KEY(rq_infl, rq), id, 0);
+	if (!obs_current_is_target())
+		return NULL;
+	e = infl_claim(&rq_infl, INFL_KEY(rq_infl, rq));
+	if (!e)
+		return NULL;
+	e->ts = 0;
+	e->tgid = id >> 32;
+	e->tid = (__u32)id;
+	return e;
 }
 
 /* The submitter's context: who asked for this request. */
@@ -263,50 +179,38 @@ int BPF_PROG(io_block_start_fentry, struct request *rq)
 	return 0;
 }
 
-/*
- * Kernels with neither: the request goes to the process that issues it
- * (often the same thread, but a plug flushed by a kworker is lost).
- */
 SEC("tp_btf/block_rq_issue")
 int BPF_PROG(io_block_issue, struct request *rq)
 {
-	rq_claim(rq);
+	struct inflight *e = infl_find(&rq_infl, INFL_KEY(rq_infl, rq));
+
+	/* No block_io_start on this kernel (or accounting off): the issuer. */
+	if (!e)
+		e = rq_claim(rq);
+	if (e)
+		e->ts = bpf_ktime_get_ns();
 	return 0;
 }
 
-/*
- * The request's time is the kernel's own: from the start stamp the block
- * layer takes as it accounts the request (right after block_io_start) to
- * completion, the time /sys/block/DEV/stat sums; the claim's time where
- * the queue keeps no statistics.  Where the queue times requests for its
- * own use (writeback throttling, I/O latency control: most disks), the
- * issue is stamped too, and the device's share (issue -> completion) comes
- * with no program at issue.
- */
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(io_block_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
 {
-	__u64 lat, off, start, issued = 0, now, *spill_n;
+	struct inflight *e = infl_find(&rq_infl, INFL_KEY(rq_infl, rq));
 	struct obs_blk_key k = {};
-	struct inflight *e;
 	struct obs_blk_val *v;
 	struct gendisk *disk;
+	__u64 lat, off, issued;
 	__u32 op, bytes, tid;
 
-	e = infl_find(&rq_infl, &rq_spill, 0, INFL_KEY(rq_infl, rq), &spill_n);
 	if (!e)
 		return 0;
-	start = e->ts;
+	issued = e->ts;
 	k.tgid = e->tgid;
 	tid = e->tid;
-	infl_free(e, spill_n);
-	now = bpf_ktime_get_ns();
-	if (rq->start_time_ns)
-		start = rq->start_time_ns;
-	if (bpf_core_enum_value_exists(enum rqf_flags, __RQF_STATS) &&
-	    (rq->rq_flags & (1u << bpf_core_enum_value(enum rqf_flags, __RQF_STATS))))
-		issued = rq->io_start_time_ns;
-	lat = now > start ? now - start : 0;
+	e->key = 0; /* free: everything needed is read */
+	if (!issued)
+		return 0;
+	lat = bpf_ktime_get_ns() - issued;
 	disk = rq->q->disk;
 	if (disk)
 		k.dev = ((__u32)disk->major << 20) | (__u32)disk->first_minor;
@@ -318,8 +222,6 @@ int BPF_PROG(io_block_complete, struct request *rq, blk_status_t error, unsigned
 	v = obs_lookup_init(&blk, &k, &blk_zero);
 	if (v) {
 		obs_hist_add(&v->lat, lat);
-		if (issued)
-			obs_hist_add(&v->dev, now > issued ? now - issued : 0);
 		obs_hist_add(&v->size, bytes);
 		/* Lowest set bit of offset | length: the request's alignment (1 GiB when both are 0). */
 		obs_hist_add(&v->align, (off | bytes) ? (off | bytes) & -(off | bytes) : 1ULL << 30);
@@ -345,6 +247,21 @@ struct trace_event_raw_io_uring_submit_sqe___old {
 	__u8 opcode;
 } __attribute__((preserve_access_index));
 
+/* key: the request's address (a number here: see INFL_KEY); the caller checked the target. */
+static __always_inline void uring_submit(__u64 key, __u32 opcode)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct inflight *e;
+
+	e = infl_claim(&uring_infl, key);
+	if (!e)
+		return;
+	e->tgid = id >> 32;
+	e->tid = (__u32)id;
+	e->opcode = opcode;
+	e->ts = bpf_ktime_get_ns();
+}
+
 /*
  * Each tracepoint has a typed raw form (tp_btf: the arguments as the
  * kernel passes them, no trace record built) and a classic one, the
@@ -353,56 +270,50 @@ struct trace_event_raw_io_uring_submit_sqe___old {
 SEC("tp_btf/io_uring_submit_req")
 int BPF_PROG(io_uring_submit_btf, struct io_kiocb *req)
 {
-	__u64 id, key = 0;
+	__u64 key = 0;
 
-	if (!obs_current_target(&id))
+	if (!obs_current_is_target())
 		return 0;
 	/*
 	 * The completion's request is an untyped void *, a number; this one is
 	 * typed.  Its address as a number: copied out of the argument slot.
 	 */
 	bpf_probe_read_kernel(&key, sizeof(key), ctx);
-	infl_claim(&uring_infl, &uring_spill, 1, key, id, req->opcode);
+	uring_submit(key, req->opcode);
 	return 0;
 }
 
 SEC("tp/io_uring/io_uring_submit_req")
 int io_uring_submit(struct trace_event_raw_io_uring_submit_req *ctx)
 {
-	__u64 id;
-
-	if (obs_current_target(&id))
-		infl_claim(&uring_infl, &uring_spill, 1, (__u64)ctx->req, id, ctx->opcode);
+	if (obs_current_is_target())
+		uring_submit((__u64)ctx->req, ctx->opcode);
 	return 0;
 }
 
 SEC("tp/io_uring/io_uring_submit_sqe")
 int io_uring_submit_old(struct trace_event_raw_io_uring_submit_sqe___old *ctx)
 {
-	__u64 id;
-
-	if (obs_current_target(&id))
-		infl_claim(&uring_infl, &uring_spill, 1, (__u64)BPF_CORE_READ(ctx, req), id,
-			   BPF_CORE_READ(ctx, opcode));
+	if (obs_current_is_target())
+		uring_submit((__u64)BPF_CORE_READ(ctx, req), BPF_CORE_READ(ctx, opcode));
 	return 0;
 }
 
-static __always_inline void uring_done(__u64 key)
+static __always_inline void uring_done(void *req)
 {
+	struct inflight *e = infl_find(&uring_infl, (__u64)req);
 	struct obs_uring_key k = {};
-	struct inflight *e;
 	struct obs_hist *h;
-	__u64 lat, *spill_n;
+	__u64 lat;
 	__u32 tid;
 
-	e = infl_find(&uring_infl, &uring_spill, 1, key, &spill_n);
 	if (!e)
 		return;
 	lat = bpf_ktime_get_ns() - e->ts;
 	k.tgid = e->tgid;
 	k.opcode = e->opcode;
 	tid = e->tid;
-	infl_free(e, spill_n);
+	e->key = 0;
 	h = obs_lookup_init(&uring, &k, &hist_zero);
 	if (h)
 		obs_hist_add(h, lat);
@@ -424,14 +335,14 @@ int BPF_PROG(io_uring_done_btf, void *ctx_, void *req)
 		key = (__u64)req;
 	else
 		bpf_probe_read_kernel(&key, sizeof(key), &ctx[1]);
-	uring_done(key);
+	uring_done((void *)key);
 	return 0;
 }
 
 SEC("tp/io_uring/io_uring_complete")
 int io_uring_done(struct trace_event_raw_io_uring_complete *ctx)
 {
-	uring_done((__u64)BPF_CORE_READ(ctx, req));
+	uring_done(BPF_CORE_READ(ctx, req));
 	return 0;
 }
 

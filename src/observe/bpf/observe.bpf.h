@@ -106,21 +106,12 @@ static __always_inline bool obs_is_target(struct task_struct *t)
 	return false;
 }
 
-/* Is the current thread one of the job's?  *id: its bpf_get_current_pid_tgid(). */
-static __always_inline bool obs_current_target(__u64 *id)
-{
-	*id = bpf_get_current_pid_tgid();
-	/* The tgid from the helper: no task pointer walk in the common mode. */
-	if (obs_cfg.mode == OBS_MODE_PIDS)
-		return obs_tgid_is_target(*id >> 32);
-	return obs_is_target(bpf_get_current_task_btf());
-}
-
 static __always_inline bool obs_current_is_target(void)
 {
-	__u64 id;
-
-	return obs_current_target(&id);
+	/* The tgid from the helper: no task pointer walk in the common mode. */
+	if (obs_cfg.mode == OBS_MODE_PIDS)
+		return obs_tgid_is_target(bpf_get_current_pid_tgid() >> 32);
+	return obs_is_target(bpf_get_current_task_btf());
 }
 
 /*

@@ -4,31 +4,26 @@
  * preempted -> running again), off-CPU time (blocked -> running again)
  * and migrations, counting those that cross NUMA nodes.
  *
- * Where the kernel keeps sched_info (OBS_CFG_SCHED_INFO), everything is
- * taken as a job thread leaves the CPU, from the counters the scheduler
- * keeps in the thread itself: one program run per switch does work, for
- * the thread going out, and no program runs on wakeups, which fire for
- * every thread of the machine.  Elsewhere the wakeup programs stamp job
- * threads in task storage and the switch-in times them.
+ * Where the kernel keeps sched_info (OBS_CFG_SCHED_INFO), the scheduler
+ * has already stamped when each task was queued, in the run queue's clock:
+ * sched_switch reads that for the task coming in, and no program runs on
+ * wakeups, which fire for every thread of the machine.  Elsewhere the
+ * wakeup programs stamp job threads in task storage.
  */
 #include "observe.bpf.h"
 
 #define TASK_RUNNING_ 0
 
 /*
- * Per job thread, in the thread itself (task storage): the hot switch path
- * allocates and frees nothing, and the record dies with the thread.  At
- * each switch-out the thread's own counters are stamped: the slice that
- * ends is its CPU time since the last stamp, and (sched_info) the wait
- * before it is its run_delay since the last stamp.
+ * When a job thread became runnable (woken or preempted) and when it
+ * blocked: in the task itself (task storage), so the hot sched_switch path
+ * allocates and frees nothing, and the record dies with the thread.
  */
 struct task_ts {
-	__u64 wake;    /* wakeup route: when it became runnable, 0: not pending */
-	__u64 off;     /* when it blocked (the run queues' clock with sched_info), 0: not pending */
-	__u64 run_sum; /* its sum_exec_runtime at its last switch-out */
-	__u64 delay;   /* sched_info: its run_delay then */
-	__u64 pcount;  /* sched_info: its pcount then */
-	__u64 seen;    /* the stamps are set */
+	__u64 wake, off;
+	__u64 run_in;  /* its sum_exec_runtime when it last went on a CPU (| 1); 0: not seen */
+	__u64 ran_ns;  /* its last slice, not yet added to its process's node time */
+	__u32 ran_node, in_node; /* that slice's node; the node of its last switch-in */
 };
 
 struct {
@@ -65,20 +60,54 @@ static __always_inline __u64 rq_clock_of(struct task_struct *p)
 	return cfs->rq->clock;
 }
 
-/* Wakeup route (no sched_info): job threads stamped when woken, in ktime. */
-static __always_inline void mark_woken(struct task_struct *p)
+/*
+ * When next was queued (woken, created, or preempted) on the run queue it
+ * now leaves, and that queue's clock now (updated by __schedule before
+ * this tracepoint): false if it was not queued, else its wait in *wait.
+ * A wait of 0 is common and counts: the queue's clock advances only when
+ * the scheduler updates it, so a task woken and run within one update
+ * waited 0 in the scheduler's own terms (its schedstat counts it too).
+ * The scheduler consumes the stamp only after the tracepoint
+ * (sched_info_arrive in prepare_task_switch).  The queue is reached
+ * through the task's fair class queue (CONFIG_FAIR_GROUP_SCHED, which user
+ * space checked): every task's points at its CPU's, whatever its class;
+ * the run queues themselves are per-CPU data, which a program can name
+ * only on kernels with KALLSYMS_ALL.
+ */
+static __always_inline bool queued_wait(struct task_struct *next, __u64 now, __u64 *wait)
+{
+	__u64 q = next->sched_info.last_queued;
+
+	if (!q || !now)
+		return false;
+	/* Queued on another CPU's clock just ahead of this one's: no wait, not a wrap. */
+	*wait = now > q ? now - q : 0;
+	return true;
+}
+
+/*
+ * Stamps in task storage.  With sched_info they are in the run queues'
+ * clock too (sched_switch has it at hand, already updated; the queues'
+ * clocks are one clock across CPUs, as sched_info's own waits assume), so
+ * the switch path reads no clock of its own; the wakeup route uses ktime.
+ */
+static __always_inline void mark(struct task_struct *p, bool blocked, __u64 now)
 {
 	struct task_ts *t = bpf_task_storage_get(&task_ts, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 
-	if (t)
-		t->wake = bpf_ktime_get_ns();
+	if (!t)
+		return;
+	if (blocked)
+		t->off = now;
+	else
+		t->wake = now;
 }
 
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(sched_wake, struct task_struct *p)
 {
 	if (obs_is_target(p))
-		mark_woken(p);
+		mark(p, false, bpf_ktime_get_ns());
 	return 0;
 }
 
@@ -86,7 +115,7 @@ SEC("tp_btf/sched_wakeup_new")
 int BPF_PROG(sched_wake_new, struct task_struct *p)
 {
 	if (obs_is_target(p))
-		mark_woken(p);
+		mark(p, false, bpf_ktime_get_ns());
 	return 0;
 }
 
@@ -102,119 +131,81 @@ static __always_inline unsigned int task_state(struct task_struct *t)
 }
 
 /*
- * A job thread leaves the CPU: everything is taken here, from its own
- * task_struct, which this CPU has just been running (the switch-in side
- * does nothing on the sched_info route).
- *
- * - node time: the CPU time since its last switch-out is the slice that
- *   ends, all of it on this CPU (a running task cannot change CPUs), so on
- *   this CPU's node.
- * - run-queue wait (sched_info): the scheduler adds each wait to the
- *   thread's run_delay as the thread arrives on a CPU and counts the
- *   arrival in pcount, so the growth of run_delay since the last
- *   switch-out is the wait before this slice: the kernel's own
- *   /proc/PID/schedstat figures, a wait cut by a migration whole.
- * - off-CPU: from a blocked switch-out to the next arrival, which the
- *   scheduler stamped (sched_info.last_arrival, the run queues' clock).
- *
- * A thread first seen here is stamped, and counted only from the next
- * switch-out; one that has not switched out before (a new thread) counts
- * from its start.
+ * Node time, all at the switch-in: the task's runtime now less its runtime
+ * at its previous switch-in is the slice it ran since, all of it on that
+ * switch-in's node (a running task cannot change CPUs without a switch),
+ * and added to its process below, where the process is looked up anyway.
+ * The scheduler's own prev_sum_exec_runtime would need no stamp, but it is
+ * reset when the scheduler picks the same task again, with no switch seen.
  */
-static __always_inline void slice_end(struct task_struct *p, bool preempt, bool si)
+static __always_inline void slice_in(struct task_struct *next, struct task_ts *t)
 {
-	struct task_ts *t = bpf_task_storage_get(&task_ts, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	__u64 sum, delay = 0, pcount = 0, now, d;
-	bool blocked = !preempt && task_state(p) != TASK_RUNNING_;
-	struct obs_sched_val *v;
-	__u32 tgid, cpu, *node;
+	__u64 sum = next->se.sum_exec_runtime;
+	__u32 cpu = bpf_get_smp_processor_id(), *node = bpf_map_lookup_elem(&cpu_node, &cpu);
 
-	if (!t)
-		return;
-	sum = p->se.sum_exec_runtime;
-	if (si) {
-		delay = p->sched_info.run_delay;
-		pcount = p->sched_info.pcount;
+	if (t->run_in && sum > t->run_in) {
+		t->ran_ns = sum - t->run_in;
+		t->ran_node = t->in_node;
 	}
-	/* The switch counters include this switch: 1 on a thread's first. */
-	if (!t->seen && p->nvcsw + p->nivcsw > 1) {
-		t->seen = 1;
-		goto stamp;
-	}
-	t->seen = 1;
-	tgid = p->tgid;
-	v = obs_lookup_init(&sched, &tgid, &sched_zero);
-	if (!v)
-		goto stamp;
-	cpu = bpf_get_smp_processor_id();
-	node = bpf_map_lookup_elem(&cpu_node, &cpu);
-	if (sum > t->run_sum)
-		v->node_ns[node && *node < OBS_NUMA_NODES ? *node : OBS_NUMA_NODES - 1] += sum - t->run_sum;
-	if (si && pcount != t->pcount) {
-		d = delay > t->delay ? delay - t->delay : 0;
-		obs_hist_add(&v->runq, d);
-		obs_latency_event(OBS_EV_RUNQ, tgid, p->pid, d, 0, 0);
-	}
-	if (si && t->off) {
-		d = p->sched_info.last_arrival;
-		obs_hist_add(&v->offcpu, d > t->off ? d - t->off : 0);
-		t->off = 0;
-	}
-stamp:
-	t->run_sum = sum;
-	t->delay = delay;
-	t->pcount = pcount;
-	/*
-	 * Preempted means runnable, whatever __state says: a task preempted
-	 * between set_current_state() and schedule() still reads as sleeping.
-	 * With sched_info the scheduler stamps runnable ones itself.
-	 */
-	if (blocked || !si) {
-		now = si ? rq_clock_of(p) : bpf_ktime_get_ns();
-		if (blocked)
-			t->off = now;
-		else
-			t->wake = now;
-	}
-}
-
-/* Wakeup route: the stamps of the thread coming in, against ktime. */
-static __always_inline void wakeup_route_in(struct task_struct *next)
-{
-	struct task_ts *t = bpf_task_storage_get(&task_ts, next, 0, 0);
-	struct obs_sched_val *v;
-	__u64 now;
-	__u32 tgid;
-
-	if (!t || !(t->wake | t->off))
-		return;
-	now = bpf_ktime_get_ns();
-	tgid = next->tgid;
-	v = obs_lookup_init(&sched, &tgid, &sched_zero);
-	if (!v)
-		return;
-	if (t->wake) {
-		__u64 wait = now > t->wake ? now - t->wake : 0;
-
-		obs_hist_add(&v->runq, wait);
-		obs_latency_event(OBS_EV_RUNQ, tgid, next->pid, wait, 0, 0);
-		t->wake = 0;
-	}
-	if (t->off) {
-		obs_hist_add(&v->offcpu, now > t->off ? now - t->off : 0);
-		t->off = 0;
-	}
+	t->run_in = sum | 1;
+	t->in_node = node && *node < OBS_NUMA_NODES ? *node : OBS_NUMA_NODES - 1;
 }
 
 SEC("tp_btf/sched_switch")
 int BPF_PROG(sched_sw, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
 	bool si = obs_cfg.flags & OBS_CFG_SCHED_INFO;
+	struct obs_sched_val *v;
+	struct task_ts *t;
+	__u64 now, d, wait = 0;
+	bool queued = false;
+	__u32 tgid;
 
-	if (obs_is_target(prev))
-		slice_end(prev, preempt, si);
-	if (!si && obs_is_target(next))
-		wakeup_route_in(next);
+	/*
+	 * Preempted means runnable, whatever __state says: a task preempted
+	 * between set_current_state() and schedule() still reads as sleeping.
+	 * With sched_info the scheduler stamps runnable ones itself.
+	 */
+	if (obs_is_target(prev)) {
+		bool blocked = !preempt && task_state(prev) != TASK_RUNNING_;
+
+		if (blocked || !si)
+			mark(prev, blocked, si ? rq_clock_of(prev) : bpf_ktime_get_ns());
+	}
+	if (!obs_is_target(next))
+		return 0;
+	t = bpf_task_storage_get(&task_ts, next, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (t)
+		slice_in(next, t);
+	now = si ? rq_clock_of(next) : 0;
+	if (si)
+		queued = queued_wait(next, now, &wait);
+	if (!queued && !(t && (t->wake | t->off | t->ran_ns)))
+		return 0;
+	if (!si)
+		now = bpf_ktime_get_ns();
+	tgid = next->tgid;
+	v = obs_lookup_init(&sched, &tgid, &sched_zero);
+	if (!v)
+		return 0;
+	if (!si && t && t->wake) {
+		wait = now - t->wake;
+		queued = true;
+		t->wake = 0;
+	}
+	if (queued) {
+		obs_hist_add(&v->runq, wait);
+		obs_latency_event(OBS_EV_RUNQ, tgid, next->pid, wait, 0, 0);
+	}
+	if (t && t->off) {
+		d = now > t->off ? now - t->off : 0;
+		obs_hist_add(&v->offcpu, d);
+		t->off = 0;
+	}
+	if (t && t->ran_ns) {
+		v->node_ns[t->ran_node & (OBS_NUMA_NODES - 1)] += t->ran_ns;
+		t->ran_ns = 0;
+	}
 	return 0;
 }
 
