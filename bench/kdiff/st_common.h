@@ -8,6 +8,8 @@
 #define NCCLBPF_ST_COMMON_H
 
 #include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "helpers.h"
@@ -51,6 +53,32 @@ static inline bool st_not_ours(const char *reason)
 static inline const char *st_class(bool kernel_accepts, bool ours)
 {
 	return kernel_accepts == ours ? "agree" : ours ? "ACCEPTED_KERNEL_REFUSES" : "gap";
+}
+
+/*
+ * Counts one compared test and prints its class column: our first error's
+ * reason (res, when !ours) decides whether the test needs something our
+ * runtime lacks ("unsupported") or is compared (n[kernel_accepts][ours]).
+ * Returns that reason ("" when we accept).
+ */
+static inline const char *st_tally(const struct ncclbpf_verify_result *res, bool ours,
+				   bool kernel_accepts, unsigned n[2][2], unsigned *unsupported)
+{
+	const char *reason = "";
+
+	for (uint32_t f = 0; !ours && f < res->n_findings; f++)
+		if (res->findings[f].kind == NCCLBPF_FINDING_ERROR) {
+			reason = res->findings[f].reason;
+			break;
+		}
+	if (!ours && st_not_ours(reason)) {
+		(*unsupported)++;
+		printf("unsupported\t");
+	} else {
+		n[kernel_accepts][ours]++;
+		printf("%s\t", st_class(kernel_accepts, ours));
+	}
+	return reason;
 }
 
 #endif

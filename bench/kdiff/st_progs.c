@@ -131,18 +131,7 @@ int main(int argc, char **argv)
 				continue;
 			}
 			ours = ncclbpf_program__verify(prog, &hook, &opts, &res) == 0;
-			for (uint32_t f = 0; !ours && f < res.n_findings; f++)
-				if (res.findings[f].kind == NCCLBPF_FINDING_ERROR) {
-					reason = res.findings[f].reason;
-					break;
-				}
-			if (!ours && st_not_ours(reason)) {
-				unsupported++;
-				printf("unsupported\t");
-			} else {
-				n[e->verdict][ours]++;
-				printf("%s\t", st_class(e->verdict, ours));
-			}
+			reason = st_tally(&res, ours, e->verdict, n, &unsupported);
 			printf("%s\t%s\t%s\tkernel: %s\n", name, e->verdict ? "" : e->msg, reason,
 			       e->verdict ? "accept" : "refuse");
 		}

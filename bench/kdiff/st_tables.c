@@ -176,18 +176,7 @@ int main(void)
 		}
 		in.n_insns = len;
 		ours = nbpf_verify_insns(&in, &hook, &opts, &res) == 0;
-		for (uint32_t f = 0; !ours && f < res.n_findings; f++)
-			if (res.findings[f].kind == NCCLBPF_FINDING_ERROR) {
-				reason = res.findings[f].reason;
-				break;
-			}
-		if (!ours && st_not_ours(reason)) {
-			unsupported++;
-			printf("unsupported\t");
-		} else {
-			n[expect][ours]++;
-			printf("%s\t", st_class(expect, ours));
-		}
+		reason = st_tally(&res, ours, expect, n, &unsupported);
 		tsv(t->descr);
 		tsv(expect ? "" : t->errstr);
 		tsv(reason);
