@@ -76,8 +76,10 @@ int cli_err(int rc, const char *fmt, ...);
 /* cli_err(CLI_USAGE, ...). */
 __attribute__((format(printf, 1, 2)))
 int cli_usage_error(const char *fmt, ...);
-/* JSON string literal (quoted, escaped) to f. */
+/* JSON string literal (quoted, escaped) to f; NULL writes "". */
 void cli_json_str(FILE *f, const char *s);
+/* The same, but NULL writes null: for fields that may be absent. */
+void cli_json_str_or_null(FILE *f, const char *s);
 
 /*
  * Under -j (json), holds what the verb writes to stdout until cli_doc_end

@@ -358,15 +358,9 @@ static void dump_insns(const struct cli *c, struct ncclbpf_program *prog,
 
 	if (c->json) {
 		fputs("{\"program\":", stdout);
-		if (prog)
-			cli_json_str(stdout, ncclbpf_program__name(prog));
-		else
-			fputs("null", stdout);
+		cli_json_str_or_null(stdout, prog ? ncclbpf_program__name(prog) : NULL);
 		fputs(",\"section\":", stdout);
-		if (prog)
-			cli_json_str(stdout, ncclbpf_program__section(prog));
-		else
-			fputs("null", stdout);
+		cli_json_str_or_null(stdout, prog ? ncclbpf_program__section(prog) : NULL);
 		fputs(",\"insns\":[", stdout);
 	} else if (prog) {
 		printf("%s (section %s, %u insns):\n", ncclbpf_program__name(prog),
@@ -385,15 +379,9 @@ static void dump_insns(const struct cli *c, struct ncclbpf_program *prog,
 			printf("%s{\"idx\":%u,\"asm\":", i ? "," : "", i);
 			cli_json_str(stdout, line);
 			fputs(",\"file\":", stdout);
-			if (has_line && file)
-				cli_json_str(stdout, file);
-			else
-				fputs("null", stdout);
+			cli_json_str_or_null(stdout, has_line ? file : NULL);
 			printf(",\"line\":%u,\"source\":", has_line ? ln : 0);
-			if (has_line && src)
-				cli_json_str(stdout, src);
-			else
-				fputs("null", stdout);
+			cli_json_str_or_null(stdout, has_line ? src : NULL);
 			fputc('}', stdout);
 		} else {
 			if (has_line && ln != last_line) {

@@ -81,15 +81,9 @@ static void json_finding(FILE *f, const char *prog, const struct ncclbpf_finding
 	cli_json_str(f, prog);
 	fprintf(f, ",\"kind\":\"%s\",\"insn\":%u,\"file\":",
 		fd->kind == NCCLBPF_FINDING_WARNING ? "warning" : "error", fd->insn);
-	if (fd->file)
-		cli_json_str(f, fd->file);
-	else
-		fputs("null", f);
+	cli_json_str_or_null(f, fd->file);
 	fprintf(f, ",\"line\":%u,\"source\":", fd->line);
-	if (fd->src)
-		cli_json_str(f, fd->src);
-	else
-		fputs("null", f);
+	cli_json_str_or_null(f, fd->src);
 	fputs(",\"reason\":", f);
 	cli_json_str(f, fd->reason);
 	fputs(",\"detail\":", f);
@@ -115,10 +109,7 @@ static void print_json(const char *obj, struct prog_verdict *v, size_t n, bool a
 		fputs(",\"tag\":", stdout);
 		cli_json_str(stdout, v[i].tag);
 		fputs(",\"hook\":", stdout);
-		if (v[i].hook)
-			cli_json_str(stdout, v[i].hook);
-		else
-			fputs("null", stdout);
+		cli_json_str_or_null(stdout, v[i].hook);
 		fprintf(stdout,
 			",\"verdict\":\"%s\",\"insns\":%u,\"insns_processed\":%u,\"states\":%u,"
 			"\"peak_states\":%u,\"stack_depth\":%u,\"ret_min\":%" PRId64

@@ -162,10 +162,7 @@ static void json_rows(FILE *f, const char *object, const char *verb)
 		fprintf(f, "%s{\"object\":", n++ ? "," : "");
 		cli_json_str(f, r->object);
 		fputs(",\"verb\":", f);
-		if (r->verb)
-			cli_json_str(f, r->verb);
-		else
-			fputs("null", f);
+		cli_json_str_or_null(f, r->verb);
 		fputs(",\"synopsis\":", f);
 		cli_json_str(f, r->synopsis);
 		fputs(",\"summary\":", f);
