@@ -365,6 +365,7 @@ int nbpf_loop_ranks_activate(struct nbpf_loop_ranks *s, int m, const uint32_t *k
 		err = nbpf_coord_init(&co, id, s->owner, pids, s->n, o->timeout_ms > 0 ? o->timeout_ms : 5000);
 	free(pids);
 	if (!err) {
+		co.rate = s->rate; /* what the vote carries the calls forward with */
 		err = nbpf_agree(&co, s->x, &ao, &res);
 		for (int i = 0; !err && i < co.n; i++) {
 			if (co.p[i].commit == NBPF_COORD_OK)

@@ -27,7 +27,7 @@
 
 static const char *const op_names[OP_N] = {
 	"create", "destroy", "rate", "reload", "rollback", "cfg", "loop", "stop", "cont", "kill",
-	"killcli", "deadsock", "load", "sleep", "etcdkill", "etcdstart", "unship", "ship",
+	"killcli", "deadsock", "load", "sleep", "etcdkill", "etcdstart", "unship", "ship", "pause",
 };
 
 static double now_s(void)
@@ -108,7 +108,7 @@ int rm_op_parse(const char *line, struct rm_op *op)
 		if (op->k == OP_KILL && n > 2)
 			snprintf(op->s, sizeof(op->s), "%s", w2); /* "env": the launcher's first policy */
 		return 0;
-	case OP_RATE: case OP_ETCDKILL:
+	case OP_RATE: case OP_ETCDKILL: case OP_PAUSE:
 		if (n < 3)
 			return -1;
 		op->a = atoi(w1), op->b = atoi(w2);
@@ -154,7 +154,7 @@ void rm_op_format(const struct rm_op *op, char *buf, size_t n)
 				k += (size_t)snprintf(m + k, sizeof(m) - k, "%s%d", k ? "," : "", p);
 		snprintf(buf, n, "create %d %s %d", op->a, m, op->b);
 		break;
-	case OP_RATE: snprintf(buf, n, "rate %d %d", op->a, op->b); break;
+	case OP_RATE: case OP_PAUSE: snprintf(buf, n, "%s %d %d", op_names[op->k], op->a, op->b); break;
 	case OP_ETCDKILL: snprintf(buf, n, "etcdkill %d %d", op->a, op->b); break;
 	case OP_UNSHIP: case OP_SHIP: snprintf(buf, n, "%s %d %c", op_names[op->k], op->a, op->b); break;
 	case OP_RELOAD: snprintf(buf, n, "reload %c %s", op->a, op->s); break;
@@ -891,6 +891,29 @@ static int op_killcli(struct rm_run *r, int ms)
 	return 0;
 }
 
+/*
+ * A process that stops for ms while the next operations run (a rank that
+ * answers a stage late): a grandchild sends SIGCONT, so nothing waits.
+ */
+static void op_pause(struct rm_run *r, int p, int ms)
+{
+	pid_t pid = atomic_load(&r->sh->proc[p].pid), c;
+
+	kill(pid, SIGSTOP);
+	c = fork();
+	if (c == 0) {
+		if (fork() == 0) {
+			msleep(ms);
+			kill(pid, SIGCONT);
+		}
+		_exit(0);
+	}
+	if (c > 0)
+		waitpid(c, NULL, 0);
+	else
+		kill(pid, SIGCONT);
+}
+
 /* A control socket that accepts connections and never answers (a hung process's). */
 static int op_deadsock(struct rm_run *r, bool on)
 {
@@ -993,6 +1016,10 @@ int rm_run_op(struct rm_run *r, const struct rm_op *op)
 	case OP_KILL:
 		if (p >= 0 && p < r->c->procs)
 			op_kill(r, p, !strcmp(op->s, "env"));
+		break;
+	case OP_PAUSE:
+		if (p >= 0 && p < r->c->procs && running(r, p) && op->b > 0 && op->b < 60000)
+			op_pause(r, p, op->b);
 		break;
 	case OP_KILLCLI: op_killcli(r, op->a); break;
 	case OP_DEADSOCK: op_deadsock(r, !strcmp(op->s, "on")); break;

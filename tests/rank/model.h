@@ -105,6 +105,7 @@ enum rm_op_kind {
 	OP_ETCDSTART, /* etcdstart MEMBER: start it again (it rejoins the cluster) */
 	OP_UNSHIP,   /* unship NODE VERSION: the object is missing on that node (a copy that failed) */
 	OP_SHIP,     /* ship NODE VERSION: it is there again */
+	OP_PAUSE,    /* pause PROC MS: SIGSTOP now, SIGCONT MS later (the next operations run meanwhile) */
 	OP_N,
 };
 
