@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,6 +184,10 @@ int nbpf_agree(struct nbpf_coord *co, struct nbpf_xchg *x, const struct nbpf_agr
 		goto out;
 	}
 	err = 0;
+	/* Test-only: the aggregator killed between the nodes' decision and its own commit. */
+	if (o->step && getenv("NCCLBPF_TEST_DIE_AFTER_DECISION") &&
+	    !strcmp(getenv("NCCLBPF_TEST_DIE_AFTER_DECISION"), o->step))
+		raise(SIGKILL);
 	if (!strncmp(dec, "commit", 6)) {
 		res->committed = true;
 		res->at_call = field_u64(dec, "at=");

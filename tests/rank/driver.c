@@ -707,8 +707,13 @@ static bool loops_running(struct rm_run *r)
 	return any;
 }
 
-/* One aggregator per node; with several nodes they agree through the exchange. */
-static void loops_start(struct rm_run *r)
+/*
+ * One aggregator per node; with several nodes they agree through the
+ * exchange, a fresh scope per start.  only0: node 0's alone (a successor
+ * beside the others' running ones, in a scope of its own); die: node 0's dies right after the nodes decide its
+ * second plan write, before committing it (the test-only hook of agree.c).
+ */
+static void loops_start(struct rm_run *r, bool only0, bool die)
 {
 	char xarg[600] = "";
 
@@ -720,17 +725,20 @@ static void loops_start(struct rm_run *r)
 		else
 			snprintf(xarg, sizeof(xarg), " --share-dir %s/share", r->c->root);
 	}
-	for (int nd = 0; nd < r->c->nodes; nd++) {
+	for (int nd = 0; nd < (only0 ? 1 : r->c->nodes); nd++) {
 		char file[300], nodearg[160] = "";
 
 		snprintf(file, sizeof(file), "%s/loop.%d.out", r->c->root, nd);
 		if (r->c->nodes > 1)
 			snprintf(nodearg, sizeof(nodearg), " --node node%d --nodes %d --job %s%s", nd,
 				 r->c->nodes, r->loop_job, xarg);
+		if (die && nd == 0)
+			setenv("NCCLBPF_TEST_DIE_AFTER_DECISION", "p1", 1);
 		/* The one that ran before is gone (finished or killed -9): take its lease over. */
 		r->loop_node_pid[nd] = cli_bg(r, nd, file,
 					      "-j loop --channels 2,4,6,8 --window 100 --ranks %d --timeout 10 --margin-seconds 1%s%s",
 					      node_procs(r, nd), r->c->legacy ? "" : " --take-over", nodearg);
+		unsetenv("NCCLBPF_TEST_DIE_AFTER_DECISION");
 	}
 	r->loop_pid = r->loop_node_pid[0];
 }
@@ -757,9 +765,20 @@ static int op_loop(struct rm_run *r, const struct rm_op *op)
 			return failf(r, "a second `ncclbpf loop` ran to the end (exit 0) beside a running one:\n%s", out);
 		return 0;
 	}
+	if (!strcmp(op->s, "restart0")) {
+		/* Once node 0's has ended (up to 30 s), at once: a successor started by a supervisor. */
+		for (int i = 0; i < 30000 && r->loop_node_pid[0] > 0; i++)
+			if (waitpid(r->loop_node_pid[0], NULL, WNOHANG) != 0)
+				r->loop_node_pid[0] = 0;
+			else
+				msleep(1);
+		if (r->loop_node_pid[0] <= 0)
+			loops_start(r, true, false);
+		return 0;
+	}
 	if (loops_running(r))
 		return 0; /* one is running: start is a no-op */
-	loops_start(r);
+	loops_start(r, false, !strcmp(op->s, "die"));
 	return 0;
 }
 

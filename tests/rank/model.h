@@ -93,7 +93,7 @@ enum rm_op_kind {
 	OP_RELOAD,   /* reload a|b|c [sync|now|pair] */
 	OP_ROLLBACK, /* rollback */
 	OP_CFG,      /* cfg N: rank_cfg[0] = N on every process (a decision map) */
-	OP_LOOP,     /* loop start|second|rerun|stop */
+	OP_LOOP,     /* loop start|second|rerun|stop|die|restart0 (die, restart0: see driver.c loops_start) */
 	OP_STOP,     /* stop PROC: SIGSTOP */
 	OP_CONT,     /* cont PROC */
 	OP_KILL,     /* kill PROC: kill -9, then a fresh process in its place */
