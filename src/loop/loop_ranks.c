@@ -252,16 +252,22 @@ static void left_scan(struct nbpf_loop_ranks *s, int i, struct left *l, int *n, 
 static int left_decide(struct nbpf_loop_ranks *s, struct left *l)
 {
 	const char *job = strstr(l->owner, " job="), *n = strrchr(l->id, '-');
+	const char *kind = s->o->etcd ? "etcd:" : "dir:";
 	struct nbpf_xchg *x = NULL;
 	char step[40], *dec = NULL;
 	int err;
 
 	if (l->committed)
 		return 0;
-	if (!job || !n || !s->x)
+	if (!job || !n)
 		return 0; /* abort */
+	/* Its decision is in an exchange of that kind (the same directory or cluster is the operator's). */
+	if (!s->x || strncmp(job + 5, kind, strlen(kind)))
+		return nbpf_err(-ENOENT, "it was agreed through %.*s: run this loop with the --share-dir or --etcd that one used",
+				(int)strcspn(job + 5, ":"), job + 5);
 	snprintf(step, sizeof(step), "p%d.decision", atoi(n + 1));
-	if ((err = open_xchg(s, job + 5, &x)) || (err = nbpf_xchg_decide(x, step, "abort", &dec))) {
+	if ((err = open_xchg(s, job + 5 + strlen(kind), &x)) ||
+	    (err = nbpf_xchg_decide(x, step, "abort", &dec))) {
 		nbpf_xchg_close(x);
 		return err;
 	}
@@ -371,7 +377,8 @@ int nbpf_loop_ranks_find(struct nbpf_loop_ranks *s, const struct nbpf_loop_opts 
 			gethostname(host, sizeof(host) - 1);
 			/* The job names the exchange a successor reads this loop's decisions from. */
 			snprintf(s->owner, sizeof(s->owner), "loop@%.40s:%d%s%.64s", host, (int)getpid(),
-				 o->share_dir || o->etcd ? " job=" : "", o->share_dir || o->etcd ? o->job ? o->job : "loop" : "");
+				 o->etcd ? " job=etcd:" : o->share_dir ? " job=dir:" : "",
+				 o->share_dir || o->etcd ? o->job ? o->job : "loop" : "");
 			s->started = rt_ns();
 			err = lease_all(s, o->take_over);
 			if (err == -EBUSY) {
