@@ -243,6 +243,18 @@ int nbpf_coord_stage(struct nbpf_coord *c, const char *fields, const char *recor
 		staged += p->stage == NBPF_COORD_OK;
 		nbpf_ctl_msg_free(&k[i].resp);
 	}
+	/*
+	 * The answers came over the whole stage: one that was slow (a stopped
+	 * process) makes the early ones old by the time the call is agreed.
+	 */
+	if (staged) {
+		uint64_t again = sample_calls(c);
+
+		if (again > c->max_calls)
+			c->max_calls = again;
+		t1 = mono_s();
+	}
+	c->calls_at = rt_ns();
 	if (c->rate_window_ms && t1 > t0 && c->max_calls > before)
 		c->rate = (double)(c->max_calls - before) / (t1 - t0);
 	nbpf_ctl_buf_free(&b);
@@ -253,6 +265,14 @@ int nbpf_coord_stage(struct nbpf_coord *c, const char *fields, const char *recor
 uint64_t nbpf_coord_at_call(const struct nbpf_coord *c, uint64_t margin, double margin_s)
 {
 	return c->max_calls + (margin ? margin : (uint64_t)(c->rate * margin_s) + 1000);
+}
+
+uint64_t nbpf_coord_calls_now(uint64_t calls, uint64_t calls_at, double rate, uint64_t now)
+{
+	/* calls_at 0: a vote of an older version, which did not say. */
+	double s = calls_at && now > calls_at ? (double)(now - calls_at) / 1e9 : 0;
+
+	return calls + (uint64_t)(rate * (s < 120 ? s : 120));
 }
 
 /* One round of requests of type to the processes whose res is in want (stage or commit). */

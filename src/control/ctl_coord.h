@@ -51,7 +51,8 @@ struct nbpf_coord {
 	int n;
 	struct nbpf_coord_proc *p;
 	/* merged from the stage answers */
-	uint64_t max_calls;
+	uint64_t max_calls;       /* read again once every answer is in (a slow one makes the others' old) */
+	uint64_t calls_at;        /* CLOCK_REALTIME ns when max_calls was read */
 	double rate;              /* calls per second, the fastest process, measured over the stage */
 	uint64_t *known;          /* tuner comm ids, sorted, unique */
 	uint32_t n_known;
@@ -93,6 +94,14 @@ int nbpf_coord_target_differs(const struct nbpf_coord *c);
 int nbpf_coord_abort(struct nbpf_coord *c);
 /* The agreed call for this node alone: c->max_calls + margin (or rate x margin_s + 1000). */
 uint64_t nbpf_coord_at_call(const struct nbpf_coord *c, uint64_t margin, double margin_s);
+/*
+ * calls, read at calls_at (CLOCK_REALTIME ns), carried forward at rate to
+ * now: how far the ranks may have got while the agreement waited (a
+ * stopped process, a slow exchange).  The time is capped at 120 s, the
+ * furthest a hold may be (clocks of different nodes may disagree);
+ * calls_at 0 carries nothing forward.
+ */
+uint64_t nbpf_coord_calls_now(uint64_t calls, uint64_t calls_at, double rate, uint64_t now);
 
 /*
  * What pid says of change id (its CHANGES answer): state name into state

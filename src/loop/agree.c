@@ -2,27 +2,41 @@
 /*
  * agree.c - a change agreed by every node (agree.h).
  *
- * Votes: "ok=1 max_calls=N rate=R target=T known=ID,ID,..." (T: a
- * rollback's target digest, the same on every node or the change aborts).  The proposal every
- * node writes is a pure function of all the votes: "commit at=N
- * known=..." when every node staged, with N the highest call of any node
- * plus the margin, else "abort" (also from a node whose wait for the
- * votes timed out).  The exchange keeps the first proposal written, and
- * every node applies the one it reads back.
+ * Votes: "ok=1 max_calls=N calls_at=NS rate=R target=T known=ID,ID,..."
+ * (NS: when N was read, CLOCK_REALTIME; T: a rollback's target digest,
+ * the same on every node or the change aborts).  The proposal every node
+ * writes is a function of all the votes and the time: "commit at=N
+ * known=..." when every node staged, with N the highest call any node's
+ * ranks may have reached by now (its count carried forward at the fastest
+ * rate from when it was read: a node that voted late, or an exchange that
+ * was slow, must not leave the call behind the ranks) plus the margin,
+ * else "abort" (also from a node whose wait for the votes timed out).
+ * The exchange keeps the first proposal written, and every node applies
+ * the one it reads back.
  */
 #include "agree.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "control/ctl_coord.h"
 #include "control/ctl_proto.h"
 #include "error.h"
 #include "ncclbpf/runtime.h"
 #include "xchg.h"
+
+static uint64_t rt_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 /* Appends "key=a,b,c" of ids to a growing string. */
 static char *ids_text(const char *head, const uint64_t *ids, uint32_t n)
@@ -73,7 +87,7 @@ static uint64_t field_u64(const char *text, const char *key)
 static char *propose(const struct nbpf_agree_opts *o, char **votes, int n, int err,
 		     uint64_t *at, char *why, size_t wlen)
 {
-	uint64_t *known = NULL, hi = 0;
+	uint64_t *known = NULL, hi = 0, now = rt_ns();
 	uint32_t n_known = 0;
 	double rate = 0;
 	char head[96], *s;
@@ -85,6 +99,12 @@ static char *propose(const struct nbpf_agree_opts *o, char **votes, int n, int e
 	for (int i = 0; i < n; i++) {
 		const char *r = strstr(votes[i], "rate=");
 
+		if (r && strtod(r + 5, NULL) > rate)
+			rate = strtod(r + 5, NULL);
+	}
+	for (int i = 0; i < n; i++) {
+		uint64_t c;
+
 		if (!strstr(votes[i], "ok=1")) {
 			snprintf(why, wlen, "a node could not stage it: %.400s", votes[i]);
 			free(known);
@@ -95,10 +115,10 @@ static char *propose(const struct nbpf_agree_opts *o, char **votes, int n, int e
 			free(known);
 			return strdup("abort");
 		}
-		if (field_u64(votes[i], "max_calls=") > hi)
-			hi = field_u64(votes[i], "max_calls=");
-		if (r && strtod(r + 5, NULL) > rate)
-			rate = strtod(r + 5, NULL);
+		c = nbpf_coord_calls_now(field_u64(votes[i], "max_calls="),
+					 field_u64(votes[i], "calls_at="), rate, now);
+		if (c > hi)
+			hi = c;
 		if (parse_known(votes[i], &known, &n_known)) {
 			free(known);
 			return NULL;
@@ -118,8 +138,9 @@ static char *my_vote(const struct nbpf_coord *co, int staged)
 	int d = nbpf_coord_target_differs(co);
 
 	/* This node's processes going back to different images: a no vote. */
-	snprintf(head, sizeof(head), "ok=%d max_calls=%" PRIu64 " rate=%.1f target=%" PRIu64 " known=",
-		 staged == co->n && d < 0, co->max_calls, co->rate, co->n ? co->p[0].target : 0);
+	snprintf(head, sizeof(head), "ok=%d max_calls=%" PRIu64 " calls_at=%" PRIu64 " rate=%.1f target=%" PRIu64
+		 " known=", staged == co->n && d < 0, co->max_calls, co->calls_at, co->rate,
+		 co->n ? co->p[0].target : 0);
 	return ids_text(head, co->known, co->n_known);
 }
 
@@ -163,6 +184,10 @@ int nbpf_agree(struct nbpf_coord *co, struct nbpf_xchg *x, const struct nbpf_agr
 		goto out;
 	}
 	err = 0;
+	/* Test-only: the aggregator killed between the nodes' decision and its own commit. */
+	if (o->step && getenv("NCCLBPF_TEST_DIE_AFTER_DECISION") &&
+	    !strcmp(getenv("NCCLBPF_TEST_DIE_AFTER_DECISION"), o->step))
+		raise(SIGKILL);
 	if (!strncmp(dec, "commit", 6)) {
 		res->committed = true;
 		res->at_call = field_u64(dec, "at=");

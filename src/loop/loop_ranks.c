@@ -173,17 +173,165 @@ void nbpf_loop_ranks_close(struct nbpf_loop_ranks *s)
 	s->owner[0] = 0;
 }
 
-/* The exchange with the other nodes, when there are any. */
-static int open_xchg(struct nbpf_loop_ranks *s)
+/* The exchange with the other nodes of scope (NULL: this run's), when there are any. */
+static int open_xchg(struct nbpf_loop_ranks *s, const char *scope, struct nbpf_xchg **x)
 {
 	const struct nbpf_loop_opts *o = s->o;
 	/* A node votes on a plan write as late as its stage deadline (timeout_ms): wait twice that. */
-	struct nbpf_xchg_opts xo = { .dir = o->share_dir, .etcd = o->etcd, .scope = o->job ? o->job : "loop",
+	struct nbpf_xchg_opts xo = { .dir = o->share_dir, .etcd = o->etcd,
+				     .scope = scope ? scope : o->job ? o->job : "loop",
 				     .node = o->node, .nodes = o->nodes, .timeout_ms = 2 * o->timeout_ms };
 
 	if (!o->share_dir && !o->etcd)
 		return 0;
-	return nbpf_xchg_open(&xo, &s->x);
+	return nbpf_xchg_open(&xo, x);
+}
+
+#define LEFT_KNOWN 1024
+
+/* One plan write a loop left on this node's ranks, and what each rank says of it. */
+struct left {
+	char id[64], owner[128];
+	int pids[64], n;            /* the ranks that hold it staged */
+	bool committed;             /* some rank of this node committed it: at, known */
+	uint64_t at, known[LEFT_KNOWN];
+	int n_known;
+};
+
+/* Collects, from rank i's changes, the loop writes staged there (and what committed them). */
+static void left_scan(struct nbpf_loop_ranks *s, int i, struct left *l, int *n, int max)
+{
+	struct nbpf_ctl_msg m;
+	const char *em;
+
+	if (nbpf_ctl_call_pid(s->r[i].pid, NBPF_CTL_CHANGES, NULL, &m, &em)) {
+		nbpf_ctl_msg_free(&m);
+		return;
+	}
+	for (int pass = 0; pass < 2; pass++)
+		for (uint32_t k = 0; k < m.n_recs; k++) {
+			const struct nbpf_ctl_rec *r = &m.recs[k];
+			const char *id = nbpf_ctl_rec_get(r, "id") ?: "", *own = nbpf_ctl_rec_get(r, "owner") ?: "";
+			const char *st = nbpf_ctl_rec_get(r, "state") ?: "";
+			int j;
+
+			if (strcmp(r->kind, "change") || strncmp(id, "loop-", 5))
+				continue;
+			for (j = 0; j < *n && strcmp(l[j].id, id); j++)
+				;
+			/* First the staged ones (a staged write is what needs finishing), then their commits. */
+			if (!pass && !strcmp(st, "staged") && strcmp(own, s->owner)) {
+				if (j == *n && *n < max) {
+					memset(&l[j], 0, sizeof(l[j]));
+					snprintf(l[j].id, sizeof(l[j].id), "%s", id);
+					snprintf(l[j].owner, sizeof(l[j].owner), "%s", own);
+					(*n)++;
+				}
+				if (j < *n && l[j].n < 64)
+					l[j].pids[l[j].n++] = s->r[i].pid;
+			} else if (pass && j < *n && !strcmp(st, "committed") && !l[j].committed) {
+				int c = nbpf_ctl_parse_u64s(nbpf_ctl_rec_get(r, "known") ?: "", l[j].known,
+							    LEFT_KNOWN);
+
+				l[j].committed = true;
+				l[j].n_known = c > 0 ? c : 0;
+				nbpf_ctl_rec_u64(r, "at_call", &l[j].at);
+			}
+		}
+	nbpf_ctl_msg_free(&m);
+}
+
+/*
+ * The decision of a write left staged: a rank of this node committed it
+ * (its loop died mid-commit), or the exchange holds it (its loop died
+ * between the nodes' decision and its own commit).  When the exchange has
+ * none yet, "abort" is written as the decision, so a node of that step
+ * still running reads the same.  A loop of one node (no job= in its
+ * owner) that committed nowhere decided nothing that a rank runs: abort.
+ */
+static int left_decide(struct nbpf_loop_ranks *s, struct left *l)
+{
+	const char *job = strstr(l->owner, " job="), *n = strrchr(l->id, '-');
+	const char *kind = s->o->etcd ? "etcd:" : "dir:";
+	struct nbpf_xchg *x = NULL;
+	char step[40], *dec = NULL;
+	int err;
+
+	if (l->committed)
+		return 0;
+	if (!job || !n)
+		return 0; /* abort */
+	/* Its decision is in an exchange of that kind (the same directory or cluster is the operator's). */
+	if (!s->x || strncmp(job + 5, kind, strlen(kind)))
+		return nbpf_err(-ENOENT, "it was agreed through %.*s: run this loop with the --share-dir or --etcd that one used",
+				(int)strcspn(job + 5, ":"), job + 5);
+	snprintf(step, sizeof(step), "p%d.decision", atoi(n + 1));
+	if ((err = open_xchg(s, job + 5 + strlen(kind), &x)) ||
+	    (err = nbpf_xchg_decide(x, step, "abort", &dec))) {
+		nbpf_xchg_close(x);
+		return err;
+	}
+	if (!strncmp(dec, "commit", 6)) {
+		const char *k = strstr(dec, "known=");
+		int c = k ? nbpf_ctl_parse_u64s(k + 6, l->known, LEFT_KNOWN) : 0;
+
+		l->committed = true;
+		l->at = strtoull(strstr(dec, "at=") ? strstr(dec, "at=") + 3 : "0", NULL, 10);
+		l->n_known = c > 0 ? c : 0;
+		if (c < 0)
+			err = nbpf_err(-E2BIG, "its decision names more than %d communicators", LEFT_KNOWN);
+	}
+	free(dec);
+	nbpf_xchg_close(x);
+	return err;
+}
+
+/*
+ * A loop killed with -9 mid-step may leave a plan write staged on this
+ * node's ranks that other ranks (of this node or another) committed:
+ * dropped at its hold time, it would split them.  The next loop finishes
+ * it as it was decided, before it writes anything itself.
+ */
+static void finish_left(struct nbpf_loop_ranks *s)
+{
+	struct left *l = calloc(8, sizeof(*l));
+	int n = 0;
+
+	if (!l)
+		return;
+	for (int i = 0; i < s->n; i++)
+		left_scan(s, i, l, &n, 8);
+	for (int j = 0; j < n; j++) {
+		struct nbpf_coord co;
+		int err = left_decide(s, &l[j]), done = 0;
+		uint64_t late = 0;
+
+		if (err) {
+			if (s->o->log)
+				fprintf(s->o->log, "change %s, left staged by %s: its decision cannot be read (%s): "
+						   "its ranks drop it at its hold time\n", l[j].id, l[j].owner, ncclbpf_errmsg());
+			continue;
+		}
+		if (nbpf_coord_init(&co, l[j].id, s->owner, l[j].pids, l[j].n, s->o->timeout_ms > 0 ? s->o->timeout_ms : 5000))
+			continue;
+		for (int i = 0; i < co.n; i++)
+			co.p[i].stage = NBPF_COORD_OK; /* staged before: the decision is all that is left */
+		if (l[j].committed)
+			done = nbpf_coord_commit(&co, l[j].at, l[j].known, (uint32_t)l[j].n_known);
+		else
+			done = nbpf_coord_abort(&co);
+		for (int i = 0; i < co.n; i++)
+			late += co.p[i].late;
+		if (s->o->log && l[j].committed)
+			fprintf(s->o->log, "change %s, left staged by %s: committed on %d of %d processes at call %llu%s\n",
+				l[j].id, l[j].owner, done, co.n, (unsigned long long)l[j].at,
+				late ? " (LATE: a communicator was past it)" : "");
+		else if (s->o->log)
+			fprintf(s->o->log, "change %s, left staged by %s: aborted on %d of %d processes\n", l[j].id,
+				l[j].owner, done, co.n);
+		nbpf_coord_free(&co);
+	}
+	free(l);
 }
 
 int nbpf_loop_ranks_find(struct nbpf_loop_ranks *s, const struct nbpf_loop_opts *o,
@@ -227,7 +375,10 @@ int nbpf_loop_ranks_find(struct nbpf_loop_ranks *s, const struct nbpf_loop_opts 
 			int err;
 
 			gethostname(host, sizeof(host) - 1);
-			snprintf(s->owner, sizeof(s->owner), "loop@%.40s:%d", host, (int)getpid());
+			/* The job names the exchange a successor reads this loop's decisions from. */
+			snprintf(s->owner, sizeof(s->owner), "loop@%.40s:%d%s%.64s", host, (int)getpid(),
+				 o->etcd ? " job=etcd:" : o->share_dir ? " job=dir:" : "",
+				 o->share_dir || o->etcd ? o->job ? o->job : "loop" : "");
 			s->started = rt_ns();
 			err = lease_all(s, o->take_over);
 			if (err == -EBUSY) {
@@ -239,7 +390,9 @@ int nbpf_loop_ranks_find(struct nbpf_loop_ranks *s, const struct nbpf_loop_opts 
 					       who);
 			}
 			if (!err)
-				err = open_xchg(s);
+				err = open_xchg(s, NULL, &s->x);
+			if (!err)
+				finish_left(s);
 			if (err) {
 				char why[512];
 
@@ -365,6 +518,7 @@ int nbpf_loop_ranks_activate(struct nbpf_loop_ranks *s, int m, const uint32_t *k
 		err = nbpf_coord_init(&co, id, s->owner, pids, s->n, o->timeout_ms > 0 ? o->timeout_ms : 5000);
 	free(pids);
 	if (!err) {
+		co.rate = s->rate; /* what the vote carries the calls forward with */
 		err = nbpf_agree(&co, s->x, &ao, &res);
 		for (int i = 0; !err && i < co.n; i++) {
 			if (co.p[i].commit == NBPF_COORD_OK)

@@ -100,7 +100,14 @@ const char *nbpf_xchg_where(const struct nbpf_xchg *x)
 	return x->where;
 }
 
-/* Writes text to path through a temporary name; linked (never replacing) when excl. */
+/*
+ * Writes text to path through a temporary name; linked (never replacing)
+ * when excl.  No fsync: the other nodes see the file once it is linked
+ * (NFS flushes it on close), and an fsync on a loaded or network file
+ * system held a decision for seconds after its call was chosen, long
+ * enough for the ranks to pass that call.  The records matter only while
+ * the job runs.
+ */
 static int write_file(const char *dir, const char *path, const char *text, bool excl)
 {
 	char tmp[4400];
@@ -111,7 +118,7 @@ static int write_file(const char *dir, const char *path, const char *text, bool 
 	f = fopen(tmp, "w");
 	if (!f)
 		return -errno;
-	if (fputs(text, f) < 0 || fflush(f) || fsync(fileno(f)))
+	if (fputs(text, f) < 0 || fflush(f))
 		err = -errno;
 	if (fclose(f) && !err)
 		err = -errno;

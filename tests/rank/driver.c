@@ -27,7 +27,7 @@
 
 static const char *const op_names[OP_N] = {
 	"create", "destroy", "rate", "reload", "rollback", "cfg", "loop", "stop", "cont", "kill",
-	"killcli", "deadsock", "load", "sleep", "etcdkill", "etcdstart", "unship", "ship",
+	"killcli", "deadsock", "load", "sleep", "etcdkill", "etcdstart", "unship", "ship", "pause",
 };
 
 static double now_s(void)
@@ -108,7 +108,7 @@ int rm_op_parse(const char *line, struct rm_op *op)
 		if (op->k == OP_KILL && n > 2)
 			snprintf(op->s, sizeof(op->s), "%s", w2); /* "env": the launcher's first policy */
 		return 0;
-	case OP_RATE: case OP_ETCDKILL:
+	case OP_RATE: case OP_ETCDKILL: case OP_PAUSE:
 		if (n < 3)
 			return -1;
 		op->a = atoi(w1), op->b = atoi(w2);
@@ -154,7 +154,7 @@ void rm_op_format(const struct rm_op *op, char *buf, size_t n)
 				k += (size_t)snprintf(m + k, sizeof(m) - k, "%s%d", k ? "," : "", p);
 		snprintf(buf, n, "create %d %s %d", op->a, m, op->b);
 		break;
-	case OP_RATE: snprintf(buf, n, "rate %d %d", op->a, op->b); break;
+	case OP_RATE: case OP_PAUSE: snprintf(buf, n, "%s %d %d", op_names[op->k], op->a, op->b); break;
 	case OP_ETCDKILL: snprintf(buf, n, "etcdkill %d %d", op->a, op->b); break;
 	case OP_UNSHIP: case OP_SHIP: snprintf(buf, n, "%s %d %c", op_names[op->k], op->a, op->b); break;
 	case OP_RELOAD: snprintf(buf, n, "reload %c %s", op->a, op->s); break;
@@ -707,8 +707,13 @@ static bool loops_running(struct rm_run *r)
 	return any;
 }
 
-/* One aggregator per node; with several nodes they agree through the exchange. */
-static void loops_start(struct rm_run *r)
+/*
+ * One aggregator per node; with several nodes they agree through the
+ * exchange, a fresh scope per start.  only0: node 0's alone (a successor
+ * beside the others' running ones, in a scope of its own); die: node 0's dies right after the nodes decide its
+ * second plan write, before committing it (the test-only hook of agree.c).
+ */
+static void loops_start(struct rm_run *r, bool only0, bool die)
 {
 	char xarg[600] = "";
 
@@ -720,17 +725,20 @@ static void loops_start(struct rm_run *r)
 		else
 			snprintf(xarg, sizeof(xarg), " --share-dir %s/share", r->c->root);
 	}
-	for (int nd = 0; nd < r->c->nodes; nd++) {
+	for (int nd = 0; nd < (only0 ? 1 : r->c->nodes); nd++) {
 		char file[300], nodearg[160] = "";
 
 		snprintf(file, sizeof(file), "%s/loop.%d.out", r->c->root, nd);
 		if (r->c->nodes > 1)
 			snprintf(nodearg, sizeof(nodearg), " --node node%d --nodes %d --job %s%s", nd,
 				 r->c->nodes, r->loop_job, xarg);
+		if (die && nd == 0)
+			setenv("NCCLBPF_TEST_DIE_AFTER_DECISION", "p1", 1);
 		/* The one that ran before is gone (finished or killed -9): take its lease over. */
 		r->loop_node_pid[nd] = cli_bg(r, nd, file,
 					      "-j loop --channels 2,4,6,8 --window 100 --ranks %d --timeout 10 --margin-seconds 1%s%s",
 					      node_procs(r, nd), r->c->legacy ? "" : " --take-over", nodearg);
+		unsetenv("NCCLBPF_TEST_DIE_AFTER_DECISION");
 	}
 	r->loop_pid = r->loop_node_pid[0];
 }
@@ -757,9 +765,20 @@ static int op_loop(struct rm_run *r, const struct rm_op *op)
 			return failf(r, "a second `ncclbpf loop` ran to the end (exit 0) beside a running one:\n%s", out);
 		return 0;
 	}
+	if (!strcmp(op->s, "restart0")) {
+		/* Once node 0's has ended (up to 30 s), at once: a successor started by a supervisor. */
+		for (int i = 0; i < 30000 && r->loop_node_pid[0] > 0; i++)
+			if (waitpid(r->loop_node_pid[0], NULL, WNOHANG) != 0)
+				r->loop_node_pid[0] = 0;
+			else
+				msleep(1);
+		if (r->loop_node_pid[0] <= 0)
+			loops_start(r, true, false);
+		return 0;
+	}
 	if (loops_running(r))
 		return 0; /* one is running: start is a no-op */
-	loops_start(r);
+	loops_start(r, false, !strcmp(op->s, "die"));
 	return 0;
 }
 
@@ -891,6 +910,29 @@ static int op_killcli(struct rm_run *r, int ms)
 	return 0;
 }
 
+/*
+ * A process that stops for ms while the next operations run (a rank that
+ * answers a stage late): a grandchild sends SIGCONT, so nothing waits.
+ */
+static void op_pause(struct rm_run *r, int p, int ms)
+{
+	pid_t pid = atomic_load(&r->sh->proc[p].pid), c;
+
+	kill(pid, SIGSTOP);
+	c = fork();
+	if (c == 0) {
+		if (fork() == 0) {
+			msleep(ms);
+			kill(pid, SIGCONT);
+		}
+		_exit(0);
+	}
+	if (c > 0)
+		waitpid(c, NULL, 0);
+	else
+		kill(pid, SIGCONT);
+}
+
 /* A control socket that accepts connections and never answers (a hung process's). */
 static int op_deadsock(struct rm_run *r, bool on)
 {
@@ -993,6 +1035,10 @@ int rm_run_op(struct rm_run *r, const struct rm_op *op)
 	case OP_KILL:
 		if (p >= 0 && p < r->c->procs)
 			op_kill(r, p, !strcmp(op->s, "env"));
+		break;
+	case OP_PAUSE:
+		if (p >= 0 && p < r->c->procs && running(r, p) && op->b > 0 && op->b < 60000)
+			op_pause(r, p, op->b);
 		break;
 	case OP_KILLCLI: op_killcli(r, op->a); break;
 	case OP_DEADSOCK: op_deadsock(r, !strcmp(op->s, "on")); break;

@@ -93,7 +93,7 @@ enum rm_op_kind {
 	OP_RELOAD,   /* reload a|b|c [sync|now|pair] */
 	OP_ROLLBACK, /* rollback */
 	OP_CFG,      /* cfg N: rank_cfg[0] = N on every process (a decision map) */
-	OP_LOOP,     /* loop start|second|rerun|stop */
+	OP_LOOP,     /* loop start|second|rerun|stop|die|restart0 (die, restart0: see driver.c loops_start) */
 	OP_STOP,     /* stop PROC: SIGSTOP */
 	OP_CONT,     /* cont PROC */
 	OP_KILL,     /* kill PROC: kill -9, then a fresh process in its place */
@@ -105,6 +105,7 @@ enum rm_op_kind {
 	OP_ETCDSTART, /* etcdstart MEMBER: start it again (it rejoins the cluster) */
 	OP_UNSHIP,   /* unship NODE VERSION: the object is missing on that node (a copy that failed) */
 	OP_SHIP,     /* ship NODE VERSION: it is there again */
+	OP_PAUSE,    /* pause PROC MS: SIGSTOP now, SIGCONT MS later (the next operations run meanwhile) */
 	OP_N,
 };
 

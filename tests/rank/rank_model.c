@@ -307,7 +307,7 @@ static int load_file(const char *path, struct seq *s)
 	return 0;
 }
 
-/* "# procs N nodes N slots N" lines at the top of a case file set the job's shape. */
+/* "# procs N nodes N slots N timeout S" lines at the top of a case file set the job's shape. */
 static void file_conf(const char *path)
 {
 	char line[256];
@@ -323,6 +323,8 @@ static void file_conf(const char *path)
 			g_conf.nodes = v;
 		else if (sscanf(line, "# slots %d", &v) == 1)
 			g_conf.slots = v;
+		else if (sscanf(line, "# timeout %d", &v) == 1)
+			g_conf.timeout_ms = v * 1000; /* the commands' stage deadline, seconds */
 		else if (sscanf(line, "# exchange %15s", ex) == 1)
 			g_conf.exchange = !strcmp(ex, "etcd") ? "etcd" : "dir";
 	}
