@@ -32,10 +32,11 @@
 #define TARGET_BITS_SIZE ((size_t)OBS_PID_WORDS * sizeof(obs_u64))
 
 static const struct prog_spec io_specs[] = {
-	{ "io_block_issue", TP_BTF, "block", "block_rq_issue", "block latency", "issue", true },
 	{ "io_block_complete", TP_BTF, "block", "block_rq_complete", "block latency", "complete", true },
 	{ "io_block_start", TP_BTF, "block", "block_io_start", "block submitter attribution", "start", false },
 	{ "io_block_start_fentry", FENTRY, NULL, "__blk_account_io_start", "block submitter attribution", "start", false },
+	/* Neither: the request claimed as it is issued, by the issuer. */
+	{ "io_block_issue", TP_BTF, "block", "block_rq_issue", "block submitter attribution", "start", false },
 	{ "io_uring_submit_btf", TP_BTF, "io_uring", "io_uring_submit_req", "io_uring latency", "submit", false },
 	{ "io_uring_submit", TP, "io_uring", "io_uring_submit_req", "io_uring latency", "submit", false },
 	{ "io_uring_submit_old", TP, "io_uring", "io_uring_submit_sqe", "io_uring latency", "submit", false },

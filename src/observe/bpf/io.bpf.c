@@ -15,25 +15,25 @@
 #define REQ_OP_MASK_ ((1 << 8) - 1)
 
 /*
- * Requests in flight, from claim (submit) to completion: block requests
- * (ts: issue time, 0 until issued) and io_uring requests (ts: submit time).
+ * Requests in flight, from claim (submit) to completion, block and
+ * io_uring requests (ts: the claim's time).
  * A 4-way set-associative table in an array, keyed by the kernel object's
  * address: claiming a slot is one compare-and-swap, finding it one to four
  * loads, freeing it one store.  A hash map costs a bucket lock and an
  * element allocation per insert and per delete, on every request the job
  * makes.  A slot whose owner never completed (the observer attached
  * mid-flight, a request freed without completion) is taken over after
- * INFL_STALE_J jiffies; a request that finds all four ways busy and fresh
- * is not timed, and counted in infl_full.
+ * INFL_STALE_NS; a request that finds all four ways busy and fresh is not
+ * timed, and counted in infl_full.
  */
 #define INFL_SLOTS 16384 /* a power of two */
 #define INFL_WAYS 4
-#define INFL_STALE_J 60000u /* a minute at HZ=1000, four at HZ=250 */
+#define INFL_STALE_NS 60000000000ull /* a minute */
 
 struct inflight {
 	__u64 key; /* the object's address; 0: free */
-	__u64 ts;
-	__u32 tgid, tid, opcode, j; /* j: the low bits of jiffies at the claim */
+	__u64 ts;  /* the claim's time */
+	__u32 tgid, tid, opcode, pad;
 };
 
 struct infl_map {
@@ -79,14 +79,14 @@ static __always_inline struct inflight *infl_find(void *map, __u64 key)
 }
 
 /*
- * A slot for key (its own, if it holds one already), or NULL when the set
- * is full: one pass over the ways, then one compare-and-swap on the first
- * free or stale one (a claim racing for it on another CPU wins, and this
- * one tries the next).
+ * A slot for key (its own, if it holds one already), stamped now, or NULL
+ * when the set is full: one pass over the ways, then one compare-and-swap
+ * on the first free or stale one (a claim racing for it on another CPU
+ * wins, and this one tries the next).
  */
-static __always_inline struct inflight *infl_claim(void *map, __u64 key)
+static __always_inline struct inflight *infl_claim(void *map, __u64 key, __u64 now)
 {
-	__u32 h = infl_set(key), now_j = (__u32)bpf_jiffies64();
+	__u32 h = infl_set(key);
 	struct inflight *e, *pick[INFL_WAYS] = {};
 	int n = 0;
 
@@ -99,10 +99,10 @@ static __always_inline struct inflight *infl_claim(void *map, __u64 key)
 			return NULL;
 		old = e->key;
 		if (old == key) {
-			e->j = now_j;
+			e->ts = now;
 			return e;
 		}
-		if (!old || now_j - e->j >= INFL_STALE_J)
+		if (!old || now - e->ts >= INFL_STALE_NS)
 			pick[n++ & (INFL_WAYS - 1)] = e;
 	}
 	for (int w = 0; w < INFL_WAYS && w < n; w++) {
@@ -112,9 +112,9 @@ static __always_inline struct inflight *infl_claim(void *map, __u64 key)
 		if (!e)
 			break;
 		old = e->key;
-		if ((!old || now_j - e->j >= INFL_STALE_J) &&
+		if ((!old || now - e->ts >= INFL_STALE_NS) &&
 		    __sync_val_compare_and_swap(&e->key, old, key) == old) {
-			e->j = now_j;
+			e->ts = now;
 			return e;
 		}
 	}
@@ -147,20 +147,25 @@ struct {
 const struct obs_blk_val blk_zero = {};
 const struct obs_hist hist_zero = {};
 
-static __always_inline struct inflight *rq_claim(struct request *rq)
+/*
+ * Two programs per request: the claim in the submitter's context, and the
+ * completion.  The latency is the block layer's own, from its start stamp
+ * (request.start_time_ns: what /sys/block/DEV/stat's times sum; set as the
+ * request is accounted) to completion, so nothing runs at issue; the
+ * claim's time stands in where the device keeps no stamps (iostats off).
+ */
+static __always_inline void rq_claim(struct request *rq)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct inflight *e;
 
 	if (!obs_current_is_target())
-		return NULL;
-	e = infl_claim(&rq_infl, INFL_KEY(rq_infl, rq));
+		return;
+	e = infl_claim(&rq_infl, INFL_KEY(rq_infl, rq), bpf_ktime_get_ns());
 	if (!e)
-		return NULL;
-	e->ts = 0;
+		return;
 	e->tgid = id >> 32;
 	e->tid = (__u32)id;
-	return e;
 }
 
 /* The submitter's context: who asked for this request. */
@@ -179,16 +184,11 @@ int BPF_PROG(io_block_start_fentry, struct request *rq)
 	return 0;
 }
 
+/* Neither of those on this kernel: the request claimed as it is issued, by the issuer. */
 SEC("tp_btf/block_rq_issue")
 int BPF_PROG(io_block_issue, struct request *rq)
 {
-	struct inflight *e = infl_find(&rq_infl, INFL_KEY(rq_infl, rq));
-
-	/* No block_io_start on this kernel (or accounting off): the issuer. */
-	if (!e)
-		e = rq_claim(rq);
-	if (e)
-		e->ts = bpf_ktime_get_ns();
+	rq_claim(rq);
 	return 0;
 }
 
@@ -199,18 +199,17 @@ int BPF_PROG(io_block_complete, struct request *rq, blk_status_t error, unsigned
 	struct obs_blk_key k = {};
 	struct obs_blk_val *v;
 	struct gendisk *disk;
-	__u64 lat, off, issued;
+	__u64 lat, off, t0 = rq->start_time_ns;
 	__u32 op, bytes, tid;
 
 	if (!e)
 		return 0;
-	issued = e->ts;
+	if (!t0)
+		t0 = e->ts;
 	k.tgid = e->tgid;
 	tid = e->tid;
 	e->key = 0; /* free: everything needed is read */
-	if (!issued)
-		return 0;
-	lat = bpf_ktime_get_ns() - issued;
+	lat = bpf_ktime_get_ns() - t0;
 	disk = rq->q->disk;
 	if (disk)
 		k.dev = ((__u32)disk->major << 20) | (__u32)disk->first_minor;
@@ -253,13 +252,12 @@ static __always_inline void uring_submit(__u64 key, __u32 opcode)
 	__u64 id = bpf_get_current_pid_tgid();
 	struct inflight *e;
 
-	e = infl_claim(&uring_infl, key);
+	e = infl_claim(&uring_infl, key, bpf_ktime_get_ns());
 	if (!e)
 		return;
 	e->tgid = id >> 32;
 	e->tid = (__u32)id;
 	e->opcode = opcode;
-	e->ts = bpf_ktime_get_ns();
 }
 
 /*
