@@ -132,6 +132,8 @@ struct obs_conn {
 
 /* NUMA nodes the per-node figures distinguish; higher nodes count in the last. */
 #define OBS_NUMA_NODES 8
+/* Processes the sched set keeps figures for (its per-CPU array of struct obs_sched_val). */
+#define OBS_SCHED_SLOTS 1024
 
 /* Scheduling: per process. */
 struct obs_sched_val {
