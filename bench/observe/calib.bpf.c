@@ -196,7 +196,7 @@ int BPF_PROG(c_claim_start, struct request *rq)
 {
 	if (!obs_current_is_target())
 		return 0;
-	return infl_claim(&uring_infl, INFL_KEY(uring_infl, rq), bpf_ktime_get_ns()) != NULL;
+	return infl_claim(&uring_infl, INFL_KEY(uring_infl, rq)) != NULL;
 }
 
 SEC("tp_btf/block_rq_complete")

@@ -568,6 +568,8 @@ int nbpf_obs_open(const struct nbpf_obs_opts *o, struct nbpf_obs **out)
 		obs->cfg.flags |= OBS_CFG_SCHED_INFO;
 	if (obs_tp_arg_is_void_ptr(obs, "io_uring_complete", 1))
 		obs->cfg.flags |= OBS_CFG_URING_REQ_VOID;
+	if (obs_blk_unstamped())
+		obs->cfg.flags |= OBS_CFG_BLK_UNSTAMPED;
 	if (!obs_tracefs_dir()) {
 		err = nbpf_err(-ENOENT, "tracefs at /sys/kernel/tracing is not mounted or not "
 					"readable (mounting it needs CAP_SYS_ADMIN, reading it as "

@@ -74,6 +74,11 @@ struct obs_cfg {
 #define OBS_CFG_SCHED_INFO 4u
 /* io_uring_complete passes its request as a void * (a number to the verifier): used as is. */
 #define OBS_CFG_URING_REQ_VOID 8u
+/*
+ * A block device keeps no iostats, so the block layer stamps none of its
+ * requests (request.start_time_ns): the submit program stamps them itself.
+ */
+#define OBS_CFG_BLK_UNSTAMPED 16u
 
 /* Block requests: per process, device and operation. */
 enum obs_io_op { OBS_OP_READ = 0, OBS_OP_WRITE = 1, OBS_OP_OTHER = 2 };

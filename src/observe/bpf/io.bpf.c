@@ -15,25 +15,26 @@
 #define REQ_OP_MASK_ ((1 << 8) - 1)
 
 /*
- * Requests in flight, from claim (submit) to completion, block and
- * io_uring requests (ts: the claim's time).
+ * Requests in flight, from claim (submit) to completion: block requests
+ * (ts: the claim's time where the block layer keeps no stamp, else 0) and
+ * io_uring requests (ts: submit time).
  * A 4-way set-associative table in an array, keyed by the kernel object's
  * address: claiming a slot is one compare-and-swap, finding it one to four
  * loads, freeing it one store.  A hash map costs a bucket lock and an
  * element allocation per insert and per delete, on every request the job
  * makes.  A slot whose owner never completed (the observer attached
  * mid-flight, a request freed without completion) is taken over after
- * INFL_STALE_NS; a request that finds all four ways busy and fresh is not
- * timed, and counted in infl_full.
+ * INFL_STALE_J jiffies; a request that finds all four ways busy and fresh
+ * is not timed, and counted in infl_full.
  */
 #define INFL_SLOTS 16384 /* a power of two */
 #define INFL_WAYS 4
-#define INFL_STALE_NS 60000000000ull /* a minute */
+#define INFL_STALE_J 60000u /* a minute at HZ=1000, four at HZ=250 */
 
 struct inflight {
 	__u64 key; /* the object's address; 0: free */
-	__u64 ts;  /* the claim's time */
-	__u32 tgid, tid, opcode, pad;
+	__u64 ts;
+	__u32 tgid, tid, opcode, j; /* j: the low bits of jiffies at the claim */
 };
 
 struct infl_map {
@@ -79,14 +80,14 @@ static __always_inline struct inflight *infl_find(void *map, __u64 key)
 }
 
 /*
- * A slot for key (its own, if it holds one already), stamped now, or NULL
- * when the set is full: one pass over the ways, then one compare-and-swap
- * on the first free or stale one (a claim racing for it on another CPU
- * wins, and this one tries the next).
+ * A slot for key (its own, if it holds one already), or NULL when the set
+ * is full: one pass over the ways, then one compare-and-swap on the first
+ * free or stale one (a claim racing for it on another CPU wins, and this
+ * one tries the next).
  */
-static __always_inline struct inflight *infl_claim(void *map, __u64 key, __u64 now)
+static __always_inline struct inflight *infl_claim(void *map, __u64 key)
 {
-	__u32 h = infl_set(key);
+	__u32 h = infl_set(key), now_j = (__u32)bpf_jiffies64();
 	struct inflight *e, *pick[INFL_WAYS] = {};
 	int n = 0;
 
@@ -99,10 +100,10 @@ static __always_inline struct inflight *infl_claim(void *map, __u64 key, __u64 n
 			return NULL;
 		old = e->key;
 		if (old == key) {
-			e->ts = now;
+			e->j = now_j;
 			return e;
 		}
-		if (!old || now - e->ts >= INFL_STALE_NS)
+		if (!old || now_j - e->j >= INFL_STALE_J)
 			pick[n++ & (INFL_WAYS - 1)] = e;
 	}
 	for (int w = 0; w < INFL_WAYS && w < n; w++) {
@@ -112,9 +113,9 @@ static __always_inline struct inflight *infl_claim(void *map, __u64 key, __u64 n
 		if (!e)
 			break;
 		old = e->key;
-		if ((!old || now - e->ts >= INFL_STALE_NS) &&
+		if ((!old || now_j - e->j >= INFL_STALE_J) &&
 		    __sync_val_compare_and_swap(&e->key, old, key) == old) {
-			e->ts = now;
+			e->j = now_j;
 			return e;
 		}
 	}
@@ -151,8 +152,9 @@ const struct obs_hist hist_zero = {};
  * Two programs per request: the claim in the submitter's context, and the
  * completion.  The latency is the block layer's own, from its start stamp
  * (request.start_time_ns: what /sys/block/DEV/stat's times sum; set as the
- * request is accounted) to completion, so nothing runs at issue; the
- * claim's time stands in where the device keeps no stamps (iostats off).
+ * request is accounted) to completion, so nothing runs at issue.  The
+ * claim reads a clock only where a device keeps no stamps (iostats off),
+ * as user space found (OBS_CFG_BLK_UNSTAMPED): its time stands in there.
  */
 static __always_inline void rq_claim(struct request *rq)
 {
@@ -161,9 +163,10 @@ static __always_inline void rq_claim(struct request *rq)
 
 	if (!obs_current_is_target())
 		return;
-	e = infl_claim(&rq_infl, INFL_KEY(rq_infl, rq), bpf_ktime_get_ns());
+	e = infl_claim(&rq_infl, INFL_KEY(rq_infl, rq));
 	if (!e)
 		return;
+	e->ts = obs_cfg.flags & OBS_CFG_BLK_UNSTAMPED ? bpf_ktime_get_ns() : 0;
 	e->tgid = id >> 32;
 	e->tid = (__u32)id;
 }
@@ -204,8 +207,9 @@ int BPF_PROG(io_block_complete, struct request *rq, blk_status_t error, unsigned
 
 	if (!e)
 		return 0;
+	/* Neither stamp (a device without iostats attached since observe began): no time. */
 	if (!t0)
-		t0 = e->ts;
+		t0 = e->ts ? e->ts : bpf_ktime_get_ns();
 	k.tgid = e->tgid;
 	tid = e->tid;
 	e->key = 0; /* free: everything needed is read */
@@ -252,12 +256,13 @@ static __always_inline void uring_submit(__u64 key, __u32 opcode)
 	__u64 id = bpf_get_current_pid_tgid();
 	struct inflight *e;
 
-	e = infl_claim(&uring_infl, key, bpf_ktime_get_ns());
+	e = infl_claim(&uring_infl, key);
 	if (!e)
 		return;
 	e->tgid = id >> 32;
 	e->tid = (__u32)id;
 	e->opcode = opcode;
+	e->ts = bpf_ktime_get_ns();
 }
 
 /*
