@@ -25,7 +25,7 @@ c_rqclk_sw
 c_claim_start,c_free_cmpl
 c_stamp_cmpl
 sched_sw
-io_block_start,io_block_issue,io_block_complete
+io_block_start,io_block_complete
 io_uring_submit_btf,io_uring_done_btf'
 n=$(echo "$groups" | wc -l)
 "$payload/bench/observe/obs_job" "$dev" $((n * (secs + 2) + 6)) "$rate" > "$out.job" &

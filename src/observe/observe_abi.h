@@ -95,7 +95,7 @@ struct obs_blk_key {
 #define OBS_ALIGN 4096
 
 struct obs_blk_val {
-	struct obs_hist lat;   /* issue -> complete, ns */
+	struct obs_hist lat;   /* start stamp (request.start_time_ns) -> complete, ns */
 	struct obs_hist size;  /* bytes per request */
 	struct obs_hist align; /* largest power of two dividing both offset and length, bytes */
 	obs_u64 small;

@@ -211,7 +211,7 @@ int nbpf_obs_prom_write(FILE *f, const struct nbpf_obs_snap *s, nbpf_obs_label_f
 	}
 #undef GET
 	family(f, "ncclbpf_block_request_latency_seconds", "histogram",
-	       "Block requests of the job, issue to completion, by device and operation.");
+	       "Block requests of the job, from the block layer's start stamp (as /sys/block stat times them) to completion, by device and operation.");
 	put_hist(f, "ncclbpf_block_request_latency_seconds", &lat, NS, 7, 37);
 	family(f, "ncclbpf_block_request_size_bytes", "histogram", "Size of the job's block requests.");
 	put_hist(f, "ncclbpf_block_request_size_bytes", &size, 1, 8, 30);

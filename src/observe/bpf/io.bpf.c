@@ -113,10 +113,17 @@ static __always_inline struct inflight *infl_claim(void *map, __u64 key)
 		if (!e)
 			break;
 		old = e->key;
-		if ((!old || now_j - e->j >= INFL_STALE_J) &&
-		    __sync_val_compare_and_swap(&e->key, old, key) == old) {
+		if (!old || now_j - e->j >= INFL_STALE_J) {
+			/*
+			 * The stamp before the key: a claim on another CPU that
+			 * sees this key must see this stamp, not the slot's last
+			 * owner's, or it takes the slot for stale and the request
+			 * is lost.  Losing the race, the stamp stays on a slot
+			 * just claimed (the same time) or stale anyway.
+			 */
 			e->j = now_j;
-			return e;
+			if (__sync_val_compare_and_swap(&e->key, old, key) == old)
+				return e;
 		}
 	}
 	__sync_fetch_and_add(&infl_full, 1);
