@@ -184,11 +184,11 @@ int nbpf_obs_prom_write(FILE *f, const struct nbpf_obs_snap *s, nbpf_obs_label_f
 		GET(mig); a->v += (double)s->sched[i].v.migrations;
 		GET(xnode); a->v += (double)s->sched[i].v.cross_node;
 	}
-	/* NUMA placement: where the threads ran, and where the memory is (numa_maps, read now). */
+	/* NUMA placement: where the threads ran, and where the memory is (numa_maps, every 5 s). */
 	for (size_t i = 0; i < s->n_sched; i++) {
 		const char *pl = proc_labels(fn, ctx, s->sched[i].tgid, pb, sizeof(pb));
 		uint64_t mem[OBS_NUMA_NODES];
-		int nn = nbpf_obs_numa_mem((int)s->sched[i].tgid, mem, OBS_NUMA_NODES);
+		int nn = nbpf_obs_numa_mem_cached((int)s->sched[i].tgid, mem, OBS_NUMA_NODES);
 
 		for (int n = 0; n < OBS_NUMA_NODES; n++) {
 			snprintf(l, sizeof(l), "%s,node=\"%d\"", pl, n);

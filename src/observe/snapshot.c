@@ -9,6 +9,7 @@
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -160,6 +161,30 @@ static int conns_retire(struct nbpf_obs *obs, struct nbpf_obs_snap *s)
 	return 0;
 }
 
+/*
+ * The gpu set's per-process launch stamps (gpu_proc) of processes that
+ * have exited: removed, or the table (1,024 processes) fills over a long
+ * export and later processes get no gaps, and a new process given a dead
+ * one's pid would measure its first gap from the dead one's last launch.
+ */
+static void gpu_prune(struct nbpf_obs *obs)
+{
+	struct bpf_object *gpu = nbpf_obs__obj(obs, NBPF_OBS_GPU);
+	struct bpf_map *m = gpu ? bpf_object__find_map_by_name(gpu, "gpu_proc") : NULL;
+	uint32_t key, next, *prev = NULL;
+	int fd = m ? bpf_map__fd(m) : -1;
+
+	while (fd >= 0 && !bpf_map_get_next_key(fd, prev, &next)) {
+		/* Deleting the current key would restart the walk: delete it after stepping on. */
+		if (prev && kill((pid_t)key, 0) && errno == ESRCH)
+			bpf_map_delete_elem(fd, &key);
+		key = next;
+		prev = &key;
+	}
+	if (prev && kill((pid_t)key, 0) && errno == ESRCH)
+		bpf_map_delete_elem(fd, &key);
+}
+
 int nbpf_obs_snapshot(struct nbpf_obs *obs, struct nbpf_obs_snap *s)
 {
 	struct bpf_object *io = nbpf_obs__obj(obs, NBPF_OBS_IO);
@@ -178,6 +203,7 @@ int nbpf_obs_snapshot(struct nbpf_obs *obs, struct nbpf_obs_snap *s)
 		nbpf_obs_snap_free(s);
 		return err;
 	}
+	gpu_prune(obs);
 	s->events_lost = nbpf_obs__lost(obs);
 	return 0;
 }
