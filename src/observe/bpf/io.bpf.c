@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0 OR Apache-2.0
 /*
- * io.bpf.c - data-loader I/O of the job: block requests (issue ->
- * complete latency, size, alignment, per device and process), io_uring
- * requests (submit -> complete, per opcode) and page-cache misses.
+ * io.bpf.c - data-loader I/O of the job: block requests (latency, size,
+ * alignment, per device and process), io_uring requests (submit ->
+ * complete, per opcode) and page-cache misses.
  *
  * A block request is attributed to the process that submitted it
  * (block_io_start runs in the submitter's context); where that tracepoint
  * is missing, to the process that issues it (often the same thread, but a
- * plug flushed by a kworker is lost).  The time measured is issue ->
- * complete: the device's share, not the queueing before it.
+ * plug flushed by a kworker is lost).  The time measured is the block
+ * layer's own: from its start stamp (as /sys/block stat times requests,
+ * queueing included) to completion.
  */
 #include "observe.bpf.h"
 
