@@ -78,7 +78,7 @@ int nbpf_obs_numa_mem_cached(int pid, uint64_t *bytes, int max_nodes)
 	double now = numa_now();
 	int n;
 
-	if (max_nodes > OBS_NUMA_NODES)
+	if (max_nodes <= 0 || max_nodes > OBS_NUMA_NODES)
 		return nbpf_obs_numa_mem(pid, bytes, max_nodes);
 	pthread_mutex_lock(&numa_lock);
 	for (int i = 0; i < NUMA_CACHE; i++) {
