@@ -114,6 +114,34 @@ static bool btf_has_member(const struct btf *btf, const char *sname, const char 
 }
 
 /*
+ * Does some block device keep no iostats?  The block layer stamps only the
+ * requests of devices that do (request.start_time_ns); for the others the
+ * submit program must read a clock of its own.  Unreadable counts as yes.
+ */
+bool obs_blk_unstamped(void)
+{
+	DIR *d = opendir("/sys/block");
+	bool unstamped = !d;
+	struct dirent *de;
+
+	while (d && !unstamped && (de = readdir(d))) {
+		char path[320], v[8] = "";
+		FILE *f;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/sys/block/%s/queue/iostats", de->d_name);
+		f = fopen(path, "r");
+		unstamped = !f || !fgets(v, sizeof(v), f) || v[0] == '0';
+		if (f)
+			fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return unstamped;
+}
+
+/*
  * Does the scheduler stamp queued tasks (CONFIG_SCHED_INFO) where a
  * program can read the stamp and the clock it is in?  task_struct must
  * carry sched_info.last_queued, a fair queue must point at its run queue

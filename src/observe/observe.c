@@ -32,10 +32,11 @@
 #define TARGET_BITS_SIZE ((size_t)OBS_PID_WORDS * sizeof(obs_u64))
 
 static const struct prog_spec io_specs[] = {
-	{ "io_block_issue", TP_BTF, "block", "block_rq_issue", "block latency", "issue", true },
 	{ "io_block_complete", TP_BTF, "block", "block_rq_complete", "block latency", "complete", true },
 	{ "io_block_start", TP_BTF, "block", "block_io_start", "block submitter attribution", "start", false },
 	{ "io_block_start_fentry", FENTRY, NULL, "__blk_account_io_start", "block submitter attribution", "start", false },
+	/* Neither: the request claimed as it is issued, by the issuer. */
+	{ "io_block_issue", TP_BTF, "block", "block_rq_issue", "block submitter attribution", "start", false },
 	{ "io_uring_submit_btf", TP_BTF, "io_uring", "io_uring_submit_req", "io_uring latency", "submit", false },
 	{ "io_uring_submit", TP, "io_uring", "io_uring_submit_req", "io_uring latency", "submit", false },
 	{ "io_uring_submit_old", TP, "io_uring", "io_uring_submit_sqe", "io_uring latency", "submit", false },
@@ -567,6 +568,8 @@ int nbpf_obs_open(const struct nbpf_obs_opts *o, struct nbpf_obs **out)
 		obs->cfg.flags |= OBS_CFG_SCHED_INFO;
 	if (obs_tp_arg_is_void_ptr(obs, "io_uring_complete", 1))
 		obs->cfg.flags |= OBS_CFG_URING_REQ_VOID;
+	if (obs_blk_unstamped())
+		obs->cfg.flags |= OBS_CFG_BLK_UNSTAMPED;
 	if (!obs_tracefs_dir()) {
 		err = nbpf_err(-ENOENT, "tracefs at /sys/kernel/tracing is not mounted or not "
 					"readable (mounting it needs CAP_SYS_ADMIN, reading it as "

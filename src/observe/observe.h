@@ -136,6 +136,8 @@ int nbpf_obs_deep_stats(struct nbpf_obs *obs, uint64_t *sent, uint64_t *dropped)
  * (higher nodes count in the last): the number of nodes seen, or a negative errno.
  */
 int nbpf_obs_numa_mem(int pid, uint64_t *bytes, int max_nodes);
+/* The same, read again at most every 5 s per process (a cache for scrapes; thread-safe). */
+int nbpf_obs_numa_mem_cached(int pid, uint64_t *bytes, int max_nodes);
 
 /* The kernel's name of io_uring opcode op ("READ"), or NULL when it has none. */
 const char *nbpf_obs_uring_op_name(uint32_t op);

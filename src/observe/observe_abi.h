@@ -74,6 +74,11 @@ struct obs_cfg {
 #define OBS_CFG_SCHED_INFO 4u
 /* io_uring_complete passes its request as a void * (a number to the verifier): used as is. */
 #define OBS_CFG_URING_REQ_VOID 8u
+/*
+ * A block device keeps no iostats, so the block layer stamps none of its
+ * requests (request.start_time_ns): the submit program stamps them itself.
+ */
+#define OBS_CFG_BLK_UNSTAMPED 16u
 
 /* Block requests: per process, device and operation. */
 enum obs_io_op { OBS_OP_READ = 0, OBS_OP_WRITE = 1, OBS_OP_OTHER = 2 };
@@ -90,7 +95,7 @@ struct obs_blk_key {
 #define OBS_ALIGN 4096
 
 struct obs_blk_val {
-	struct obs_hist lat;   /* issue -> complete, ns */
+	struct obs_hist lat;   /* start stamp (request.start_time_ns) -> complete, ns */
 	struct obs_hist size;  /* bytes per request */
 	struct obs_hist align; /* largest power of two dividing both offset and length, bytes */
 	obs_u64 small;
@@ -132,6 +137,8 @@ struct obs_conn {
 
 /* NUMA nodes the per-node figures distinguish; higher nodes count in the last. */
 #define OBS_NUMA_NODES 8
+/* Processes the sched set keeps figures for (its per-CPU array of struct obs_sched_val). */
+#define OBS_SCHED_SLOTS 1024
 
 /* Scheduling: per process. */
 struct obs_sched_val {

@@ -82,6 +82,7 @@ bool obs_tp_arg_is_void_ptr(const struct nbpf_obs *obs, const char *name, int ar
 int obs_tp_nargs(const struct nbpf_obs *obs, const char *name);
 /* Whether sched_switch can read run-queue waits from the scheduler's sched_info. */
 bool obs_sched_info(const struct nbpf_obs *obs);
+bool obs_blk_unstamped(void);
 /* Whether fentry/fexit attaches on this kernel (tried once, on func). */
 bool obs_fentry_works(struct nbpf_obs *obs, const char *func);
 /* The CUDA driver library into obs->libcuda; false when there is none. */

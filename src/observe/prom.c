@@ -184,11 +184,11 @@ int nbpf_obs_prom_write(FILE *f, const struct nbpf_obs_snap *s, nbpf_obs_label_f
 		GET(mig); a->v += (double)s->sched[i].v.migrations;
 		GET(xnode); a->v += (double)s->sched[i].v.cross_node;
 	}
-	/* NUMA placement: where the threads ran, and where the memory is (numa_maps, read now). */
+	/* NUMA placement: where the threads ran, and where the memory is (numa_maps, every 5 s). */
 	for (size_t i = 0; i < s->n_sched; i++) {
 		const char *pl = proc_labels(fn, ctx, s->sched[i].tgid, pb, sizeof(pb));
 		uint64_t mem[OBS_NUMA_NODES];
-		int nn = nbpf_obs_numa_mem((int)s->sched[i].tgid, mem, OBS_NUMA_NODES);
+		int nn = nbpf_obs_numa_mem_cached((int)s->sched[i].tgid, mem, OBS_NUMA_NODES);
 
 		for (int n = 0; n < OBS_NUMA_NODES; n++) {
 			snprintf(l, sizeof(l), "%s,node=\"%d\"", pl, n);
@@ -211,7 +211,7 @@ int nbpf_obs_prom_write(FILE *f, const struct nbpf_obs_snap *s, nbpf_obs_label_f
 	}
 #undef GET
 	family(f, "ncclbpf_block_request_latency_seconds", "histogram",
-	       "Block requests of the job, issue to completion, by device and operation.");
+	       "Block requests of the job, from the block layer's start stamp (as /sys/block stat times them) to completion, by device and operation.");
 	put_hist(f, "ncclbpf_block_request_latency_seconds", &lat, NS, 7, 37);
 	family(f, "ncclbpf_block_request_size_bytes", "histogram", "Size of the job's block requests.");
 	put_hist(f, "ncclbpf_block_request_size_bytes", &size, 1, 8, 30);

@@ -9,6 +9,7 @@
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,24 +18,28 @@
 /*
  * Copies every entry of map name into *arr as (key, value) records of
  * rec_size bytes with the key first and the value at val_off.  Per-CPU
- * values (all u64 fields) are summed over the CPUs.
+ * values (all u64 fields) are summed over the CPUs.  With an index (a
+ * hash of key -> u32 slot), the values are name's (an array) at the
+ * slots, one record per key of the index.
  */
-static int dump_map(struct bpf_object *obj, const char *name, void **arr, size_t *n,
-		    size_t rec_size, size_t key_size, size_t val_off)
+static int dump_map(struct bpf_object *obj, const char *name, const char *index, void **arr,
+		    size_t *n, size_t rec_size, size_t key_size, size_t val_off)
 {
 	struct bpf_map *m = obj ? bpf_object__find_map_by_name(obj, name) : NULL;
+	struct bpf_map *ix = obj && index ? bpf_object__find_map_by_name(obj, index) : NULL;
 	unsigned char key[64], next[64];
 	size_t cap = 0, vsize = rec_size - val_off, ncpu = 1;
 	uint64_t *pcpu = NULL;
 	void *prev = NULL;
-	int fd;
+	int fd, kfd;
 
 	*arr = NULL;
 	*n = 0;
-	if (!m)
+	if (!m || (index && !ix))
 		return 0;
 	fd = bpf_map__fd(m);
-	if (bpf_map__type(m) == BPF_MAP_TYPE_PERCPU_HASH) {
+	kfd = ix ? bpf_map__fd(ix) : fd;
+	if (bpf_map__type(m) == BPF_MAP_TYPE_PERCPU_HASH || bpf_map__type(m) == BPF_MAP_TYPE_PERCPU_ARRAY) {
 		int nc = libbpf_num_possible_cpus();
 
 		if (nc <= 0 || vsize % 8)
@@ -44,8 +49,10 @@ static int dump_map(struct bpf_object *obj, const char *name, void **arr, size_t
 		if (!pcpu)
 			return nbpf_err(-ENOMEM, "out of memory");
 	}
-	while (!bpf_map_get_next_key(fd, prev, next)) {
+	while (!bpf_map_get_next_key(kfd, prev, next)) {
+		const void *at = next;
 		unsigned char *rec;
+		uint32_t slot;
 
 		if (*n == cap) {
 			void *p = realloc(*arr, (cap = cap ? cap * 2 : 32) * rec_size);
@@ -59,11 +66,16 @@ static int dump_map(struct bpf_object *obj, const char *name, void **arr, size_t
 		rec = (unsigned char *)*arr + *n * rec_size;
 		memset(rec, 0, rec_size);
 		memcpy(rec, next, key_size);
+		if (ix) {
+			if (bpf_map_lookup_elem(kfd, next, &slot))
+				goto next;
+			at = &slot;
+		}
 		/* An entry deleted between the two calls is simply skipped. */
 		if (!pcpu) {
-			if (!bpf_map_lookup_elem(fd, next, rec + val_off))
+			if (!bpf_map_lookup_elem(fd, at, rec + val_off))
 				(*n)++;
-		} else if (!bpf_map_lookup_elem(fd, next, pcpu)) {
+		} else if (!bpf_map_lookup_elem(fd, at, pcpu)) {
 			uint64_t *sum = (uint64_t *)(void *)(rec + val_off);
 
 			for (size_t c = 0; c < ncpu; c++)
@@ -71,6 +83,7 @@ static int dump_map(struct bpf_object *obj, const char *name, void **arr, size_t
 					sum[w] += pcpu[c * (vsize / 8) + w];
 			(*n)++;
 		}
+next:
 		memcpy(key, next, key_size);
 		prev = key;
 	}
@@ -78,9 +91,10 @@ static int dump_map(struct bpf_object *obj, const char *name, void **arr, size_t
 	return 0;
 }
 
-#define DUMP(obj, name, field, type, kfield, vfield)                                          \
-	dump_map(obj, name, (void **)&s->field, &s->n_##field, sizeof(type),                    \
+#define DUMP_AT(obj, name, index, field, type, kfield, vfield)                                \
+	dump_map(obj, name, index, (void **)&s->field, &s->n_##field, sizeof(type),             \
 		 sizeof(((type *)0)->kfield), offsetof(type, vfield))
+#define DUMP(obj, name, field, type, kfield, vfield) DUMP_AT(obj, name, NULL, field, type, kfield, vfield)
 
 /* The retired sum of c's process and peer, created zeroed; NULL on allocation failure. */
 static struct nbpf_obs_conn *retired_of(struct nbpf_obs *obs, const struct obs_conn *c)
@@ -147,6 +161,30 @@ static int conns_retire(struct nbpf_obs *obs, struct nbpf_obs_snap *s)
 	return 0;
 }
 
+/*
+ * The gpu set's per-process launch stamps (gpu_proc) of processes that
+ * have exited: removed, or the table (1,024 processes) fills over a long
+ * export and later processes get no gaps, and a new process given a dead
+ * one's pid would measure its first gap from the dead one's last launch.
+ */
+static void gpu_prune(struct nbpf_obs *obs)
+{
+	struct bpf_object *gpu = nbpf_obs__obj(obs, NBPF_OBS_GPU);
+	struct bpf_map *m = gpu ? bpf_object__find_map_by_name(gpu, "gpu_proc") : NULL;
+	uint32_t key, next, *prev = NULL;
+	int fd = m ? bpf_map__fd(m) : -1;
+
+	while (fd >= 0 && !bpf_map_get_next_key(fd, prev, &next)) {
+		/* Deleting the current key would restart the walk: delete it after stepping on. */
+		if (prev && kill((pid_t)key, 0) && errno == ESRCH)
+			bpf_map_delete_elem(fd, &key);
+		key = next;
+		prev = &key;
+	}
+	if (prev && kill((pid_t)key, 0) && errno == ESRCH)
+		bpf_map_delete_elem(fd, &key);
+}
+
 int nbpf_obs_snapshot(struct nbpf_obs *obs, struct nbpf_obs_snap *s)
 {
 	struct bpf_object *io = nbpf_obs__obj(obs, NBPF_OBS_IO);
@@ -159,12 +197,13 @@ int nbpf_obs_snapshot(struct nbpf_obs *obs, struct nbpf_obs_snap *s)
 	    (err = DUMP(io, "uring", uring, struct nbpf_obs_uring, k, v)) ||
 	    (err = DUMP(io, "pcache", pcache, struct nbpf_obs_pcache, tgid, v)) ||
 	    (err = DUMP(nbpf_obs__obj(obs, NBPF_OBS_NET), "conns", conn, struct nbpf_obs_conn, sk, v)) ||
-	    (err = DUMP(nbpf_obs__obj(obs, NBPF_OBS_SCHED), "sched", sched, struct nbpf_obs_sched, tgid, v)) ||
+	    (err = DUMP_AT(nbpf_obs__obj(obs, NBPF_OBS_SCHED), "sched", "sched_slot", sched, struct nbpf_obs_sched, tgid, v)) ||
 	    (err = DUMP(nbpf_obs__obj(obs, NBPF_OBS_GPU), "gpu", gpu, struct nbpf_obs_gpu, tgid, v)) ||
 	    (err = conns_retire(obs, s))) {
 		nbpf_obs_snap_free(s);
 		return err;
 	}
+	gpu_prune(obs);
 	s->events_lost = nbpf_obs__lost(obs);
 	return 0;
 }

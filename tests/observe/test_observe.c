@@ -48,6 +48,7 @@
 
 #include "netloss.h"
 #include "observe.h"
+#include "observe_int.h"
 #include "ncclbpf/runtime.h"
 
 #define SKIP 77
@@ -138,17 +139,37 @@ static void *pread_main(void *p)
 	return NULL;
 }
 
+/* Reads completed and sectors read on dev, from /sys/block/NAME/stat: the block layer's own count. */
+static void disk_reads(const char *dev, uint64_t *ios, uint64_t *sectors)
+{
+	const char *name = strrchr(dev, '/') ? strrchr(dev, '/') + 1 : dev;
+	unsigned long long r = 0, m = 0, sec = 0;
+	char path[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/block/%s/stat", name);
+	f = fopen(path, "r");
+	CHECK(f && fscanf(f, "%llu %llu %llu", &r, &m, &sec) == 3, "%s", path);
+	if (f)
+		fclose(f);
+	*ios = r;
+	*sectors = sec;
+}
+
 /*
  * Many requests in flight at once, from three threads: io_uring at queue
- * depth 32 on even 4 KiB blocks, two pread threads on odd ones (nothing
- * adjacent, so nothing merges).  Every one must be counted once, however
- * the in-flight table's slots are shared.
+ * depth 32 on even 4 KiB blocks, two pread threads on odd ones.  Every
+ * request must be counted once, however the in-flight table's slots are
+ * shared, against the block layer's own count (/sys/block/NAME/stat): an
+ * odd block is adjacent to two even ones, and the block layer may merge a
+ * pread into an io_uring read still queued on the same CPU, so there can
+ * be fewer requests than reads; the bytes are the reads' all the same.
  */
 static void io_concurrent(struct nbpf_obs *obs, const char *dev, uint32_t devno)
 {
 	const int n = 2000, depth = 32, np = 500;
 	struct pread_arg pa[2] = { { dev, 0, np, 0 }, { dev, np, np, 0 } };
-	uint64_t blk0 = 0, blk1 = 0, ur0 = 0, ur1 = 0;
+	uint64_t blk0 = 0, blk1 = 0, ur0 = 0, ur1 = 0, by0 = 0, by1 = 0, ios0, ios1, sec0, sec1;
 	int fd = open(dev, O_RDONLY | O_DIRECT), done = 0, sub = 0;
 	struct nbpf_obs_snap s;
 	struct io_uring ring;
@@ -159,11 +180,14 @@ static void io_concurrent(struct nbpf_obs *obs, const char *dev, uint32_t devno)
 	if (fd < 0)
 		return;
 	for (int pass = 0; pass < 2; pass++) {
+		disk_reads(dev, pass ? &ios1 : &ios0, pass ? &sec1 : &sec0);
 		CHECK(!nbpf_obs_snapshot(obs, &s), "snapshot");
 		for (size_t i = 0; i < s.n_blk; i++)
 			if (s.blk[i].k.tgid == (uint32_t)getpid() && s.blk[i].k.dev == devno &&
-			    s.blk[i].k.op == OBS_OP_READ)
-				*(pass ? &blk1 : &blk0) = s.blk[i].v.size.slot[12];
+			    s.blk[i].k.op == OBS_OP_READ) {
+				*(pass ? &blk1 : &blk0) = s.blk[i].v.size.count;
+				*(pass ? &by1 : &by0) = s.blk[i].v.size.sum;
+			}
 		for (size_t i = 0; i < s.n_uring; i++)
 			if (s.uring[i].k.tgid == (uint32_t)getpid() && s.uring[i].k.opcode == IORING_OP_READ)
 				*(pass ? &ur1 : &ur0) = s.uring[i].v.count;
@@ -195,12 +219,18 @@ static void io_concurrent(struct nbpf_obs *obs, const char *dev, uint32_t devno)
 		/* A completion's program may still run on the other CPU (see above): let it settle. */
 		usleep(100 * 1000);
 	}
-	printf("io: concurrent: io_uring %d, pread %d + %d: counted io_uring %llu, block 4 KiB %llu\n",
-	       done, pa[0].ok, pa[1].ok, (unsigned long long)(ur1 - ur0), (unsigned long long)(blk1 - blk0));
+	printf("io: concurrent: io_uring %d, pread %d + %d: counted io_uring %llu, block requests %llu "
+	       "(the disk's %llu), bytes %llu (the disk's %llu)\n", done, pa[0].ok, pa[1].ok,
+	       (unsigned long long)(ur1 - ur0), (unsigned long long)(blk1 - blk0),
+	       (unsigned long long)(ios1 - ios0), (unsigned long long)(by1 - by0),
+	       (unsigned long long)(sec1 - sec0) * 512);
 	CHECK(ur1 - ur0 == (uint64_t)done, "io_uring reads counted %llu, did %d",
 	      (unsigned long long)(ur1 - ur0), done);
-	CHECK(blk1 - blk0 == (uint64_t)(done + pa[0].ok + pa[1].ok), "block requests counted %llu, did %d",
-	      (unsigned long long)(blk1 - blk0), done + pa[0].ok + pa[1].ok);
+	CHECK(blk1 - blk0 == ios1 - ios0, "block requests counted %llu, the disk counted %llu",
+	      (unsigned long long)(blk1 - blk0), (unsigned long long)(ios1 - ios0));
+	CHECK(by1 - by0 == (sec1 - sec0) * 512 && by1 - by0 >= 4096ull * (uint64_t)(done + pa[0].ok + pa[1].ok),
+	      "block bytes counted %llu, the disk's %llu, read %d x 4 KiB", (unsigned long long)(by1 - by0),
+	      (unsigned long long)(sec1 - sec0) * 512, done + pa[0].ok + pa[1].ok);
 	close(fd);
 	free(buf);
 }
@@ -1033,6 +1063,39 @@ static void gpu_gaps(struct nbpf_obs *obs,
 	CHECK(c.launch_gap.count == b.launch_gap.count + 1, "the launch after the synchronize");
 }
 
+/*
+ * Launch stamps (gpu_proc) of a process that has exited leave at the next
+ * snapshot; the job's own stay.  The exited one's are put there by hand:
+ * uprobes attached for --pid targets do not follow forks.
+ */
+static void gpu_prune_exited(struct nbpf_obs *obs)
+{
+	struct bpf_map *m = bpf_object__find_map_by_name(nbpf_obs__obj(obs, NBPF_OBS_GPU), "gpu_proc");
+	__u64 stamps[2] = { 1, 0 };
+	__u32 dead, self = (__u32)getpid();
+	struct nbpf_obs_snap s;
+	bool kept_dead, kept_self;
+	pid_t child;
+
+	CHECK(m, "no gpu_proc map");
+	if (!m)
+		return;
+	child = fork();
+	if (!child)
+		_exit(0);
+	waitpid(child, NULL, 0);
+	dead = (__u32)child;
+	CHECK(!bpf_map_update_elem(bpf_map__fd(m), &dead, stamps, BPF_ANY), "gpu_proc update");
+	CHECK(!nbpf_obs_snapshot(obs, &s), "snapshot");
+	nbpf_obs_snap_free(&s);
+	kept_dead = !bpf_map_lookup_elem(bpf_map__fd(m), &dead, stamps);
+	kept_self = !bpf_map_lookup_elem(bpf_map__fd(m), &self, stamps);
+	printf("gpu: launch stamps after a snapshot: the exited process's %s, ours %s\n",
+	       kept_dead ? "kept" : "removed", kept_self ? "kept" : "removed");
+	CHECK(!kept_dead, "an exited process's launch stamps are still in gpu_proc");
+	CHECK(kept_self, "the job's own launch stamps were removed");
+}
+
 static int test_gpu(const char *libcuda)
 {
 	int (*launch)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
@@ -1115,6 +1178,7 @@ static int test_gpu(const char *libcuda)
 	CHECK(found, "no gpu record");
 	nbpf_obs_snap_free(&s);
 	gpu_gaps(obs, launch, sync);
+	gpu_prune_exited(obs);
 	nbpf_obs_close(obs);
 	dlclose(h);
 	return failures ? 1 : 0;

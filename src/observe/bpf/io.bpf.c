@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0 OR Apache-2.0
 /*
- * io.bpf.c - data-loader I/O of the job: block requests (issue ->
- * complete latency, size, alignment, per device and process), io_uring
- * requests (submit -> complete, per opcode) and page-cache misses.
+ * io.bpf.c - data-loader I/O of the job: block requests (latency, size,
+ * alignment, per device and process), io_uring requests (submit ->
+ * complete, per opcode) and page-cache misses.
  *
  * A block request is attributed to the process that submitted it
  * (block_io_start runs in the submitter's context); where that tracepoint
  * is missing, to the process that issues it (often the same thread, but a
- * plug flushed by a kworker is lost).  The time measured is issue ->
- * complete: the device's share, not the queueing before it.
+ * plug flushed by a kworker is lost).  The time measured is the block
+ * layer's own: from its start stamp (as /sys/block stat times requests,
+ * queueing included) to completion.
  */
 #include "observe.bpf.h"
 
@@ -16,7 +17,8 @@
 
 /*
  * Requests in flight, from claim (submit) to completion: block requests
- * (ts: issue time, 0 until issued) and io_uring requests (ts: submit time).
+ * (ts: the claim's time where the block layer keeps no stamp, else 0) and
+ * io_uring requests (ts: submit time).
  * A 4-way set-associative table in an array, keyed by the kernel object's
  * address: claiming a slot is one compare-and-swap, finding it one to four
  * loads, freeing it one store.  A hash map costs a bucket lock and an
@@ -112,10 +114,17 @@ static __always_inline struct inflight *infl_claim(void *map, __u64 key)
 		if (!e)
 			break;
 		old = e->key;
-		if ((!old || now_j - e->j >= INFL_STALE_J) &&
-		    __sync_val_compare_and_swap(&e->key, old, key) == old) {
+		if (!old || now_j - e->j >= INFL_STALE_J) {
+			/*
+			 * The stamp before the key: a claim on another CPU that
+			 * sees this key must see this stamp, not the slot's last
+			 * owner's, or it takes the slot for stale and the request
+			 * is lost.  Losing the race, the stamp stays on a slot
+			 * just claimed (the same time) or stale anyway.
+			 */
 			e->j = now_j;
-			return e;
+			if (__sync_val_compare_and_swap(&e->key, old, key) == old)
+				return e;
 		}
 	}
 	__sync_fetch_and_add(&infl_full, 1);
@@ -147,20 +156,27 @@ struct {
 const struct obs_blk_val blk_zero = {};
 const struct obs_hist hist_zero = {};
 
-static __always_inline struct inflight *rq_claim(struct request *rq)
+/*
+ * Two programs per request: the claim in the submitter's context, and the
+ * completion.  The latency is the block layer's own, from its start stamp
+ * (request.start_time_ns: what /sys/block/DEV/stat's times sum; set as the
+ * request is accounted) to completion, so nothing runs at issue.  The
+ * claim reads a clock only where a device keeps no stamps (iostats off),
+ * as user space found (OBS_CFG_BLK_UNSTAMPED): its time stands in there.
+ */
+static __always_inline void rq_claim(struct request *rq)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct inflight *e;
 
 	if (!obs_current_is_target())
-		return NULL;
+		return;
 	e = infl_claim(&rq_infl, INFL_KEY(rq_infl, rq));
 	if (!e)
-		return NULL;
-	e->ts = 0;
+		return;
+	e->ts = obs_cfg.flags & OBS_CFG_BLK_UNSTAMPED ? bpf_ktime_get_ns() : 0;
 	e->tgid = id >> 32;
 	e->tid = (__u32)id;
-	return e;
 }
 
 /* The submitter's context: who asked for this request. */
@@ -179,16 +195,11 @@ int BPF_PROG(io_block_start_fentry, struct request *rq)
 	return 0;
 }
 
+/* Neither of those on this kernel: the request claimed as it is issued, by the issuer. */
 SEC("tp_btf/block_rq_issue")
 int BPF_PROG(io_block_issue, struct request *rq)
 {
-	struct inflight *e = infl_find(&rq_infl, INFL_KEY(rq_infl, rq));
-
-	/* No block_io_start on this kernel (or accounting off): the issuer. */
-	if (!e)
-		e = rq_claim(rq);
-	if (e)
-		e->ts = bpf_ktime_get_ns();
+	rq_claim(rq);
 	return 0;
 }
 
@@ -199,18 +210,18 @@ int BPF_PROG(io_block_complete, struct request *rq, blk_status_t error, unsigned
 	struct obs_blk_key k = {};
 	struct obs_blk_val *v;
 	struct gendisk *disk;
-	__u64 lat, off, issued;
+	__u64 lat, off, t0 = rq->start_time_ns;
 	__u32 op, bytes, tid;
 
 	if (!e)
 		return 0;
-	issued = e->ts;
+	/* Neither stamp (a device without iostats attached since observe began): no time. */
+	if (!t0)
+		t0 = e->ts ? e->ts : bpf_ktime_get_ns();
 	k.tgid = e->tgid;
 	tid = e->tid;
 	e->key = 0; /* free: everything needed is read */
-	if (!issued)
-		return 0;
-	lat = bpf_ktime_get_ns() - issued;
+	lat = bpf_ktime_get_ns() - t0;
 	disk = rq->q->disk;
 	if (disk)
 		k.dev = ((__u32)disk->major << 20) | (__u32)disk->first_minor;

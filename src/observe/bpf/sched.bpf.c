@@ -24,6 +24,7 @@ struct task_ts {
 	__u64 run_in;  /* its sum_exec_runtime when it last went on a CPU (| 1); 0: not seen */
 	__u64 ran_ns;  /* its last slice, not yet added to its process's node time */
 	__u32 ran_node, in_node; /* that slice's node; the node of its last switch-in */
+	__u32 slot, pad;         /* its process's slot in sched, + 1; 0: not known yet */
 };
 
 struct {
@@ -33,12 +34,29 @@ struct {
 	__type(value, struct task_ts);
 } task_ts SEC(".maps");
 
+/*
+ * Per process figures, in a per-CPU array: its slot is found once per
+ * thread (sched_slot, then cached in the thread's task_ts), so a switch
+ * costs an array index, not a hash lookup.  Slots are handed out in
+ * order and never reused: a pid given to a new process finds its old
+ * slot, as a key would; a full table leaves new processes out.
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(max_entries, 1024);
-	__type(key, __u32);  /* tgid */
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, OBS_SCHED_SLOTS);
+	__type(key, __u32);
 	__type(value, struct obs_sched_val);
 } sched SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, OBS_SCHED_SLOTS);
+	__type(key, __u32);   /* tgid */
+	__type(value, __u32); /* its slot in sched */
+} sched_slot SEC(".maps");
+
+/* Slots handed out (a slot lost to a race of two first sightings is not handed out again). */
+__u64 sched_slots_used = 0;
 
 /* CPU -> NUMA node, filled by user space from sysfs. */
 struct {
@@ -48,7 +66,33 @@ struct {
 	__type(value, __u32);
 } cpu_node SEC(".maps");
 
-const struct obs_sched_val sched_zero = {};
+/* The figures of tgid's process (t: one of its threads' task_ts, or NULL), NULL if the table is full. */
+static __always_inline struct obs_sched_val *sched_val(__u32 tgid, struct task_ts *t)
+{
+	__u32 *sp, slot;
+	__u64 n;
+
+	if (t && t->slot) {
+		slot = t->slot - 1;
+		return bpf_map_lookup_elem(&sched, &slot);
+	}
+	sp = bpf_map_lookup_elem(&sched_slot, &tgid);
+	if (!sp) {
+		n = __sync_fetch_and_add(&sched_slots_used, 1);
+		if (n >= OBS_SCHED_SLOTS)
+			return NULL;
+		slot = (__u32)n;
+		/* Another thread of the process may have got there first: its slot wins. */
+		bpf_map_update_elem(&sched_slot, &tgid, &slot, BPF_NOEXIST);
+		sp = bpf_map_lookup_elem(&sched_slot, &tgid);
+		if (!sp)
+			return NULL;
+	}
+	slot = *sp;
+	if (t)
+		t->slot = slot + 1;
+	return bpf_map_lookup_elem(&sched, &slot);
+}
 
 /* The clock of the run queue p is on (this CPU's, for prev and next), 0 if unreadable. */
 static __always_inline __u64 rq_clock_of(struct task_struct *p)
@@ -185,7 +229,7 @@ int BPF_PROG(sched_sw, bool preempt, struct task_struct *prev, struct task_struc
 	if (!si)
 		now = bpf_ktime_get_ns();
 	tgid = next->tgid;
-	v = obs_lookup_init(&sched, &tgid, &sched_zero);
+	v = sched_val(tgid, t);
 	if (!v)
 		return 0;
 	if (!si && t && t->wake) {
@@ -230,7 +274,7 @@ int BPF_PROG(sched_migrate, struct task_struct *p, int dest_cpu)
 	if (!obs_is_target(p))
 		return 0;
 	tgid = p->tgid;
-	v = obs_lookup_init(&sched, &tgid, &sched_zero);
+	v = sched_val(tgid, bpf_task_storage_get(&task_ts, p, 0, 0));
 	if (!v)
 		return 0;
 	v->migrations += 1;
