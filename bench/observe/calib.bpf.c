@@ -42,6 +42,17 @@ struct {
 
 const struct cal_val cal_zero = {};
 
+/* The incoming thread's slot in cal_arr, if it is a job thread: the prelude of the array programs. */
+static __always_inline struct cal_val *cal_next_slot(struct task_struct *next)
+{
+	__u32 i;
+
+	if (!obs_is_target(next))
+		return NULL;
+	i = next->tgid & 1023;
+	return bpf_map_lookup_elem(&cal_arr, &i);
+}
+
 /* Facts about the machine's requests, read by obs_calib. */
 __u64 cal_cmpl = 0, cal_same_cpu = 0, cal_start_ns = 0, cal_io_start_ns = 0;
 
@@ -109,13 +120,8 @@ int BPF_PROG(c_pchash_sw, bool preempt, struct task_struct *prev, struct task_st
 SEC("tp_btf/sched_switch")
 int BPF_PROG(c_pcarr_sw, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	__u32 i;
-	struct cal_val *v;
+	struct cal_val *v = cal_next_slot(next);
 
-	if (!obs_is_target(next))
-		return 0;
-	i = next->tgid & 1023;
-	v = bpf_map_lookup_elem(&cal_arr, &i);
 	if (v)
 		v->n++;
 	return 0;
@@ -124,13 +130,8 @@ int BPF_PROG(c_pcarr_sw, bool preempt, struct task_struct *prev, struct task_str
 SEC("tp_btf/sched_switch")
 int BPF_PROG(c_hist_sw, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	__u32 i;
-	struct cal_val *v;
+	struct cal_val *v = cal_next_slot(next);
 
-	if (!obs_is_target(next))
-		return 0;
-	i = next->tgid & 1023;
-	v = bpf_map_lookup_elem(&cal_arr, &i);
 	if (v)
 		obs_hist_add(&v->h, next->se.sum_exec_runtime);
 	return 0;
@@ -139,13 +140,8 @@ int BPF_PROG(c_hist_sw, bool preempt, struct task_struct *prev, struct task_stru
 SEC("tp_btf/sched_switch")
 int BPF_PROG(c_clock_sw, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	__u32 i;
-	struct cal_val *v;
+	struct cal_val *v = cal_next_slot(next);
 
-	if (!obs_is_target(next))
-		return 0;
-	i = next->tgid & 1023;
-	v = bpf_map_lookup_elem(&cal_arr, &i);
 	if (v)
 		v->n += bpf_ktime_get_ns();
 	return 0;
@@ -154,13 +150,8 @@ int BPF_PROG(c_clock_sw, bool preempt, struct task_struct *prev, struct task_str
 SEC("tp_btf/sched_switch")
 int BPF_PROG(c_rqclk_sw, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	__u32 i;
-	struct cal_val *v;
+	struct cal_val *v = cal_next_slot(next);
 
-	if (!obs_is_target(next))
-		return 0;
-	i = next->tgid & 1023;
-	v = bpf_map_lookup_elem(&cal_arr, &i);
 	if (v)
 		v->n += rq_clock_of(next) + next->sched_info.last_queued;
 	return 0;
