@@ -25,7 +25,7 @@ const char *nbpf_coord_res_name(enum nbpf_coord_res r)
 	return "?";
 }
 
-static uint64_t rt_ns(void)
+uint64_t nbpf_coord_rt_ns(void)
 {
 	struct timespec ts;
 
@@ -74,7 +74,7 @@ void nbpf_coord_put_known(struct nbpf_ctl_buf *b, const char *key, const uint64_
 int nbpf_coord_init(struct nbpf_coord *c, const char *id, const char *owner, const int *pids,
 		    int n, int timeout_ms)
 {
-	uint64_t now = rt_ns();
+	uint64_t now = nbpf_coord_rt_ns();
 
 	memset(c, 0, sizeof(*c));
 	if (id) {
@@ -115,7 +115,7 @@ void nbpf_coord_free(struct nbpf_coord *c)
 /* ms left until t (CLOCK_REALTIME ns), at least 1. */
 static int ms_until(uint64_t t)
 {
-	uint64_t now = rt_ns();
+	uint64_t now = nbpf_coord_rt_ns();
 
 	return t > now + 1000000ull ? (int)((t - now) / 1000000ull) : 1;
 }
@@ -199,7 +199,7 @@ int nbpf_coord_stage(struct nbpf_coord *c, const char *fields, const char *recor
 		usleep((useconds_t)c->rate_window_ms * 1000);
 	/* The deadline and hold count from the stage itself, not from the sampling. */
 	{
-		uint64_t now = rt_ns(), d = c->deadline - c->t_init, h = c->hold - c->t_init;
+		uint64_t now = nbpf_coord_rt_ns(), d = c->deadline - c->t_init, h = c->hold - c->t_init;
 
 		c->deadline = now + d;
 		c->hold = now + h;
@@ -254,7 +254,7 @@ int nbpf_coord_stage(struct nbpf_coord *c, const char *fields, const char *recor
 			c->max_calls = again;
 		t1 = mono_s();
 	}
-	c->calls_at = rt_ns();
+	c->calls_at = nbpf_coord_rt_ns();
 	if (c->rate_window_ms && t1 > t0 && c->max_calls > before)
 		c->rate = (double)(c->max_calls - before) / (t1 - t0);
 	nbpf_ctl_buf_free(&b);
@@ -360,7 +360,7 @@ int nbpf_coord_commit(struct nbpf_coord *c, uint64_t at_call, const uint64_t *kn
 			   per_try < ms_until(c->hold) ? per_try : ms_until(c->hold));
 		for (int i = 0; i < c->n; i++)
 			pending |= c->p[i].commit == NBPF_COORD_UNKNOWN;
-		if (!pending || rt_ns() >= c->hold)
+		if (!pending || nbpf_coord_rt_ns() >= c->hold)
 			break;
 		usleep(50000);
 	}

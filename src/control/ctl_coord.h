@@ -102,6 +102,8 @@ uint64_t nbpf_coord_at_call(const struct nbpf_coord *c, uint64_t margin, double 
  * calls_at 0 carries nothing forward.
  */
 uint64_t nbpf_coord_calls_now(uint64_t calls, uint64_t calls_at, double rate, uint64_t now);
+/* CLOCK_REALTIME in ns: the clock of deadlines, holds and calls_at, the same on every node. */
+uint64_t nbpf_coord_rt_ns(void);
 
 /*
  * What pid says of change id (its CHANGES answer): state name into state

@@ -22,21 +22,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "control/ctl_coord.h"
 #include "control/ctl_proto.h"
 #include "error.h"
 #include "ncclbpf/runtime.h"
 #include "xchg.h"
-
-static uint64_t rt_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* Appends "key=a,b,c" of ids to a growing string. */
 static char *ids_text(const char *head, const uint64_t *ids, uint32_t n)
@@ -87,7 +78,7 @@ static uint64_t field_u64(const char *text, const char *key)
 static char *propose(const struct nbpf_agree_opts *o, char **votes, int n, int err,
 		     uint64_t *at, char *why, size_t wlen)
 {
-	uint64_t *known = NULL, hi = 0, now = rt_ns();
+	uint64_t *known = NULL, hi = 0, now = nbpf_coord_rt_ns();
 	uint32_t n_known = 0;
 	double rate = 0;
 	char head[96], *s;

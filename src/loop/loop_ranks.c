@@ -104,14 +104,6 @@ out:
 	return err;
 }
 
-static uint64_t rt_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* The lease on every written map of rank i until `until` (0: release); -EBUSY says whose. */
 static int lease_rank(struct nbpf_loop_ranks *s, int i, uint64_t until, bool take)
 {
@@ -150,7 +142,7 @@ static uint64_t lease_ns(const struct nbpf_loop_opts *o)
 
 static int lease_all(struct nbpf_loop_ranks *s, bool take)
 {
-	uint64_t until = rt_ns() + lease_ns(s->o);
+	uint64_t until = nbpf_coord_rt_ns() + lease_ns(s->o);
 	int err = 0;
 
 	for (int i = 0; i < s->n && !err; i++)
@@ -379,7 +371,7 @@ int nbpf_loop_ranks_find(struct nbpf_loop_ranks *s, const struct nbpf_loop_opts 
 			snprintf(s->owner, sizeof(s->owner), "loop@%.40s:%d%s%.64s", host, (int)getpid(),
 				 o->etcd ? " job=etcd:" : o->share_dir ? " job=dir:" : "",
 				 o->share_dir || o->etcd ? o->job ? o->job : "loop" : "");
-			s->started = rt_ns();
+			s->started = nbpf_coord_rt_ns();
 			err = lease_all(s, o->take_over);
 			if (err == -EBUSY) {
 				char who[512];
