@@ -170,10 +170,11 @@ void obs_print_json(struct obs_state *s, struct nbpf_obs *obs, const struct nbpf
 		for (size_t k = 0; k < d->n_blk; k++) {
 			const struct nbpf_obs_blk *b = &d->blk[k];
 
-			if (b->k.tgid != tgid || !b->v.lat.count)
+			if (b->k.tgid != tgid || !b->v.size.count)
 				continue;
-			fprintf(f, "%s{\"device\":\"%u:%u\",\"op\":\"%s\",", n++ ? "," : "", b->k.dev >> 20,
-				b->k.dev & 0xfffff, op_name(b->k.op));
+			fprintf(f, "%s{\"device\":\"%u:%u\",\"op\":\"%s\",\"requests\":%" PRIu64
+				",\"unseen\":%" PRIu64 ",", n++ ? "," : "", b->k.dev >> 20, b->k.dev & 0xfffff,
+				op_name(b->k.op), b->v.size.count, b->v.unseen);
 			json_hist(f, "latency_ns", &b->v.lat);
 			fputc(',', f);
 			json_size_hist(f, "size_bytes", &b->v.size);
@@ -335,16 +336,20 @@ void obs_print_table(struct obs_state *s, const struct nbpf_obs_snap *d, double 
 		for (size_t k = 0; k < d->n_blk; k++) {
 			const struct nbpf_obs_blk *x = &d->blk[k];
 
-			if (x->k.tgid != tgid || !x->v.lat.count)
+			if (x->k.tgid != tgid || !x->v.size.count)
 				continue;
 			cli_fmt_ns(a, sizeof(a), nbpf_obs_hist_quantile(&x->v.lat, 0.5));
 			cli_fmt_ns(b, sizeof(b), nbpf_obs_hist_quantile(&x->v.lat, 0.99));
 			fmt_bytes(e, sizeof(e), size_q(&x->v.size, 0.5));
+			/* Shares of the timed requests: an unseen completion has a size only. */
 			printf("         block %u:%u %-5s %7" PRIu64 " req  p50 %s p99 %s  size p50 %s  "
-			       "small %.0f%% unaligned %.0f%%\n", x->k.dev >> 20, x->k.dev & 0xfffff,
-			       op_name(x->k.op), x->v.lat.count, a, b, e,
-			       100.0 * (double)x->v.small / (double)x->v.lat.count,
-			       100.0 * (double)x->v.unaligned / (double)x->v.lat.count);
+			       "small %.0f%% unaligned %.0f%%", x->k.dev >> 20, x->k.dev & 0xfffff,
+			       op_name(x->k.op), x->v.size.count, a, b, e,
+			       x->v.lat.count ? 100.0 * (double)x->v.small / (double)x->v.lat.count : 0.0,
+			       x->v.lat.count ? 100.0 * (double)x->v.unaligned / (double)x->v.lat.count : 0.0);
+			if (x->v.unseen)
+				printf("  (%" PRIu64 " completions unseen)", x->v.unseen);
+			putchar('\n');
 		}
 		for (size_t k = 0; k < d->n_uring; k++) {
 			const struct nbpf_obs_uring *u = &d->uring[k];

@@ -17,6 +17,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -37,6 +38,7 @@ static const struct prog_spec io_specs[] = {
 	{ "io_block_start_fentry", FENTRY, NULL, "__blk_account_io_start", "block submitter attribution", "start", false },
 	/* Neither: the request claimed as it is issued, by the issuer. */
 	{ "io_block_issue", TP_BTF, "block", "block_rq_issue", "block submitter attribution", "start", false },
+	{ "io_block_merge", TP_BTF, "block", "block_rq_merge", "block requests merged away", "merge", false },
 	{ "io_uring_submit_btf", TP_BTF, "io_uring", "io_uring_submit_req", "io_uring latency", "submit", false },
 	{ "io_uring_submit", TP, "io_uring", "io_uring_submit_req", "io_uring latency", "submit", false },
 	{ "io_uring_submit_old", TP, "io_uring", "io_uring_submit_sqe", "io_uring latency", "submit", false },
@@ -226,13 +228,17 @@ static const struct {
 	{ open_gpu, lost_gpu, gpu_specs },
 };
 
+static void links_destroy(struct obs_links *lk)
+{
+	for (int i = lk->n - 1; i >= 0; i--)
+		bpf_link__destroy(lk->v[i]);
+	free(lk->v);
+	*lk = (struct obs_links){ 0 };
+}
+
 static void set_unload(struct obs_set *s)
 {
-	for (int i = s->n_links - 1; i >= 0; i--)
-		bpf_link__destroy(s->links[i]);
-	free(s->links);
-	s->links = NULL;
-	s->n_links = s->cap_links = 0;
+	links_destroy(&s->lk);
 	if (s->skel)
 		s->destroy(s->skel);
 	s->skel = NULL;
@@ -423,22 +429,22 @@ static void fork_select(struct nbpf_obs *obs, struct obs_set *s)
 	obs->fork_loaded |= on;
 }
 
-static int add_link(struct obs_set *s, struct bpf_link *l)
+static int add_link(struct obs_links *lk, struct bpf_link *l)
 {
 	if (!l)
 		return -errno ? -errno : -EINVAL;
-	if (s->n_links == s->cap_links) {
-		int cap = s->cap_links ? s->cap_links * 2 : 32;
-		struct bpf_link **v = realloc(s->links, (size_t)cap * sizeof(*v));
+	if (lk->n == lk->cap) {
+		int cap = lk->cap ? lk->cap * 2 : 32;
+		struct bpf_link **v = realloc(lk->v, (size_t)cap * sizeof(*v));
 
 		if (!v) {
 			bpf_link__destroy(l);
 			return -ENOMEM;
 		}
-		s->links = v;
-		s->cap_links = cap;
+		lk->v = v;
+		lk->cap = cap;
 	}
-	s->links[s->n_links++] = l;
+	lk->v[lk->n++] = l;
 	return 0;
 }
 
@@ -448,10 +454,10 @@ static int add_link(struct obs_set *s, struct bpf_link *l)
  * traps in every process it covers, so pid-targeted sessions attach per
  * process: other CUDA programs on the node pay nothing.
  */
-static int attach_uprobes(struct nbpf_obs *obs, struct obs_set *s, const char *prog,
+static int attach_uprobes(struct nbpf_obs *obs, struct obs_links *lk, const char *prog,
 			  const char *const *syms, bool ret, int pid)
 {
-	struct bpf_program *p = bpf_object__find_program_by_name(s->obj, prog);
+	struct bpf_program *p = bpf_object__find_program_by_name(obs->sets[NBPF_OBS_GPU].obj, prog);
 	int n = 0;
 
 	if (!p || !bpf_program__autoload(p))
@@ -460,24 +466,88 @@ static int attach_uprobes(struct nbpf_obs *obs, struct obs_set *s, const char *p
 		LIBBPF_OPTS(bpf_uprobe_opts, uo, .func_name = syms[i], .retprobe = ret);
 		struct bpf_link *l = bpf_program__attach_uprobe_opts(p, pid, obs->libcuda, 0, &uo);
 
-		if (l && !add_link(s, l))
+		if (l && !add_link(lk, l))
 			n++;
 	}
 	return n;
 }
 
-/* All CUDA uprobes for one process (or all, pid -1): how many attached. */
+static void cuda_count_links(struct nbpf_obs *obs)
+{
+	int n = obs->sets[NBPF_OBS_GPU].lk.n;
+
+	for (int i = 0; i < obs->n_cuda; i++)
+		n += obs->cuda[i].lk.n;
+	obs->st[NBPF_OBS_GPU].n_links = n;
+}
+
+/*
+ * All CUDA uprobes for one process (or all, pid -1): how many attached.
+ * A process that has its uprobes already gets none again.
+ */
 static int attach_cuda(struct nbpf_obs *obs, int pid)
 {
-	struct obs_set *s = &obs->sets[NBPF_OBS_GPU];
-	int n = attach_uprobes(obs, s, "gpu_launch", cu_launch, false, pid);
+	struct obs_links *lk = &obs->sets[NBPF_OBS_GPU].lk;
+	int n;
 
-	n += attach_uprobes(obs, s, "gpu_sync_enter", cu_sync, false, pid);
-	n += attach_uprobes(obs, s, "gpu_sync_exit", cu_sync, true, pid);
-	n += attach_uprobes(obs, s, "gpu_copy_enter", cu_copy, false, pid);
-	n += attach_uprobes(obs, s, "gpu_copy_exit", cu_copy, true, pid);
-	obs->st[NBPF_OBS_GPU].n_links = s->n_links;
+	if (pid > 0) {
+		for (int i = 0; i < obs->n_cuda; i++)
+			if (obs->cuda[i].pid == pid)
+				return 0;
+		if (obs->n_cuda == obs->cap_cuda) {
+			int cap = obs->cap_cuda ? obs->cap_cuda * 2 : 16;
+			struct obs_cuda_proc *v = realloc(obs->cuda, (size_t)cap * sizeof(*v));
+
+			if (!v)
+				return 0;
+			obs->cuda = v;
+			obs->cap_cuda = cap;
+		}
+		obs->cuda[obs->n_cuda] = (struct obs_cuda_proc){ .pid = pid };
+		lk = &obs->cuda[obs->n_cuda++].lk;
+	}
+	n = attach_uprobes(obs, lk, "gpu_launch", cu_launch, false, pid);
+	n += attach_uprobes(obs, lk, "gpu_sync_enter", cu_sync, false, pid);
+	n += attach_uprobes(obs, lk, "gpu_sync_exit", cu_sync, true, pid);
+	n += attach_uprobes(obs, lk, "gpu_copy_enter", cu_copy, false, pid);
+	n += attach_uprobes(obs, lk, "gpu_copy_exit", cu_copy, true, pid);
+	cuda_count_links(obs);
 	return n;
+}
+
+static bool is_target(struct nbpf_obs *obs, int pid)
+{
+	obs_u64 w = __atomic_load_n(&obs->target_bits[(unsigned int)pid / 64], __ATOMIC_ACQUIRE);
+
+	return w >> ((unsigned int)pid % 64) & 1;
+}
+
+/*
+ * Target processes the job forked since (obs_fork set their bits in the
+ * kernel) get their uprobes: a rank started by a launcher named with
+ * --pid makes its CUDA calls in a child.  A child's calls before the
+ * snapshot after its fork are not seen.  Processes that exited, or are
+ * no longer targets, give theirs back.
+ */
+void obs_cuda_follow(struct nbpf_obs *obs)
+{
+	int pids[1024], n;
+
+	if (!obs->st[NBPF_OBS_GPU].attached || !obs->libcuda[0] || obs->cfg.mode != OBS_MODE_PIDS ||
+	    !obs->target_bits)
+		return;
+	for (int i = 0; i < obs->n_cuda; i++) {
+		int pid = obs->cuda[i].pid;
+
+		if (is_target(obs, pid) && !(kill(pid, 0) && errno == ESRCH))
+			continue;
+		links_destroy(&obs->cuda[i].lk);
+		obs->cuda[i--] = obs->cuda[--obs->n_cuda];
+	}
+	n = nbpf_obs_targets(obs, pids, (int)(sizeof(pids) / sizeof(pids[0])));
+	for (int i = 0; i < n && i < (int)(sizeof(pids) / sizeof(pids[0])); i++)
+		attach_cuda(obs, pids[i]);
+	cuda_count_links(obs);
 }
 
 static int set_attach(struct nbpf_obs *obs, int set)
@@ -498,7 +568,7 @@ static int set_attach(struct nbpf_obs *obs, int set)
 			l = bpf_program__attach_tracepoint(p, sp->cat, obs_tp_name(obs, sp, nb, sizeof(nb)));
 		else
 			l = bpf_program__attach(p);
-		if ((err = add_link(s, l)))
+		if ((err = add_link(&s->lk, l)))
 			return nbpf_err(err, "%s: attaching %s to %s/%s: %s", set_names[set], sp->prog,
 					sp->cat ? sp->cat : "fentry", obs_tp_name(obs, sp, nb, sizeof(nb)),
 					strerror(-err));
@@ -507,7 +577,7 @@ static int set_attach(struct nbpf_obs *obs, int set)
 		const char *name = i ? "obs_exit" : "obs_fork";
 		struct bpf_program *p = bpf_object__find_program_by_name(s->obj, name);
 
-		if (p && bpf_program__autoload(p) && (err = add_link(s, bpf_program__attach(p))))
+		if (p && bpf_program__autoload(p) && (err = add_link(&s->lk, bpf_program__attach(p))))
 			return nbpf_err(err, "%s: attaching %s: %s", set_names[set], name, strerror(-err));
 	}
 	if (set == NBPF_OBS_GPU && obs->libcuda[0]) {
@@ -521,7 +591,9 @@ static int set_attach(struct nbpf_obs *obs, int set)
 			append(st->missing, sizeof(st->missing), "CUDA entry points (none found in %s)",
 			       obs->libcuda);
 	}
-	st->n_links = s->n_links;
+	st->n_links = s->lk.n;
+	if (set == NBPF_OBS_GPU)
+		cuda_count_links(obs);
 	return 0;
 }
 
@@ -722,6 +794,9 @@ void nbpf_obs_close(struct nbpf_obs *obs)
 	ring_buffer__free(obs->rb);
 	bpf_link__destroy(obs->iter_all);
 	free(obs->retired);
+	for (int i = 0; i < obs->n_cuda; i++)
+		links_destroy(&obs->cuda[i].lk);
+	free(obs->cuda);
 	for (int set = NBPF_OBS_NSETS - 1; set >= 0; set--)
 		set_unload(&obs->sets[set]);
 	if (obs->target_bits)

@@ -101,6 +101,20 @@ struct obs_blk_val {
 	obs_u64 small;
 	obs_u64 unaligned;
 	obs_u64 errors;
+	/* Completed without the completion program running (found at the request's reuse): in size only. */
+	obs_u64 unseen;
+};
+
+/*
+ * A request in flight (io.bpf.c's tables): block requests from claim to
+ * completion, io_uring requests from submit to completion.  User space
+ * reads the block table for requests claimed and not seen complete.
+ */
+struct obs_inflight {
+	obs_u64 key; /* the object's address, as a number; 0: free */
+	obs_u64 ts;
+	obs_u32 tgid, tid, opcode, j; /* opcode: io_uring's, or a block OBS_OP_*; j: jiffies at the claim */
+	obs_u32 dev, len;             /* block: the request's device and size at the claim */
 };
 
 /* io_uring requests: per process and opcode. */

@@ -30,14 +30,25 @@ struct prog_spec {
 	bool required;         /* the set is useless without this signal */
 };
 
+/* Links that grow as they are attached. */
+struct obs_links {
+	struct bpf_link **v;
+	int n, cap;
+};
+
+/* The CUDA uprobes of one target process (pid targets: a uprobe traps only where it is attached). */
+struct obs_cuda_proc {
+	int pid;
+	struct obs_links lk;
+};
+
 struct obs_set {
 	void *skel;
 	struct bpf_object *obj;
 	volatile obs_u64 *lost;
 	void (*destroy)(void *skel);
 	const struct prog_spec *specs;
-	struct bpf_link **links; /* grows: uprobes are attached per target process */
-	int n_links, cap_links;
+	struct obs_links lk;
 };
 
 struct nbpf_obs {
@@ -55,6 +66,13 @@ struct nbpf_obs {
 	void *ev_ctx;
 	char libcuda[4096];
 	/*
+	 * Pid targets: each process's CUDA uprobes, attached as the process is
+	 * first seen (named at start, added, or forked by a target), detached
+	 * when it exits or stops being a target.
+	 */
+	struct obs_cuda_proc *cuda;
+	int n_cuda, cap_cuda;
+	/*
 	 * The net set's socket scan: one iterator over every process's files
 	 * (cgroup and comm targets, or a kernel that cannot filter by pid), else
 	 * one per target process at each scan.
@@ -65,6 +83,9 @@ struct nbpf_obs {
 	struct nbpf_obs_conn *retired;
 	size_t n_retired;
 };
+
+/* observe.c: the pid targets' CUDA uprobes brought up to date with the targets (at each snapshot). */
+void obs_cuda_follow(struct nbpf_obs *obs);
 
 /* detect.c */
 /* Root, or CAP_BPF with CAP_PERFMON (CAP_SYS_ADMIN alone also does). */

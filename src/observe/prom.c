@@ -123,11 +123,12 @@ void nbpf_obs_peer_str(const struct obs_conn *c, char *out, size_t n, bool port)
 int nbpf_obs_prom_write(FILE *f, const struct nbpf_obs_snap *s, nbpf_obs_label_fn fn, void *ctx)
 {
 	struct agg_set lat = { 0 }, size = { 0 }, align = { 0 }, small = { 0 }, unal = { 0 }, errs = { 0 };
+	struct agg_set unseen = { 0 };
 	struct agg_set ur = { 0 }, pca = { 0 }, pcm = { 0 }, tx = { 0 }, rx = { 0 }, rt = { 0 };
 	struct agg_set srtt = { 0 }, rq = { 0 }, off = { 0 }, mig = { 0 }, xnode = { 0 };
 	struct agg_set launch = { 0 }, sync = { 0 }, copy = { 0 }, ioc = { 0 }, lgap = { 0 }, sgap = { 0 };
 	struct agg_set ncpu = { 0 }, nmem = { 0 };
-	struct agg_set *all[] = { &lat, &size, &align, &small, &unal, &errs, &ur, &pca, &pcm, &tx, &rx, &rt,
+	struct agg_set *all[] = { &lat, &size, &align, &small, &unal, &errs, &unseen, &ur, &pca, &pcm, &tx, &rx, &rt,
 				  &srtt, &rq, &off, &mig, &xnode, &launch, &sync, &copy, &ioc, &lgap,
 				  &sgap, &ncpu, &nmem };
 	char opb[16];
@@ -148,6 +149,7 @@ int nbpf_obs_prom_write(FILE *f, const struct nbpf_obs_snap *s, nbpf_obs_label_f
 		GET(small); a->v += (double)b->v.small;
 		GET(unal); a->v += (double)b->v.unaligned;
 		GET(errs); a->v += (double)b->v.errors;
+		GET(unseen); a->v += (double)b->v.unseen;
 	}
 	for (size_t i = 0; i < s->n_uring; i++) {
 		const char *op = nbpf_obs_uring_op_name(s->uring[i].k.opcode);
@@ -226,6 +228,10 @@ int nbpf_obs_prom_write(FILE *f, const struct nbpf_obs_snap *s, nbpf_obs_label_f
 	put_val(f, "ncclbpf_block_unaligned_requests_total", &unal);
 	family(f, "ncclbpf_block_request_errors_total", "counter", "Block requests completed with an error.");
 	put_val(f, "ncclbpf_block_request_errors_total", &errs);
+	family(f, "ncclbpf_block_unseen_completions_total", "counter",
+	       "Block requests the kernel completed without running the completion program: in the size "
+	       "histogram's count, not in the latency histogram.");
+	put_val(f, "ncclbpf_block_unseen_completions_total", &unseen);
 	family(f, "ncclbpf_io_uring_latency_seconds", "histogram",
 	       "io_uring requests of the job, submission to completion, by opcode.");
 	put_hist(f, "ncclbpf_io_uring_latency_seconds", &ur, NS, 7, 37);

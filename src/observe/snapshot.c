@@ -185,6 +185,29 @@ static void gpu_prune(struct nbpf_obs *obs)
 		bpf_map_delete_elem(fd, &key);
 }
 
+int nbpf_obs_blk_pending(struct nbpf_obs *obs, uint32_t tgid, uint32_t dev, uint64_t *n, uint64_t *bytes)
+{
+	struct bpf_object *io = nbpf_obs__obj(obs, NBPF_OBS_IO);
+	struct bpf_map *m = io ? bpf_object__find_map_by_name(io, "rq_infl") : NULL;
+	int fd = m ? bpf_map__fd(m) : -1;
+	struct obs_inflight e;
+
+	*n = *bytes = 0;
+	if (fd < 0)
+		return nbpf_err(-ENOENT, "the io set is not loaded");
+	if (bpf_map__value_size(m) != sizeof(e))
+		return nbpf_err(-EPROTO, "rq_infl: value size %u, want %zu", bpf_map__value_size(m), sizeof(e));
+	for (uint32_t i = 0; i < bpf_map__max_entries(m); i++) {
+		if (bpf_map_lookup_elem(fd, &i, &e))
+			return nbpf_err(-errno, "rq_infl: %s", strerror(errno));
+		if (e.key && e.tgid == tgid && e.dev == dev) {
+			*n += 1;
+			*bytes += e.len;
+		}
+	}
+	return 0;
+}
+
 int nbpf_obs_snapshot(struct nbpf_obs *obs, struct nbpf_obs_snap *s)
 {
 	struct bpf_object *io = nbpf_obs__obj(obs, NBPF_OBS_IO);
@@ -204,6 +227,7 @@ int nbpf_obs_snapshot(struct nbpf_obs *obs, struct nbpf_obs_snap *s)
 		return err;
 	}
 	gpu_prune(obs);
+	obs_cuda_follow(obs);
 	s->events_lost = nbpf_obs__lost(obs);
 	return 0;
 }
@@ -271,7 +295,8 @@ int nbpf_obs_snap_delta(struct nbpf_obs_snap *out, const struct nbpf_obs_snap *n
 	       hist_sub(&o->v.align, &b->v.align),
 	       o->v.small = sub(o->v.small, b->v.small),
 	       o->v.unaligned = sub(o->v.unaligned, b->v.unaligned),
-	       o->v.errors = sub(o->v.errors, b->v.errors)));
+	       o->v.errors = sub(o->v.errors, b->v.errors),
+	       o->v.unseen = sub(o->v.unseen, b->v.unseen)));
 	DELTA(uring, struct nbpf_obs_uring, !memcmp(&o->k, &b->k, sizeof(o->k)), hist_sub(&o->v, &b->v));
 	DELTA(pcache, struct nbpf_obs_pcache, o->tgid == b->tgid,
 	      (o->v.accessed = sub(o->v.accessed, b->v.accessed),

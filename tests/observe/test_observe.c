@@ -164,12 +164,20 @@ static void disk_reads(const char *dev, uint64_t *ios, uint64_t *sectors)
  * odd block is adjacent to two even ones, and the block layer may merge a
  * pread into an io_uring read still queued on the same CPU, so there can
  * be fewer requests than reads; the bytes are the reads' all the same.
+ *
+ * Counted means timed, or completed unseen (the kernel ran no completion
+ * program for it: found when its request started again), or still
+ * pending (claimed, not seen complete: with the device idle, unseen and
+ * not yet reused).  On 6.18 the kernel skips the program for about 1
+ * request in 5,000-30,000 under load while ftrace records the event; the
+ * timed ones must still be nearly all.
  */
 static void io_concurrent(struct nbpf_obs *obs, const char *dev, uint32_t devno)
 {
 	const int n = 2000, depth = 32, np = 500;
 	struct pread_arg pa[2] = { { dev, 0, np, 0 }, { dev, np, np, 0 } };
-	uint64_t blk0 = 0, blk1 = 0, ur0 = 0, ur1 = 0, by0 = 0, by1 = 0, ios0, ios1, sec0, sec1;
+	uint64_t blk0 = 0, blk1 = 0, lat0 = 0, lat1 = 0, un0 = 0, un1 = 0, ur0 = 0, ur1 = 0, by0 = 0, by1 = 0;
+	uint64_t pn[2] = { 0 }, pb[2] = { 0 }, ios0, ios1, sec0, sec1;
 	int fd = open(dev, O_RDONLY | O_DIRECT), done = 0, sub = 0;
 	struct nbpf_obs_snap s;
 	struct io_uring ring;
@@ -187,7 +195,10 @@ static void io_concurrent(struct nbpf_obs *obs, const char *dev, uint32_t devno)
 			    s.blk[i].k.op == OBS_OP_READ) {
 				*(pass ? &blk1 : &blk0) = s.blk[i].v.size.count;
 				*(pass ? &by1 : &by0) = s.blk[i].v.size.sum;
+				*(pass ? &lat1 : &lat0) = s.blk[i].v.lat.count;
+				*(pass ? &un1 : &un0) = s.blk[i].v.unseen;
 			}
+		CHECK(!nbpf_obs_blk_pending(obs, (uint32_t)getpid(), devno, &pn[pass], &pb[pass]), "pending");
 		for (size_t i = 0; i < s.n_uring; i++)
 			if (s.uring[i].k.tgid == (uint32_t)getpid() && s.uring[i].k.opcode == IORING_OP_READ)
 				*(pass ? &ur1 : &ur0) = s.uring[i].v.count;
@@ -219,10 +230,13 @@ static void io_concurrent(struct nbpf_obs *obs, const char *dev, uint32_t devno)
 		/* A completion's program may still run on the other CPU (see above): let it settle. */
 		usleep(100 * 1000);
 	}
+	blk1 += pn[1] - pn[0];
+	by1 += pb[1] - pb[0];
 	printf("io: concurrent: io_uring %d, pread %d + %d: counted io_uring %llu, block requests %llu "
-	       "(the disk's %llu), bytes %llu (the disk's %llu)\n", done, pa[0].ok, pa[1].ok,
-	       (unsigned long long)(ur1 - ur0), (unsigned long long)(blk1 - blk0),
-	       (unsigned long long)(ios1 - ios0), (unsigned long long)(by1 - by0),
+	       "(the disk's %llu; timed %llu, unseen %llu, pending %+lld), bytes %llu (the disk's %llu)\n",
+	       done, pa[0].ok, pa[1].ok, (unsigned long long)(ur1 - ur0), (unsigned long long)(blk1 - blk0),
+	       (unsigned long long)(ios1 - ios0), (unsigned long long)(lat1 - lat0),
+	       (unsigned long long)(un1 - un0), (long long)(pn[1] - pn[0]), (unsigned long long)(by1 - by0),
 	       (unsigned long long)(sec1 - sec0) * 512);
 	CHECK(ur1 - ur0 == (uint64_t)done, "io_uring reads counted %llu, did %d",
 	      (unsigned long long)(ur1 - ur0), done);
@@ -231,6 +245,9 @@ static void io_concurrent(struct nbpf_obs *obs, const char *dev, uint32_t devno)
 	CHECK(by1 - by0 == (sec1 - sec0) * 512 && by1 - by0 >= 4096ull * (uint64_t)(done + pa[0].ok + pa[1].ok),
 	      "block bytes counted %llu, the disk's %llu, read %d x 4 KiB", (unsigned long long)(by1 - by0),
 	      (unsigned long long)(sec1 - sec0) * 512, done + pa[0].ok + pa[1].ok);
+	/* A completion path that stopped working would leave every request pending. */
+	CHECK((lat1 - lat0) * 100 >= (ios1 - ios0) * 95, "timed %llu of the disk's %llu requests",
+	      (unsigned long long)(lat1 - lat0), (unsigned long long)(ios1 - ios0));
 	close(fd);
 	free(buf);
 }
@@ -1096,6 +1113,53 @@ static void gpu_prune_exited(struct nbpf_obs *obs)
 	CHECK(kept_self, "the job's own launch stamps were removed");
 }
 
+/*
+ * A child the job forks after observe started (a rank under a launcher
+ * named with --pid) is a target: the snapshot after the fork gives it its
+ * own uprobes, and every launch it makes from then on is counted; once
+ * it has exited, the next snapshot gives them back.
+ */
+static void gpu_follow_child(struct nbpf_obs *obs, int (*launch)(void *, unsigned, unsigned, unsigned, unsigned,
+								  unsigned, unsigned, unsigned, void *, void **, void **))
+{
+	const int n = 300;
+	int go[2], before = nbpf_obs_status(obs, NBPF_OBS_GPU)->n_links, during;
+	uint64_t got = 0;
+	struct nbpf_obs_snap s;
+	pid_t child;
+
+	CHECK(!pipe(go), "pipe");
+	child = fork();
+	if (!child) {
+		char c;
+
+		if (read(go[0], &c, 1) != 1)
+			_exit(1);
+		for (int i = 0; i < n; i++)
+			launch(NULL, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
+		_exit(0);
+	}
+	CHECK(!nbpf_obs_snapshot(obs, &s), "snapshot");
+	nbpf_obs_snap_free(&s);
+	during = nbpf_obs_status(obs, NBPF_OBS_GPU)->n_links;
+	CHECK(write(go[1], "g", 1) == 1, "go");
+	waitpid(child, NULL, 0);
+	close(go[0]);
+	close(go[1]);
+	CHECK(!nbpf_obs_snapshot(obs, &s), "snapshot");
+	for (size_t i = 0; i < s.n_gpu; i++)
+		if (s.gpu[i].tgid == (uint32_t)child)
+			got = s.gpu[i].v.launches;
+	nbpf_obs_snap_free(&s);
+	printf("gpu: a forked child launched %d, counted %llu; uprobe links %d -> %d -> %d\n", n,
+	       (unsigned long long)got, before, during, nbpf_obs_status(obs, NBPF_OBS_GPU)->n_links);
+	CHECK(got == (uint64_t)n, "the forked child's launches: counted %llu of %d", (unsigned long long)got, n);
+	CHECK(during > before, "no uprobes attached for the forked child (links %d -> %d)", before, during);
+	CHECK(nbpf_obs_status(obs, NBPF_OBS_GPU)->n_links == before,
+	      "the exited child's uprobes were kept (links %d, %d before it)",
+	      nbpf_obs_status(obs, NBPF_OBS_GPU)->n_links, before);
+}
+
 static int test_gpu(const char *libcuda)
 {
 	int (*launch)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
@@ -1178,6 +1242,7 @@ static int test_gpu(const char *libcuda)
 	CHECK(found, "no gpu record");
 	nbpf_obs_snap_free(&s);
 	gpu_gaps(obs, launch, sync);
+	gpu_follow_child(obs, launch);
 	gpu_prune_exited(obs);
 	nbpf_obs_close(obs);
 	dlclose(h);
