@@ -118,6 +118,105 @@ static const struct nbpf_obs_blk *find_blk(const struct nbpf_obs_snap *s, uint32
 	return NULL;
 }
 
+/* Reads completed and sectors read on dev, from /sys/block/NAME/stat: the block layer's own count. */
+static void disk_reads(const char *dev, uint64_t *ios, uint64_t *sectors)
+{
+	const char *name = strrchr(dev, '/') ? strrchr(dev, '/') + 1 : dev;
+	unsigned long long r = 0, m = 0, sec = 0;
+	char path[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/block/%s/stat", name);
+	f = fopen(path, "r");
+	CHECK(f && fscanf(f, "%llu %llu %llu", &r, &m, &sec) == 3, "%s", path);
+	if (f)
+		fclose(f);
+	*ios = r;
+	*sectors = sec;
+}
+
+/*
+ * A request the block layer completes in parts: a direct-I/O loop device
+ * whose backing file was cut 2 KiB short of its end.  An 8 KiB read over
+ * the end completes 6 KiB (a short read, requeued), then fails the rest
+ * with EIO.  One request, its bytes and its error, as the disk counts
+ * them (/sys/block stat counts every part's sectors and the request once).
+ */
+static void io_partial(struct nbpf_obs *obs)
+{
+	char backing[] = "/var/tmp/ncclbpf-partial-XXXXXX", dev[64];
+	int bfd = mkstemp(backing), ctl = open("/dev/loop-control", O_RDWR), num = -1, lfd = -1, dfd;
+	uint64_t ios0, ios1, sec0, sec1, n[2] = { 0 }, sum[2] = { 0 }, err[2] = { 0 }, lat[2] = { 0 };
+	struct loop_config cfg = { .fd = (unsigned int)bfd, .block_size = 4096 };
+	struct loop_info64 li = { 0 };
+	struct nbpf_obs_snap s;
+	struct stat sb;
+	ssize_t r = 0;
+	int rerr = 0;
+	void *buf = NULL;
+
+	cfg.info.lo_flags = LO_FLAGS_DIRECT_IO | LO_FLAGS_AUTOCLEAR;
+	if (bfd >= 0 && ctl >= 0 && !ftruncate(bfd, 1 << 20))
+		num = ioctl(ctl, LOOP_CTL_GET_FREE);
+	if (ctl >= 0)
+		close(ctl);
+	snprintf(dev, sizeof(dev), "/dev/loop%d", num);
+	if (num >= 0)
+		lfd = open(dev, O_RDWR);
+	if (lfd < 0 || ioctl(lfd, LOOP_CONFIGURE, &cfg) || ioctl(lfd, LOOP_GET_STATUS64, &li) ||
+	    !(li.lo_flags & LO_FLAGS_DIRECT_IO)) {
+		printf("SKIP io: parts: no direct-I/O loop device here\n");
+		goto out;
+	}
+	fstat(lfd, &sb);
+	CHECK(!ftruncate(bfd, (1 << 20) - 2048), "truncate");
+	CHECK(!posix_memalign(&buf, 4096, 8192), "buffer");
+	dfd = open(dev, O_RDONLY | O_DIRECT);
+	CHECK(dfd >= 0, "%s", dev);
+	for (int pass = 0; pass < 2 && dfd >= 0; pass++) {
+		disk_reads(dev, pass ? &ios1 : &ios0, pass ? &sec1 : &sec0);
+		CHECK(!nbpf_obs_snapshot(obs, &s), "snapshot");
+		for (size_t i = 0; i < s.n_blk; i++)
+			if (s.blk[i].k.tgid == (uint32_t)getpid() &&
+			    s.blk[i].k.dev == (uint32_t)(major(sb.st_rdev) << 20 | minor(sb.st_rdev)) &&
+			    s.blk[i].k.op == OBS_OP_READ) {
+				n[pass] = s.blk[i].v.size.count;
+				sum[pass] = s.blk[i].v.size.sum;
+				err[pass] = s.blk[i].v.errors;
+				lat[pass] = s.blk[i].v.lat.count;
+			}
+		nbpf_obs_snap_free(&s);
+		if (!pass) {
+			r = pread(dfd, buf, 8192, (1 << 20) - 8192);
+			rerr = errno;
+			usleep(100 * 1000);
+		}
+	}
+	if (dfd >= 0)
+		close(dfd);
+	printf("io: parts: 8 KiB read over a cut end: %zd (%s); counted %llu request, %llu bytes, %llu error "
+	       "(the disk's %llu request, %llu bytes)\n", r, r < 0 ? strerror(rerr) : "short",
+	       (unsigned long long)(n[1] - n[0]), (unsigned long long)(sum[1] - sum[0]),
+	       (unsigned long long)(err[1] - err[0]), (unsigned long long)(ios1 - ios0),
+	       (unsigned long long)(sec1 - sec0) * 512);
+	CHECK(n[1] - n[0] == ios1 - ios0 && lat[1] - lat[0] == ios1 - ios0,
+	      "requests counted %llu (timed %llu), the disk's %llu", (unsigned long long)(n[1] - n[0]),
+	      (unsigned long long)(lat[1] - lat[0]), (unsigned long long)(ios1 - ios0));
+	CHECK(sum[1] - sum[0] == (sec1 - sec0) * 512, "bytes counted %llu, the disk's %llu",
+	      (unsigned long long)(sum[1] - sum[0]), (unsigned long long)(sec1 - sec0) * 512);
+	CHECK(err[1] - err[0] == (r < 0 ? 1u : 0u), "errors counted %llu, the read returned %zd",
+	      (unsigned long long)(err[1] - err[0]), r);
+out:
+	free(buf);
+	if (lfd >= 0) {
+		ioctl(lfd, LOOP_CLR_FD, 0);
+		close(lfd);
+	}
+	if (bfd >= 0)
+		close(bfd);
+	unlink(backing);
+}
+
 #ifdef HAVE_LIBURING
 struct pread_arg {
 	const char *dev;
@@ -139,22 +238,6 @@ static void *pread_main(void *p)
 	return NULL;
 }
 
-/* Reads completed and sectors read on dev, from /sys/block/NAME/stat: the block layer's own count. */
-static void disk_reads(const char *dev, uint64_t *ios, uint64_t *sectors)
-{
-	const char *name = strrchr(dev, '/') ? strrchr(dev, '/') + 1 : dev;
-	unsigned long long r = 0, m = 0, sec = 0;
-	char path[128];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/sys/block/%s/stat", name);
-	f = fopen(path, "r");
-	CHECK(f && fscanf(f, "%llu %llu %llu", &r, &m, &sec) == 3, "%s", path);
-	if (f)
-		fclose(f);
-	*ios = r;
-	*sectors = sec;
-}
 
 /*
  * Many requests in flight at once, from three threads: io_uring at queue
@@ -506,6 +589,7 @@ static int test_io(void)
 	printf("SKIP io_uring part: built without liburing\n");
 #endif
 	io_pcache_large(obs);
+	io_partial(obs);
 	nbpf_obs_close(obs);
 	ioctl(lfd, LOOP_CLR_FD, 0);
 	close(lfd);

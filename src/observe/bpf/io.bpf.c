@@ -271,22 +271,39 @@ int BPF_PROG(io_block_complete, struct request *rq, blk_status_t error, unsigned
 
 	if (!e)
 		return 0;
-	/* Neither stamp (a device without iostats attached since observe began): no time. */
-	if (!t0)
-		t0 = e->ts ? e->ts : bpf_ktime_get_ns();
 	k.tgid = e->tgid;
 	k.dev = e->dev;
 	k.op = e->opcode;
+	/*
+	 * __data_len is what is left: less than that completing is a part (a
+	 * short read the driver retries, a driver completing in chunks).  Its
+	 * bytes count now, as the disk counts them; the request counts once,
+	 * timed and sized at its last part.
+	 */
+	if (nr_bytes < rq->__data_len) {
+		v = obs_lookup_init(&blk, &k, &blk_zero);
+		if (v)
+			v->size.sum += nr_bytes;
+		return 0;
+	}
+	/* Neither stamp (a device without iostats attached since observe began): no time. */
+	if (!t0)
+		t0 = e->ts ? e->ts : bpf_ktime_get_ns();
 	tid = e->tid;
-	e->key = 0; /* free: everything needed is read */
-	lat = bpf_ktime_get_ns() - t0;
-	/* __data_len is what is left: at completion of the whole request, nr_bytes is the size. */
 	bytes = nr_bytes;
 	off = (__u64)rq->__sector << 9;
+	/* The last of several parts: sized and aligned as the whole request was claimed. */
+	if (bytes < e->len) {
+		off -= e->len - bytes;
+		bytes = e->len;
+	}
+	e->key = 0; /* free: everything needed is read */
+	lat = bpf_ktime_get_ns() - t0;
 	v = obs_lookup_init(&blk, &k, &blk_zero);
 	if (v) {
 		obs_hist_add(&v->lat, lat);
 		obs_hist_add(&v->size, bytes);
+		v->size.sum -= bytes - nr_bytes; /* the earlier parts' bytes are in already */
 		/* Lowest set bit of offset | length: the request's alignment (1 GiB when both are 0). */
 		obs_hist_add(&v->align, (off | bytes) ? (off | bytes) & -(off | bytes) : 1ULL << 30);
 		if (bytes < OBS_SMALL_IO)
