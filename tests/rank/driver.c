@@ -833,14 +833,26 @@ static int op_kill(struct rm_run *r, int p, bool env)
 			rm_check_agreement(r);
 			atomic_store(&r->sh->slot[k].state, SLOT_CLOSING);
 		}
-	/* Its replacement starts on what the job runs now (the launcher's NCCLBPF_POLICY follows reloads). */
+	/*
+	 * Its replacement starts on what the job runs now (the launcher's
+	 * NCCLBPF_POLICY follows reloads), copied from a process that answers:
+	 * the operator's procedure copies from a surviving rank before the
+	 * replacement creates communicators, so one paused (pause P MS) is
+	 * waited for when no other can serve, as an operator retries.
+	 */
 	for (int q = 0; q < r->c->procs; q++)
-		if (q != p && atomic_load(&r->sh->proc[q].alive) && !r->truth[q].unsure && !r->stopped[q]) {
-			ref = r->truth[q].cur;
-			cfg = r->truth[q].cfg;
+		if (q != p && atomic_load(&r->sh->proc[q].alive) && !r->truth[q].unsure && !r->stopped[q] &&
+		    (src < 0 || r->pause_end[src] > r->pause_end[q])) {
 			src = q;
-			break;
+			if (r->pause_end[q] <= now_s())
+				break;
 		}
+	if (src >= 0) {
+		if (r->pause_end[src] > now_s())
+			msleep((int)((r->pause_end[src] - now_s()) * 1000) + 100);
+		ref = r->truth[src].cur;
+		cfg = r->truth[src].cfg;
+	}
 	/*
 	 * env: a launcher that starts it with the job's first NCCLBPF_POLICY;
 	 * the operator reloads the job's current one into it (--now: it holds
@@ -1020,6 +1032,9 @@ int rm_run_op(struct rm_run *r, const struct rm_op *op)
 	case OP_CFG: op_cfg(r, op); break;
 	case OP_LOOP: op_loop(r, op); break;
 	case OP_STOP:
+		/* A pause still running would continue it behind the operator's back: after it, then. */
+		if (p >= 0 && p < r->c->procs && r->pause_end[p] > now_s())
+			msleep((int)((r->pause_end[p] - now_s()) * 1000) + 100);
 		if (p >= 0 && p < r->c->procs && running(r, p)) {
 			kill(atomic_load(&r->sh->proc[p].pid), SIGSTOP);
 			r->stopped[p] = true;
@@ -1037,8 +1052,10 @@ int rm_run_op(struct rm_run *r, const struct rm_op *op)
 			op_kill(r, p, !strcmp(op->s, "env"));
 		break;
 	case OP_PAUSE:
-		if (p >= 0 && p < r->c->procs && running(r, p) && op->b > 0 && op->b < 60000)
+		if (p >= 0 && p < r->c->procs && running(r, p) && op->b > 0 && op->b < 60000) {
 			op_pause(r, p, op->b);
+			r->pause_end[p] = now_s() + op->b / 1e3;
+		}
 		break;
 	case OP_KILLCLI: op_killcli(r, op->a); break;
 	case OP_DEADSOCK: op_deadsock(r, !strcmp(op->s, "on")); break;

@@ -145,6 +145,7 @@ struct rm_run {
 	char loop_job[64];
 	int n_hog, dead_fd;
 	bool stopped[RM_MAX_PROCS];
+	double pause_end[RM_MAX_PROCS]; /* when a pause's SIGCONT comes (s, now_s's clock) */
 	char fail[4096];              /* the first violation found, "" while none */
 	unsigned long long disagreements, calls_checked, truth_checks;
 	uint64_t checked[RM_MAX_SLOTS]; /* calls of each slot already compared */

@@ -58,6 +58,7 @@ struct gen {
 	int stop_ops;       /* operations left before the stopped process continues */
 	bool dead, load;
 	int dead_ops, load_ops;
+	bool restart0;      /* node 0's loop was started to die: its successor comes next */
 };
 
 static uint32_t some_members(struct gen *g, const struct rm_conf *c)
@@ -94,6 +95,14 @@ static void gen_one(struct gen *g, const struct rm_conf *c, struct rm_op *op)
 		g->load = false;
 		return;
 	}
+	if (g->restart0) {
+		/* A supervisor's successor: what closes the window a dead aggregator leaves. */
+		op->k = OP_LOOP;
+		snprintf(op->s, sizeof(op->s), "restart0");
+		g->restart0 = false;
+		return;
+	}
+
 	if (w < 16) {
 		int k = rnd(&g->rng, c->slots);
 
@@ -123,10 +132,13 @@ static void gen_one(struct gen *g, const struct rm_conf *c, struct rm_op *op)
 		op->k = OP_CFG;
 		op->a = rnd(&g->rng, 9);
 	} else if (w < 58) {
-		static const char *const lv[] = { "start", "second", "rerun", "stop" };
+		static const char *const lv[] = { "start", "second", "rerun", "stop", "die" };
+		/* die: node 0's aggregator killed between the nodes' decision and its commit. */
+		int v = rnd(&g->rng, c->nodes > 1 ? 5 : 4);
 
 		op->k = OP_LOOP;
-		snprintf(op->s, sizeof(op->s), "%s", lv[rnd(&g->rng, 4)]);
+		snprintf(op->s, sizeof(op->s), "%s", lv[v]);
+		g->restart0 = v == 4;
 	} else if (w < 64 && g->stopped < 0) {
 		op->k = OP_STOP;
 		op->a = rnd(&g->rng, c->procs);
@@ -154,6 +166,11 @@ static void gen_one(struct gen *g, const struct rm_conf *c, struct rm_op *op)
 		snprintf(op->s, sizeof(op->s), "on");
 		g->load = true;
 		g->load_ops = 2 + rnd(&g->rng, 4);
+	} else if (w < 80 && g->stopped < 0) {
+		/* Stopped 1-6 s while the next operations run (a rank late to vote, to commit). */
+		op->k = OP_PAUSE;
+		op->a = rnd(&g->rng, c->procs);
+		op->b = 1000 + 500 * rnd(&g->rng, 11);
 	} else {
 		op->k = OP_SLEEP;
 		op->a = 100 + rnd(&g->rng, 700);
