@@ -149,6 +149,7 @@ static void io_partial(struct nbpf_obs *obs)
 	uint64_t ios0, ios1, sec0, sec1, n[2] = { 0 }, sum[2] = { 0 }, err[2] = { 0 }, lat[2] = { 0 };
 	struct loop_config cfg = { .fd = (unsigned int)bfd, .block_size = 4096 };
 	struct loop_info64 li = { 0 };
+	const struct nbpf_obs_blk *b;
 	struct nbpf_obs_snap s;
 	struct stat sb;
 	ssize_t r = 0;
@@ -176,15 +177,13 @@ static void io_partial(struct nbpf_obs *obs)
 	for (int pass = 0; pass < 2 && dfd >= 0; pass++) {
 		disk_reads(dev, pass ? &ios1 : &ios0, pass ? &sec1 : &sec0);
 		CHECK(!nbpf_obs_snapshot(obs, &s), "snapshot");
-		for (size_t i = 0; i < s.n_blk; i++)
-			if (s.blk[i].k.tgid == (uint32_t)getpid() &&
-			    s.blk[i].k.dev == (uint32_t)(major(sb.st_rdev) << 20 | minor(sb.st_rdev)) &&
-			    s.blk[i].k.op == OBS_OP_READ) {
-				n[pass] = s.blk[i].v.size.count;
-				sum[pass] = s.blk[i].v.size.sum;
-				err[pass] = s.blk[i].v.errors;
-				lat[pass] = s.blk[i].v.lat.count;
-			}
+		b = find_blk(&s, (uint32_t)(major(sb.st_rdev) << 20 | minor(sb.st_rdev)), OBS_OP_READ);
+		if (b) {
+			n[pass] = b->v.size.count;
+			sum[pass] = b->v.size.sum;
+			err[pass] = b->v.errors;
+			lat[pass] = b->v.lat.count;
+		}
 		nbpf_obs_snap_free(&s);
 		if (!pass) {
 			r = pread(dfd, buf, 8192, (1 << 20) - 8192);
@@ -238,7 +237,6 @@ static void *pread_main(void *p)
 	return NULL;
 }
 
-
 /*
  * Many requests in flight at once, from three threads: io_uring at queue
  * depth 32 on even 4 KiB blocks, two pread threads on odd ones.  Every
@@ -262,6 +260,7 @@ static void io_concurrent(struct nbpf_obs *obs, const char *dev, uint32_t devno)
 	uint64_t blk0 = 0, blk1 = 0, lat0 = 0, lat1 = 0, un0 = 0, un1 = 0, ur0 = 0, ur1 = 0, by0 = 0, by1 = 0;
 	uint64_t pn[2] = { 0 }, pb[2] = { 0 }, ios0, ios1, sec0, sec1;
 	int fd = open(dev, O_RDONLY | O_DIRECT), done = 0, sub = 0;
+	const struct nbpf_obs_blk *b;
 	struct nbpf_obs_snap s;
 	struct io_uring ring;
 	pthread_t th[2];
@@ -273,14 +272,13 @@ static void io_concurrent(struct nbpf_obs *obs, const char *dev, uint32_t devno)
 	for (int pass = 0; pass < 2; pass++) {
 		disk_reads(dev, pass ? &ios1 : &ios0, pass ? &sec1 : &sec0);
 		CHECK(!nbpf_obs_snapshot(obs, &s), "snapshot");
-		for (size_t i = 0; i < s.n_blk; i++)
-			if (s.blk[i].k.tgid == (uint32_t)getpid() && s.blk[i].k.dev == devno &&
-			    s.blk[i].k.op == OBS_OP_READ) {
-				*(pass ? &blk1 : &blk0) = s.blk[i].v.size.count;
-				*(pass ? &by1 : &by0) = s.blk[i].v.size.sum;
-				*(pass ? &lat1 : &lat0) = s.blk[i].v.lat.count;
-				*(pass ? &un1 : &un0) = s.blk[i].v.unseen;
-			}
+		b = find_blk(&s, devno, OBS_OP_READ);
+		if (b) {
+			*(pass ? &blk1 : &blk0) = b->v.size.count;
+			*(pass ? &by1 : &by0) = b->v.size.sum;
+			*(pass ? &lat1 : &lat0) = b->v.lat.count;
+			*(pass ? &un1 : &un0) = b->v.unseen;
+		}
 		CHECK(!nbpf_obs_blk_pending(obs, (uint32_t)getpid(), devno, &pn[pass], &pb[pass]), "pending");
 		for (size_t i = 0; i < s.n_uring; i++)
 			if (s.uring[i].k.tgid == (uint32_t)getpid() && s.uring[i].k.opcode == IORING_OP_READ)

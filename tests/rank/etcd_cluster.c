@@ -30,11 +30,11 @@
  */
 static int free_port(unsigned *rng)
 {
-	int lo = 32768, hi = 60999, fd, port = -1;
+	int lo = 32768, fd, port = -1;
 	FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
 
 	if (f) {
-		if (fscanf(f, "%d %d", &lo, &hi) != 2)
+		if (fscanf(f, "%d", &lo) != 1)
 			lo = 32768;
 		fclose(f);
 	}

@@ -167,6 +167,12 @@ static __always_inline __u32 rq_op(struct request *rq)
 	return op == 0 ? OBS_OP_READ : op == 1 ? OBS_OP_WRITE : OBS_OP_OTHER;
 }
 
+/* A claimed request's figures: its process, device and operation, from its claim. */
+static __always_inline struct obs_blk_key blk_key(const struct obs_inflight *e)
+{
+	return (struct obs_blk_key){ .tgid = e->tgid, .dev = e->dev, .op = e->opcode };
+}
+
 /*
  * A request's last life ended without its completion program running:
  * the kernel completed it (its /sys/block stat counts it, and ftrace
@@ -178,7 +184,7 @@ static __always_inline __u32 rq_op(struct request *rq)
  */
 static __always_inline void blk_unseen(const struct obs_inflight *e)
 {
-	struct obs_blk_key k = { .tgid = e->tgid, .dev = e->dev, .op = e->opcode };
+	struct obs_blk_key k = blk_key(e);
 	struct obs_blk_val *v = obs_lookup_init(&blk, &k, &blk_zero);
 
 	if (!v)
@@ -264,16 +270,14 @@ SEC("tp_btf/block_rq_complete")
 int BPF_PROG(io_block_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
 {
 	struct obs_inflight *e = infl_find(&rq_infl, INFL_KEY(rq_infl, rq));
-	struct obs_blk_key k = {};
+	struct obs_blk_key k;
 	struct obs_blk_val *v;
 	__u64 lat, off, t0 = rq->start_time_ns;
 	__u32 bytes, tid;
 
 	if (!e)
 		return 0;
-	k.tgid = e->tgid;
-	k.dev = e->dev;
-	k.op = e->opcode;
+	k = blk_key(e);
 	/*
 	 * __data_len is what is left: less than that completing is a part (a
 	 * short read the driver retries, a driver completing in chunks).  Its
