@@ -755,10 +755,30 @@ static int op_loop(struct rm_run *r, const struct rm_op *op)
 		loops_kill(r);
 	}
 	if (!strcmp(op->s, "second") && loops_running(r)) {
-		char out[8192] = "";
+		char out[8192] = "", file[300], log[4096];
 		int rc;
 
-		/* Another aggregator while one runs: it must be refused, saying by whom. */
+		/*
+		 * Another aggregator while one runs: it must be refused, saying by
+		 * whom.  Running means holding the lease, which node 0's has once it
+		 * reports its first step (a slow start, under a sanitizer, can take
+		 * longer than the sequence waited); one that ended meanwhile leaves
+		 * nothing to be refused by.
+		 */
+		snprintf(file, sizeof(file), "%s/loop.0.out", r->c->root);
+		for (int i = 0; i < 3000 && loops_running(r); i++) {
+			FILE *f = fopen(file, "r");
+			size_t k = f ? fread(log, 1, sizeof(log) - 1, f) : 0;
+
+			if (f)
+				fclose(f);
+			log[k] = 0;
+			if (strstr(log, "step 1:"))
+				break;
+			msleep(10);
+		}
+		if (!loops_running(r))
+			return 0;
 		rc = cli(r, 0, out, sizeof(out), "-j loop --channels 2,4 --window 50 --ranks %d --timeout 5 --margin-seconds 1",
 			 node_procs(r, 0));
 		if (rc == 0)
