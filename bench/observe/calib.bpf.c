@@ -185,17 +185,17 @@ int BPF_PROG(c_empty_cmpl, struct request *rq, blk_status_t error, unsigned int 
 SEC("tp_btf/block_io_start")
 int BPF_PROG(c_claim_start, struct request *rq)
 {
-	bool again = false;
+	enum infl_prior prior;
 
 	if (!obs_current_is_target())
 		return 0;
-	return infl_claim(&uring_infl, INFL_KEY(uring_infl, rq), &again) != NULL;
+	return infl_claim(&uring_infl, uring_shape, INFL_KEY(uring_infl, rq), &prior) != NULL;
 }
 
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(c_free_cmpl, struct request *rq, blk_status_t error, unsigned int nr_bytes)
 {
-	struct obs_inflight *e = infl_find(&uring_infl, INFL_KEY(uring_infl, rq));
+	struct obs_inflight *e = infl_find(&uring_infl, uring_shape, INFL_KEY(uring_infl, rq));
 
 	if (e)
 		e->key = 0;

@@ -155,7 +155,8 @@ void obs_print_json(struct obs_state *s, struct nbpf_obs *obs, const struct nbpf
 		cli_json_str(f, st->via);
 		fputc('}', f);
 	}
-	fprintf(f, "},\"events_lost\":%" PRIu64 ",\"processes\":[", d->events_lost);
+	fprintf(f, "},\"events_lost\":%" PRIu64 ",\"untracked\":%" PRIu64 ",\"processes\":[", d->events_lost,
+		d->untracked);
 	for (size_t i = 0; i < s->n_procs; i++) {
 		const struct proc *p = &s->procs[i];
 		uint32_t tgid = (uint32_t)p->pid;

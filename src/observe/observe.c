@@ -139,6 +139,25 @@ void nbpf_obs_opts_env(struct nbpf_obs_opts *o)
 		o->gpu_majors = getenv("NCCLBPF_OBSERVE_GPU_MAJORS");
 	if (!o->tp_rename)
 		o->tp_rename = getenv("NCCLBPF_OBSERVE_TP_RENAME");
+	if (!o->blk_test)
+		o->blk_test = getenv("NCCLBPF_OBSERVE_BLK_TEST");
+}
+
+/* "SLOTS,STALE_JIFFIES,DROP" into cfg's blk_test_* (see struct obs_cfg). */
+static int parse_blk_test(const char *s, struct obs_cfg *cfg)
+{
+	unsigned int slots, stale, drop;
+	int end = 0;
+
+	if (sscanf(s, "%u,%u,%u%n", &slots, &stale, &drop, &end) != 3 || s[end] ||
+	    (slots && (slots < OBS_INFL_SLOTS / 4096 || slots > OBS_INFL_SLOTS || slots & (slots - 1))))
+		return nbpf_err(-EINVAL, "NCCLBPF_OBSERVE_BLK_TEST '%s': want SLOTS,STALE_JIFFIES,DROP "
+				"(SLOTS 0 or a power of two from %u to %u)", s, OBS_INFL_SLOTS / 4096,
+				OBS_INFL_SLOTS);
+	cfg->blk_test_slots = slots;
+	cfg->blk_test_stale_j = stale;
+	cfg->blk_test_drop = drop;
+	return 0;
 }
 
 /* ---- libbpf's messages: kept for the error we report, printed only on request ---- */
@@ -186,7 +205,12 @@ static void append(char *dst, size_t n, const char *fmt, ...)
 
 /* ---- per-set skeleton glue ------------------------------------------------- */
 
-/* open_<set>: the skeleton opened with the configuration in .rodata; lost_<set>: its .bss counter. */
+/*
+ * open_<set>: the skeleton opened with the configuration in .rodata;
+ * load_<set>: loaded through the skeleton, which maps .bss onto the kernel's
+ * map (bpf_object__load alone leaves it on the copy made at open, reading 0
+ * for ever, with libbpf 1.1); lost_<set>: its .bss counter.
+ */
 #define SET_OPEN(name)                                                                     \
 	static int open_##name(struct obs_set *s, const struct bpf_object_open_opts *oo,   \
 			       const struct obs_cfg *cfg)                                  \
@@ -200,6 +224,10 @@ static void append(char *dst, size_t n, const char *fmt, ...)
 		s->obj = sk->obj;                                                          \
 		s->destroy = destroy_##name;                                               \
 		return 0;                                                                  \
+	}                                                                                  \
+	static int load_##name(struct obs_set *s)                                          \
+	{                                                                                  \
+		return obs_##name##__load(s->skel);                                        \
 	}                                                                                  \
 	static volatile obs_u64 *lost_##name(struct obs_set *s)                            \
 	{                                                                                  \
@@ -219,13 +247,14 @@ SET_OPEN(gpu)
 
 static const struct {
 	int (*open)(struct obs_set *, const struct bpf_object_open_opts *, const struct obs_cfg *);
+	int (*load)(struct obs_set *);
 	volatile obs_u64 *(*lost)(struct obs_set *);
 	const struct prog_spec *specs;
 } set_ops[NBPF_OBS_NSETS] = {
-	{ open_io, lost_io, io_specs },
-	{ open_net, lost_net, net_specs },
-	{ open_sched, lost_sched, sched_specs },
-	{ open_gpu, lost_gpu, gpu_specs },
+	{ open_io, load_io, lost_io, io_specs },
+	{ open_net, load_net, lost_net, net_specs },
+	{ open_sched, load_sched, lost_sched, sched_specs },
+	{ open_gpu, load_gpu, lost_gpu, gpu_specs },
 };
 
 static void links_destroy(struct obs_links *lk)
@@ -615,6 +644,8 @@ int nbpf_obs_open(const struct nbpf_obs_opts *o, struct nbpf_obs **out)
 	obs->cfg.outlier_ns = o->outlier_ns ? o->outlier_ns : 10 * 1000 * 1000ull;
 	if (o->numa_events)
 		obs->cfg.flags |= OBS_CFG_NUMA_EVENTS;
+	if (o->blk_test && (err = parse_blk_test(o->blk_test, &obs->cfg)))
+		goto fail;
 	lb_len = 0;
 	lb_log[0] = 0;
 	libbpf_set_print(lb_print);
@@ -720,7 +751,7 @@ int nbpf_obs_open(const struct nbpf_obs_opts *o, struct nbpf_obs **out)
 			bpf_map__reuse_fd(bpf_object__find_map_by_name(s->obj, "tier_bucket"),
 					  obs->tier_bucket_fd);
 		}
-		if ((err = bpf_object__load(s->obj))) {
+		if ((err = set_ops[set].load(s))) {
 			char *nl;
 
 			/* The verifier's or libbpf's last words are the useful part. */
@@ -975,6 +1006,16 @@ uint64_t nbpf_obs__lost(struct nbpf_obs *obs)
 		if (obs->sets[set].lost)
 			n += *obs->sets[set].lost;
 	return n;
+}
+
+uint64_t nbpf_obs__untracked(struct nbpf_obs *obs)
+{
+	struct obs_io *io = obs->sets[NBPF_OBS_IO].skel;
+
+	/* lost is set once the set is loaded, and its .bss mapped. */
+	if (!obs->sets[NBPF_OBS_IO].lost)
+		return 0;
+	return *(volatile obs_u64 *)&io->bss->infl_full + *(volatile obs_u64 *)&io->bss->io_index_full;
 }
 
 int nbpf_obs_deep(struct nbpf_obs *obs, uint64_t until_ns, uint64_t per_s)

@@ -53,6 +53,8 @@ struct nbpf_obs_opts {
 	const char *numa;
 	const char *gpu_majors;
 	const char *tp_rename;
+	/* Tests only: "SLOTS,STALE_JIFFIES,DROP" for the block in-flight table (NCCLBPF_OBSERVE_BLK_TEST; obs_cfg). */
+	const char *blk_test;
 };
 
 /* Fills the overrides that are NULL from the environment. */
@@ -101,6 +103,8 @@ struct nbpf_obs_snap {
 	struct nbpf_obs_sched *sched;   size_t n_sched;
 	struct nbpf_obs_gpu *gpu;       size_t n_gpu;
 	uint64_t events_lost;
+	/* I/O events not counted: a request's in-flight slots, or its process's figure slots, were full. */
+	uint64_t untracked;
 };
 
 int nbpf_obs_snapshot(struct nbpf_obs *obs, struct nbpf_obs_snap *s);

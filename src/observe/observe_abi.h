@@ -51,14 +51,27 @@ enum obs_mode {
 #define OBS_MAX_CPUS 1024
 
 struct obs_cfg {
+	/*
+	 * What the programs read on every event comes first, in one cache line
+	 * (the map is page-aligned): mode, flags, the outlier threshold, the
+	 * block table's test settings.
+	 */
 	obs_u32 mode;
+	obs_u32 flags;         /* OBS_CFG_* */
+	obs_u64 outlier_ns;    /* latencies above this also go to the ring buffer */
+	/*
+	 * Tests only (NCCLBPF_OBSERVE_BLK_TEST), 0 for the defaults: the block
+	 * in-flight table cut to blk_test_slots (a power of two), a slot stale
+	 * after blk_test_stale_j jiffies, and one block completion in every
+	 * blk_test_drop left unseen, as the kernel sometimes leaves one; so the
+	 * accounting of full, stale and unseen requests is checked against the
+	 * disk's counts.  Constants to the verifier, which drops the code when 0.
+	 */
+	obs_u32 blk_test_slots, blk_test_stale_j, blk_test_drop;
 	obs_u32 cg_level;      /* depth of the cgroup in the v2 hierarchy */
 	obs_u64 cg_id;
-	obs_u64 outlier_ns;    /* latencies above this also go to the ring buffer */
 	char comm[OBS_COMM_LEN];
 	obs_u32 gpu_majors[OBS_MAX_DEV_MAJORS]; /* char majors of /dev/nvidia*; 0 ends */
-	obs_u32 flags;       /* OBS_CFG_* */
-	obs_u32 pad;
 };
 
 /* tcp_retransmit_skb passes the retransmit's result (6.9+): count only the ones that went out. */
@@ -90,6 +103,24 @@ struct obs_blk_key {
 	obs_u32 pad;
 };
 
+/*
+ * The io set's figures (block, io_uring, page cache) live in per-CPU
+ * arrays of OBS_IO_SLOTS; an index (an array of as many packed keys) says
+ * whose: slot i holds the figures of the key in index entry i, 0 where
+ * unused.  A key takes the first free entry of the eight in its line of
+ * the index (the next line's when those are taken) and keeps it.  Packed:
+ * tgid in bits 0-21 (PID_MAX_LIMIT is 2^22), then the block operation in
+ * 22-23 and the device in 24-55, or the io_uring opcode from bit 22; never
+ * 0, as a tgid is never 0.
+ */
+#define OBS_IO_SLOTS 1024
+#define OBS_KEY_TGID(k) ((obs_u32)((k) & 0x3fffff))
+#define OBS_KEY_BLK(tgid, dev, op) ((obs_u64)(tgid) | (obs_u64)((op) & 3) << 22 | (obs_u64)(dev) << 24)
+#define OBS_KEY_BLK_OP(k) ((obs_u32)((k) >> 22) & 3)
+#define OBS_KEY_BLK_DEV(k) ((obs_u32)((k) >> 24))
+#define OBS_KEY_URING(tgid, opcode) ((obs_u64)(tgid) | (obs_u64)(opcode) << 22)
+#define OBS_KEY_URING_OP(k) ((obs_u32)((k) >> 22))
+
 /* Reads below this are "small" (OBS_SMALL_IO), unaligned = offset or length not 4 KiB aligned. */
 #define OBS_SMALL_IO 16384
 #define OBS_ALIGN 4096
@@ -109,12 +140,18 @@ struct obs_blk_val {
  * A request in flight (io.bpf.c's tables): block requests from claim to
  * completion, io_uring requests from submit to completion.  User space
  * reads the block table for requests claimed and not seen complete.
+ * One cache line (the tables are page-aligned): the claim and the
+ * completion run on different CPUs, and each line they share moves
+ * between them once per request.
  */
+#define OBS_INFL_SLOTS 16384 /* slots of each in-flight table: a power of two */
+
 struct obs_inflight {
 	obs_u64 key; /* the object's address, as a number; 0: free */
 	obs_u64 ts;
 	obs_u32 tgid, tid, opcode, j; /* opcode: io_uring's, or a block OBS_OP_*; j: jiffies at the claim */
 	obs_u32 dev, len;             /* block: the request's device and size at the claim */
+	obs_u64 spare[3];
 };
 
 /* io_uring requests: per process and opcode. */

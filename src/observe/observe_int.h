@@ -120,6 +120,7 @@ int obs_cgroup_target(struct nbpf_obs *obs);
 /* observe.c, for snapshot.c */
 struct bpf_object *nbpf_obs__obj(struct nbpf_obs *obs, int set);
 uint64_t nbpf_obs__lost(struct nbpf_obs *obs);
+uint64_t nbpf_obs__untracked(struct nbpf_obs *obs);
 /* Runs the net set's iterator over the target processes' sockets (a no-op without the set). */
 int nbpf_obs_net_scan(struct nbpf_obs *obs);
 

@@ -285,6 +285,9 @@ int nbpf_obs_prom_write(FILE *f, const struct nbpf_obs_snap *s, nbpf_obs_label_f
 	family(f, "ncclbpf_observe_events_lost_total", "counter",
 	       "Outlier events dropped because the ring buffer was full.");
 	fprintf(f, "ncclbpf_observe_events_lost_total %" PRIu64 "\n", s->events_lost);
+	family(f, "ncclbpf_observe_untracked_total", "counter",
+	       "I/O events not counted: a request's in-flight slots, or its process's figure slots, were full.");
+	fprintf(f, "ncclbpf_observe_untracked_total %" PRIu64 "\n", s->untracked);
 out:
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
 		free(all[i]->a);

@@ -15,6 +15,16 @@
 
 #include "runtime/error.h"
 
+/* Adds up ncpu per-CPU copies (all u64 fields) of a value of vsize bytes into out. */
+static void sum_cpus(void *out, const uint64_t *pcpu, size_t ncpu, size_t vsize)
+{
+	uint64_t *sum = out;
+
+	for (size_t c = 0; c < ncpu; c++)
+		for (size_t w = 0; w < vsize / 8; w++)
+			sum[w] += pcpu[c * (vsize / 8) + w];
+}
+
 /*
  * Copies every entry of map name into *arr as (key, value) records of
  * rec_size bytes with the key first and the value at val_off.  Per-CPU
@@ -76,11 +86,7 @@ static int dump_map(struct bpf_object *obj, const char *name, const char *index,
 			if (!bpf_map_lookup_elem(fd, at, rec + val_off))
 				(*n)++;
 		} else if (!bpf_map_lookup_elem(fd, at, pcpu)) {
-			uint64_t *sum = (uint64_t *)(void *)(rec + val_off);
-
-			for (size_t c = 0; c < ncpu; c++)
-				for (size_t w = 0; w < vsize / 8; w++)
-					sum[w] += pcpu[c * (vsize / 8) + w];
+			sum_cpus(rec + val_off, pcpu, ncpu, vsize);
 			(*n)++;
 		}
 next:
@@ -90,6 +96,80 @@ next:
 	free(pcpu);
 	return 0;
 }
+
+/*
+ * The io set's figures: name is a per-CPU array whose slot i belongs to
+ * the packed key (OBS_KEY_*) in entry i of index, 0 where unused.  One
+ * record of rec_size bytes per used slot, its key written by unpack and
+ * its value, summed over the CPUs, at val_off.
+ */
+static int dump_slots(struct bpf_object *obj, const char *name, const char *index, void **arr,
+		      size_t *n, size_t rec_size, size_t val_off, void (*unpack)(uint64_t key, void *rec))
+{
+	struct bpf_map *m = obj ? bpf_object__find_map_by_name(obj, name) : NULL;
+	struct bpf_map *ix = obj ? bpf_object__find_map_by_name(obj, index) : NULL;
+	size_t vsize = rec_size - val_off, ncpu;
+	uint32_t keys[OBS_IO_SLOTS], count = OBS_IO_SLOTS, batch;
+	uint64_t packed[OBS_IO_SLOTS], *pcpu = NULL;
+	int nc, err = 0;
+
+	*arr = NULL;
+	*n = 0;
+	if (!m || !ix)
+		return 0;
+	nc = libbpf_num_possible_cpus();
+	if (nc <= 0 || vsize % 8 || bpf_map__max_entries(ix) != OBS_IO_SLOTS ||
+	    bpf_map__value_size(m) != vsize)
+		return nbpf_err(-EINVAL, "%s: not the layout this build reads", name);
+	ncpu = (size_t)nc;
+	if (bpf_map_lookup_batch(bpf_map__fd(ix), NULL, &batch, keys, packed, &count, NULL) &&
+	    errno != ENOENT)
+		return nbpf_err(-errno, "%s: %s", index, strerror(errno));
+	pcpu = malloc(ncpu * vsize);
+	*arr = calloc(count ? count : 1, rec_size);
+	if (!pcpu || !*arr) {
+		err = nbpf_err(-ENOMEM, "out of memory");
+		goto out;
+	}
+	for (uint32_t i = 0; i < count; i++) {
+		unsigned char *rec = (unsigned char *)*arr + *n * rec_size;
+
+		if (!packed[i] || bpf_map_lookup_elem(bpf_map__fd(m), &keys[i], pcpu))
+			continue;
+		unpack(packed[i], rec);
+		sum_cpus(rec + val_off, pcpu, ncpu, vsize);
+		(*n)++;
+	}
+out:
+	free(pcpu);
+	return err;
+}
+
+static void unpack_blk(uint64_t k, void *rec)
+{
+	struct nbpf_obs_blk *r = rec;
+
+	r->k.tgid = OBS_KEY_TGID(k);
+	r->k.dev = OBS_KEY_BLK_DEV(k);
+	r->k.op = OBS_KEY_BLK_OP(k);
+}
+
+static void unpack_uring(uint64_t k, void *rec)
+{
+	struct nbpf_obs_uring *r = rec;
+
+	r->k.tgid = OBS_KEY_TGID(k);
+	r->k.opcode = OBS_KEY_URING_OP(k);
+}
+
+static void unpack_tgid(uint64_t k, void *rec)
+{
+	((struct nbpf_obs_pcache *)rec)->tgid = OBS_KEY_TGID(k);
+}
+
+#define DUMP_SLOTS(obj, name, field, type, vfield, unpack)                                      \
+	dump_slots(obj, name, name "_ix", (void **)&s->field, &s->n_##field, sizeof(type),      \
+		   offsetof(type, vfield), unpack)
 
 #define DUMP_AT(obj, name, index, field, type, kfield, vfield)                                \
 	dump_map(obj, name, index, (void **)&s->field, &s->n_##field, sizeof(type),             \
@@ -216,9 +296,9 @@ int nbpf_obs_snapshot(struct nbpf_obs *obs, struct nbpf_obs_snap *s)
 	memset(s, 0, sizeof(*s));
 	if ((err = nbpf_obs_net_scan(obs)))
 		return err;
-	if ((err = DUMP(io, "blk", blk, struct nbpf_obs_blk, k, v)) ||
-	    (err = DUMP(io, "uring", uring, struct nbpf_obs_uring, k, v)) ||
-	    (err = DUMP(io, "pcache", pcache, struct nbpf_obs_pcache, tgid, v)) ||
+	if ((err = DUMP_SLOTS(io, "blk", blk, struct nbpf_obs_blk, v, unpack_blk)) ||
+	    (err = DUMP_SLOTS(io, "uring", uring, struct nbpf_obs_uring, v, unpack_uring)) ||
+	    (err = DUMP_SLOTS(io, "pcache", pcache, struct nbpf_obs_pcache, v, unpack_tgid)) ||
 	    (err = DUMP(nbpf_obs__obj(obs, NBPF_OBS_NET), "conns", conn, struct nbpf_obs_conn, sk, v)) ||
 	    (err = DUMP_AT(nbpf_obs__obj(obs, NBPF_OBS_SCHED), "sched", "sched_slot", sched, struct nbpf_obs_sched, tgid, v)) ||
 	    (err = DUMP(nbpf_obs__obj(obs, NBPF_OBS_GPU), "gpu", gpu, struct nbpf_obs_gpu, tgid, v)) ||
@@ -229,6 +309,7 @@ int nbpf_obs_snapshot(struct nbpf_obs *obs, struct nbpf_obs_snap *s)
 	gpu_prune(obs);
 	obs_cuda_follow(obs);
 	s->events_lost = nbpf_obs__lost(obs);
+	s->untracked = nbpf_obs__untracked(obs);
 	return 0;
 }
 
@@ -322,6 +403,7 @@ int nbpf_obs_snap_delta(struct nbpf_obs_snap *out, const struct nbpf_obs_snap *n
 	       hist_sub(&o->v.launch_gap, &b->v.launch_gap),
 	       hist_sub(&o->v.sync_gap, &b->v.sync_gap)));
 	out->events_lost = now->events_lost - (before ? before->events_lost : 0);
+	out->untracked = now->untracked - (before ? before->untracked : 0);
 	return 0;
 nomem:
 	nbpf_obs_snap_free(out);

@@ -83,7 +83,8 @@ int main(void)
 	struct nbpf_obs_sched sch = { .tgid = 43 };
 	struct nbpf_obs_gpu gpu = { .tgid = 42 };
 	struct nbpf_obs_snap s = { .blk = &blk, .n_blk = 1, .conn = conn, .n_conn = 4,
-				   .sched = &sch, .n_sched = 1, .gpu = &gpu, .n_gpu = 1, .events_lost = 5 };
+				   .sched = &sch, .n_sched = 1, .gpu = &gpu, .n_gpu = 1, .events_lost = 5,
+				   .untracked = 3 };
 	char *out = NULL, path[] = "/tmp/obs-prom-XXXXXX";
 	size_t len = 0;
 	FILE *f = open_memstream(&out, &len);
@@ -171,6 +172,7 @@ int main(void)
 	CHECK_HAS(out, "ncclbpf_migrations_total{pid=\"43\"} 7");
 	CHECK_HAS(out, "ncclbpf_numa_migrations_total{pid=\"43\"} 2");
 	CHECK_HAS(out, "ncclbpf_observe_events_lost_total 5");
+	CHECK_HAS(out, "ncclbpf_observe_untracked_total 3");
 	if (strstr(out, "peer=\"10.0.0.2\"} 1000\n")) {
 		fprintf(stderr, "FAIL: sockets to one peer not merged\n");
 		failures++;

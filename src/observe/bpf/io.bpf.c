@@ -19,21 +19,27 @@
  * Requests in flight, from claim (submit) to completion: block requests
  * (ts: the claim's time where the block layer keeps no stamp, else 0) and
  * io_uring requests (ts: submit time).
- * A 4-way set-associative table in an array, keyed by the kernel object's
- * address: claiming a slot is one compare-and-swap, finding it one to four
- * loads, freeing it one store.  A hash map costs a bucket lock and an
- * element allocation per insert and per delete, on every request the job
- * makes.  A slot whose owner never completed (the observer attached
- * mid-flight, a request freed without completion) is taken over after
- * INFL_STALE_J jiffies; a request that finds all four ways busy and fresh
- * is not timed, and counted in infl_full.
+ * An open-addressed table in an array, keyed by the kernel object's
+ * address, one cache line per slot: claiming is one compare-and-swap on
+ * the first slot of the key's four that is free, stale or already the
+ * key's, finding one to four loads, freeing one store.  Claim and
+ * completion run on different CPUs (a block request: always, on the
+ * machines measured), so every line they both touch moves between them:
+ * in the common case that is one line each way.  A hash map costs a bucket
+ * lock and an element allocation per insert and per delete.  A slot whose
+ * owner never completed (the observer attached mid-flight, a completion
+ * the program did not see) is taken over after INFL_STALE_J jiffies; a
+ * request that finds its four slots busy and fresh is not timed, and
+ * counted in infl_full.
  */
-#define INFL_SLOTS 16384 /* a power of two */
+#define INFL_SLOTS OBS_INFL_SLOTS
 #define INFL_WAYS 4
 #define INFL_STALE_J 60000u /* a minute at HZ=1000, four at HZ=250 */
 
+/* Mmapable for its alignment only: the values start on a page, so each slot is one line. */
 struct infl_map {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(max_entries, INFL_SLOTS);
 	__type(key, __u32);
 	__type(value, struct obs_inflight);
@@ -42,8 +48,11 @@ struct infl_map {
 struct infl_map rq_infl SEC(".maps");
 struct infl_map uring_infl SEC(".maps");
 
-/* Requests not timed because their set of slots was full. */
+/* Requests not timed because their slots were busy. */
 __u64 infl_full = 0;
+
+/* Block completions seen while tests leave some unseen (obs_cfg.blk_test_drop). */
+__u64 blk_test_seq = 0;
 
 /*
  * Keys are numbers, not pointers: the verifier lets no shift or mask touch
@@ -54,18 +63,37 @@ __u64 infl_full = 0;
  */
 #define INFL_KEY(map, p) ((__u64)(void *)(p) - (__u64)(void *)&(map))
 
-/* The set of key: Fibonacci hashing without the low (alignment) bits. */
-static __always_inline __u32 infl_set(__u64 key)
+/*
+ * A table's shape: its slots less one (a mask) and the jiffies after which
+ * a slot is stale.  The block table's can be cut down for tests (obs_cfg).
+ */
+struct infl_shape {
+	__u32 mask, stale_j;
+};
+
+static const struct infl_shape uring_shape = { INFL_SLOTS - 1, INFL_STALE_J };
+
+static __always_inline struct infl_shape blk_shape(void)
 {
-	return (__u32)(((key >> 6) * 0x9E3779B97F4A7C15ull) >> 50) & (INFL_SLOTS - 1);
+	return (struct infl_shape){
+		.mask = obs_cfg.blk_test_slots ? obs_cfg.blk_test_slots - 1 : INFL_SLOTS - 1,
+		.stale_j = obs_cfg.blk_test_stale_j ? obs_cfg.blk_test_stale_j : INFL_STALE_J,
+	};
 }
 
-static __always_inline struct obs_inflight *infl_find(void *map, __u64 key)
+/* The first slot of key: Fibonacci hashing without the low (alignment) bits. */
+static __always_inline __u32 infl_first(__u64 key, __u32 mask)
 {
-	__u32 h = infl_set(key);
+	return (__u32)(((key >> 6) * 0x9E3779B97F4A7C15ull) >> 50) & mask;
+}
+
+/* Claims free a slot anywhere in the four, so a miss reads all four. */
+static __always_inline struct obs_inflight *infl_find(void *map, struct infl_shape sh, __u64 key)
+{
+	__u32 h = infl_first(key, sh.mask);
 
 	for (int w = 0; w < INFL_WAYS; w++) {
-		__u32 i = (h + w) & (INFL_SLOTS - 1);
+		__u32 i = (h + w) & sh.mask;
 		struct obs_inflight *e = bpf_map_lookup_elem(map, &i);
 
 		if (e && e->key == key)
@@ -74,21 +102,27 @@ static __always_inline struct obs_inflight *infl_find(void *map, __u64 key)
 	return NULL;
 }
 
+/* What a claimed slot held before: nothing, an earlier life of the same key, another key gone stale. */
+enum infl_prior { INFL_FREE, INFL_AGAIN, INFL_STALE };
+
 /*
- * A slot for key (its own, if it holds one already: *again says so, and
- * the slot still holds the object's last life), or NULL when the set is
- * full: one pass over the ways, then one compare-and-swap on the first
- * free or stale one (a claim racing for it on another CPU wins, and this
- * one tries the next).
+ * A slot for key, or NULL when its four are busy and fresh.  The slots are
+ * tried in order, and the first that is the key's, free or stale is taken
+ * (*prior says which; the last two still hold that life's figures): one
+ * line read in the common case.  A claim racing for the same slot on
+ * another CPU wins, and this one tries the next.  A key can be left in a
+ * later slot while an earlier one is free (its completion unseen, the
+ * earlier slot freed since): it is found when the key is claimed while
+ * the earlier slot is busy, or taken over as stale.
  */
-static __always_inline struct obs_inflight *infl_claim(void *map, __u64 key, bool *again)
+static __always_inline struct obs_inflight *infl_claim(void *map, struct infl_shape sh, __u64 key,
+						       enum infl_prior *prior)
 {
-	__u32 h = infl_set(key), now_j = (__u32)bpf_jiffies64();
-	struct obs_inflight *e, *pick[INFL_WAYS] = {};
-	int n = 0;
+	__u32 h = infl_first(key, sh.mask), now_j = (__u32)bpf_jiffies64();
+	struct obs_inflight *e;
 
 	for (int w = 0; w < INFL_WAYS; w++) {
-		__u32 i = (h + w) & (INFL_SLOTS - 1);
+		__u32 i = (h + w) & sh.mask;
 		__u64 old;
 
 		e = bpf_map_lookup_elem(map, &i);
@@ -97,60 +131,97 @@ static __always_inline struct obs_inflight *infl_claim(void *map, __u64 key, boo
 		old = e->key;
 		if (old == key) {
 			e->j = now_j;
-			*again = true;
+			*prior = INFL_AGAIN;
 			return e;
 		}
-		if (!old || now_j - e->j >= INFL_STALE_J)
-			pick[n++ & (INFL_WAYS - 1)] = e;
-	}
-	for (int w = 0; w < INFL_WAYS && w < n; w++) {
-		__u64 old;
-
-		e = pick[w];
-		if (!e)
-			break;
-		old = e->key;
-		if (!old || now_j - e->j >= INFL_STALE_J) {
-			/*
-			 * The stamp before the key: a claim on another CPU that
-			 * sees this key must see this stamp, not the slot's last
-			 * owner's, or it takes the slot for stale and the request
-			 * is lost.  Losing the race, the stamp stays on a slot
-			 * just claimed (the same time) or stale anyway.
-			 */
-			e->j = now_j;
-			if (__sync_val_compare_and_swap(&e->key, old, key) == old)
-				return e;
+		if (old && now_j - e->j < sh.stale_j)
+			continue;
+		/*
+		 * The stamp before the key: a claim on another CPU that sees
+		 * this key must see this stamp, not the slot's last owner's,
+		 * or it takes the slot for stale and the request is lost.
+		 * Losing the race, the stamp stays on a slot just claimed (the
+		 * same time) or stale anyway.
+		 */
+		e->j = now_j;
+		if (__sync_val_compare_and_swap(&e->key, old, key) == old) {
+			*prior = old ? INFL_STALE : INFL_FREE;
+			return e;
 		}
 	}
 	__sync_fetch_and_add(&infl_full, 1);
 	return NULL;
 }
 
+/*
+ * Per-CPU figures in arrays, their slots handed out by an index of packed
+ * keys (OBS_IO_SLOTS in observe_abi.h): finding a key's slot reads one
+ * line of the index, and its figures are then an array element, where a
+ * per-CPU hash costs a hash, a bucket, an element and the per-CPU
+ * pointer on every request.  The completion programs run on CPUs that
+ * have been idle since their last request, so each line costs a miss.
+ */
+struct io_index {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE); /* page-aligned: eight entries per line */
+	__uint(max_entries, OBS_IO_SLOTS);
+	__type(key, __u32);
+	__type(value, __u64);
+};
+
+struct io_index blk_ix SEC(".maps");
+struct io_index uring_ix SEC(".maps");
+struct io_index pcache_ix SEC(".maps");
+
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(max_entries, 1024);
-	__type(key, struct obs_blk_key);
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, OBS_IO_SLOTS);
+	__type(key, __u32);
 	__type(value, struct obs_blk_val);
 } blk SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(max_entries, 1024);
-	__type(key, struct obs_uring_key);
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, OBS_IO_SLOTS);
+	__type(key, __u32);
 	__type(value, struct obs_hist);
 } uring SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(max_entries, 1024);
-	__type(key, __u32); /* tgid */
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, OBS_IO_SLOTS);
+	__type(key, __u32);
 	__type(value, struct obs_pcache_val);
 } pcache SEC(".maps");
 
-/* Zero values for obs_lookup_init (too large for the BPF stack). */
-const struct obs_blk_val blk_zero = {};
-const struct obs_hist hist_zero = {};
+/* Events not counted because the two lines of the index their key may use were full. */
+__u64 io_index_full = 0;
+
+/*
+ * The figures of key in vals, through index: key's entry, or the first
+ * free one (a compare-and-swap: a racing claim of the same entry by the
+ * same key is as good), scanning from the start of its line.  Entries are
+ * never freed, so the first free one ends a search.
+ */
+static __always_inline void *io_vals(void *index, void *vals, __u64 key)
+{
+	__u32 h = (__u32)((key * 0x9E3779B97F4A7C15ull) >> 32) & (OBS_IO_SLOTS - 8);
+
+	for (__u32 w = 0; w < 16; w++) {
+		__u32 i = (h + w) & (OBS_IO_SLOTS - 1);
+		__u64 *e = bpf_map_lookup_elem(index, &i), old;
+
+		if (!e)
+			return NULL;
+		old = *e;
+		if (!old)
+			old = __sync_val_compare_and_swap(e, 0, key);
+		if (!old || old == key)
+			return bpf_map_lookup_elem(vals, &i);
+	}
+	__sync_fetch_and_add(&io_index_full, 1);
+	return NULL;
+}
 
 /* The device as user space numbers it (major << 20 | minor); 0 for a queue without a disk. */
 static __always_inline __u32 rq_dev(struct request *rq)
@@ -167,10 +238,10 @@ static __always_inline __u32 rq_op(struct request *rq)
 	return op == 0 ? OBS_OP_READ : op == 1 ? OBS_OP_WRITE : OBS_OP_OTHER;
 }
 
-/* A claimed request's figures: its process, device and operation, from its claim. */
-static __always_inline struct obs_blk_key blk_key(const struct obs_inflight *e)
+/* A claimed request's figures: its process, device and operation's, from its claim. */
+static __always_inline struct obs_blk_val *blk_vals(const struct obs_inflight *e)
 {
-	return (struct obs_blk_key){ .tgid = e->tgid, .dev = e->dev, .op = e->opcode };
+	return io_vals(&blk_ix, &blk, OBS_KEY_BLK(e->tgid, e->dev, e->opcode));
 }
 
 /*
@@ -179,13 +250,12 @@ static __always_inline struct obs_blk_key blk_key(const struct obs_inflight *e)
  * records the completion event), but the program attached to that event
  * did not run, and no recursion miss was counted.  Kernel 6.18 does this
  * to about 1 request in 5,000-30,000 under load.  Found when the request
- * is started again: its count and size are known from its claim, its
- * time is not.
+ * is started again, or when its slot is taken over as stale: its count
+ * and size are known from its claim, its time is not.
  */
 static __always_inline void blk_unseen(const struct obs_inflight *e)
 {
-	struct obs_blk_key k = blk_key(e);
-	struct obs_blk_val *v = obs_lookup_init(&blk, &k, &blk_zero);
+	struct obs_blk_val *v = blk_vals(e);
 
 	if (!v)
 		return;
@@ -206,18 +276,18 @@ static __always_inline void blk_unseen(const struct obs_inflight *e)
 static __always_inline void rq_claim(struct request *rq, bool at_start)
 {
 	__u64 id = bpf_get_current_pid_tgid();
+	enum infl_prior prior = INFL_FREE;
 	struct obs_inflight *e;
-	bool again = false;
 
 	if (!obs_current_is_target())
 		return;
-	e = infl_claim(&rq_infl, INFL_KEY(rq_infl, rq), &again);
+	e = infl_claim(&rq_infl, blk_shape(), INFL_KEY(rq_infl, rq), &prior);
 	if (!e)
 		return;
 	/* Started once per life; issued again after a requeue, the same life. */
-	if (again && !at_start)
+	if (prior == INFL_AGAIN && !at_start)
 		return;
-	if (again)
+	if (prior != INFL_FREE)
 		blk_unseen(e);
 	e->ts = obs_cfg.flags & OBS_CFG_BLK_UNSTAMPED ? bpf_ktime_get_ns() : 0;
 	e->tgid = id >> 32;
@@ -259,7 +329,7 @@ int BPF_PROG(io_block_issue, struct request *rq)
 SEC("tp_btf/block_rq_merge")
 int BPF_PROG(io_block_merge, struct request *rq)
 {
-	struct obs_inflight *e = infl_find(&rq_infl, INFL_KEY(rq_infl, rq));
+	struct obs_inflight *e = infl_find(&rq_infl, blk_shape(), INFL_KEY(rq_infl, rq));
 
 	if (e)
 		e->key = 0;
@@ -269,15 +339,14 @@ int BPF_PROG(io_block_merge, struct request *rq)
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(io_block_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
 {
-	struct obs_inflight *e = infl_find(&rq_infl, INFL_KEY(rq_infl, rq));
-	struct obs_blk_key k;
+	struct obs_inflight *e = infl_find(&rq_infl, blk_shape(), INFL_KEY(rq_infl, rq));
 	struct obs_blk_val *v;
 	__u64 lat, off, t0 = rq->start_time_ns;
-	__u32 bytes, tid;
+	__u32 bytes, tgid, tid, dev;
 
 	if (!e)
 		return 0;
-	k = blk_key(e);
+	v = blk_vals(e);
 	/*
 	 * __data_len is what is left: less than that completing is a part (a
 	 * short read the driver retries, a driver completing in chunks).  Its
@@ -285,15 +354,19 @@ int BPF_PROG(io_block_complete, struct request *rq, blk_status_t error, unsigned
 	 * timed and sized at its last part.
 	 */
 	if (nr_bytes < rq->__data_len) {
-		v = obs_lookup_init(&blk, &k, &blk_zero);
 		if (v)
 			v->size.sum += nr_bytes;
 		return 0;
 	}
+	/* Tests: this completion left unseen, as the kernel sometimes leaves one. */
+	if (obs_cfg.blk_test_drop && __sync_fetch_and_add(&blk_test_seq, 1) % obs_cfg.blk_test_drop == 0)
+		return 0;
 	/* Neither stamp (a device without iostats attached since observe began): no time. */
 	if (!t0)
 		t0 = e->ts ? e->ts : bpf_ktime_get_ns();
+	tgid = e->tgid;
 	tid = e->tid;
+	dev = e->dev;
 	bytes = nr_bytes;
 	off = (__u64)rq->__sector << 9;
 	/* The last of several parts: sized and aligned as the whole request was claimed. */
@@ -303,7 +376,6 @@ int BPF_PROG(io_block_complete, struct request *rq, blk_status_t error, unsigned
 	}
 	e->key = 0; /* free: everything needed is read */
 	lat = bpf_ktime_get_ns() - t0;
-	v = obs_lookup_init(&blk, &k, &blk_zero);
 	if (v) {
 		obs_hist_add(&v->lat, lat);
 		obs_hist_add(&v->size, bytes);
@@ -317,7 +389,7 @@ int BPF_PROG(io_block_complete, struct request *rq, blk_status_t error, unsigned
 		if (error)
 			v->errors += 1;
 	}
-	obs_latency_event(OBS_EV_BLOCK, k.tgid, tid, lat, k.dev, bytes);
+	obs_latency_event(OBS_EV_BLOCK, tgid, tid, lat, dev, bytes);
 	return 0;
 }
 
@@ -336,10 +408,10 @@ struct trace_event_raw_io_uring_submit_sqe___old {
 static __always_inline void uring_submit(__u64 key, __u32 opcode)
 {
 	__u64 id = bpf_get_current_pid_tgid();
+	enum infl_prior prior = INFL_FREE;
 	struct obs_inflight *e;
-	bool again = false;
 
-	e = infl_claim(&uring_infl, key, &again);
+	e = infl_claim(&uring_infl, uring_shape, key, &prior);
 	if (!e)
 		return;
 	e->tgid = id >> 32;
@@ -387,23 +459,22 @@ int io_uring_submit_old(struct trace_event_raw_io_uring_submit_sqe___old *ctx)
 
 static __always_inline void uring_done(void *req)
 {
-	struct obs_inflight *e = infl_find(&uring_infl, (__u64)req);
-	struct obs_uring_key k = {};
+	struct obs_inflight *e = infl_find(&uring_infl, uring_shape, (__u64)req);
 	struct obs_hist *h;
+	__u32 tgid, tid, opcode;
 	__u64 lat;
-	__u32 tid;
 
 	if (!e)
 		return;
 	lat = bpf_ktime_get_ns() - e->ts;
-	k.tgid = e->tgid;
-	k.opcode = e->opcode;
+	tgid = e->tgid;
 	tid = e->tid;
+	opcode = e->opcode;
 	e->key = 0;
-	h = obs_lookup_init(&uring, &k, &hist_zero);
+	h = io_vals(&uring_ix, &uring, OBS_KEY_URING(tgid, opcode));
 	if (h)
 		obs_hist_add(h, lat);
-	obs_latency_event(OBS_EV_URING, k.tgid, tid, lat, k.opcode, 0);
+	obs_latency_event(OBS_EV_URING, tgid, tid, lat, opcode, 0);
 }
 
 SEC("tp_btf/io_uring_complete")
@@ -436,9 +507,8 @@ int io_uring_done(struct trace_event_raw_io_uring_complete *ctx)
 static __always_inline void pcache_count(__u64 accessed, __u64 added)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	struct obs_pcache_val zero = {}, *v;
+	struct obs_pcache_val *v = io_vals(&pcache_ix, &pcache, tgid);
 
-	v = obs_lookup_init(&pcache, &tgid, &zero);
 	if (!v)
 		return;
 	v->accessed += accessed;
