@@ -113,8 +113,10 @@ void nbpf_obs_snap_free(struct nbpf_obs_snap *s);
  * Block requests of process tgid on device dev (major << 20 | minor) that
  * were claimed and whose completion has not been seen: those in flight,
  * and those the kernel completed without running the completion program
- * whose request has not been started again (counted as unseen then).
- * Once the device is idle, only the second kind remain.
+ * whose request has not been started again nor its slot taken over as
+ * stale (counted as unseen then).  Once the device is idle, only the
+ * second kind remain.  bytes: what they have left to complete (the bytes
+ * of parts already completed are counted in the figures).
  */
 int nbpf_obs_blk_pending(struct nbpf_obs *obs, uint32_t tgid, uint32_t dev, uint64_t *n, uint64_t *bytes);
 /* out = now - before, entry by entry (entries absent before count from zero). */

@@ -151,7 +151,8 @@ struct obs_inflight {
 	obs_u64 ts;
 	obs_u32 tgid, tid, opcode, j; /* opcode: io_uring's, or a block OBS_OP_*; j: jiffies at the claim */
 	obs_u32 dev, len;             /* block: the request's device and size at the claim */
-	obs_u64 spare[3];
+	obs_u32 done, pad;            /* block: bytes its earlier parts completed (counted already) */
+	obs_u64 spare[2];
 };
 
 /* io_uring requests: per process and opcode. */

@@ -282,7 +282,7 @@ int nbpf_obs_blk_pending(struct nbpf_obs *obs, uint32_t tgid, uint32_t dev, uint
 			return nbpf_err(-errno, "rq_infl: %s", strerror(errno));
 		if (e.key && e.tgid == tgid && e.dev == dev) {
 			*n += 1;
-			*bytes += e.len;
+			*bytes += e.len - e.done;
 		}
 	}
 	return 0;

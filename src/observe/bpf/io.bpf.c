@@ -260,6 +260,7 @@ static __always_inline void blk_unseen(const struct obs_inflight *e)
 	if (!v)
 		return;
 	obs_hist_add(&v->size, e->len);
+	v->size.sum -= e->done; /* its earlier parts' bytes are in already */
 	v->unseen += 1;
 }
 
@@ -295,6 +296,7 @@ static __always_inline void rq_claim(struct request *rq, bool at_start)
 	e->dev = rq_dev(rq);
 	e->opcode = rq_op(rq);
 	e->len = rq->__data_len;
+	e->done = 0;
 }
 
 /* The submitter's context: who asked for this request. */
@@ -356,6 +358,7 @@ int BPF_PROG(io_block_complete, struct request *rq, blk_status_t error, unsigned
 	if (nr_bytes < rq->__data_len) {
 		if (v)
 			v->size.sum += nr_bytes;
+		e->done += nr_bytes;
 		return 0;
 	}
 	/* Tests: this completion left unseen, as the kernel sometimes leaves one. */
