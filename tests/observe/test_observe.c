@@ -110,6 +110,35 @@ static int make_loop(const char *backing, char *dev, size_t n)
 	return lfd;
 }
 
+/*
+ * A loop device over a fresh backing file of size bytes (unlinked: the
+ * device holds it) for test what, its stat in *sb; -1 after printing
+ * SKIP where the machine cannot make one.
+ */
+static int test_loop(const char *what, off_t size, char *dev, size_t n, struct stat *sb)
+{
+	char backing[] = "/var/tmp/ncclbpf-observe-XXXXXX";
+	int bfd = mkstemp(backing), lfd;
+
+	if (bfd < 0 || ftruncate(bfd, size)) {
+		printf("SKIP %s: cannot create a backing file\n", what);
+		if (bfd >= 0) {
+			close(bfd);
+			unlink(backing);
+		}
+		return -1;
+	}
+	close(bfd);
+	lfd = make_loop(backing, dev, n);
+	unlink(backing);
+	if (lfd < 0) {
+		printf("SKIP %s: no loop device (%s)\n", what, strerror(errno));
+		return -1;
+	}
+	fstat(lfd, sb);
+	return lfd;
+}
+
 static const struct nbpf_obs_blk *find_blk(const struct nbpf_obs_snap *s, uint32_t dev, uint32_t op)
 {
 	for (size_t i = 0; i < s->n_blk; i++)
@@ -495,26 +524,16 @@ static void io_pcache_large(struct nbpf_obs *obs)
 
 static int test_io(void)
 {
-	char backing[] = "/var/tmp/ncclbpf-observe-XXXXXX", dev[64];
 	const int n_aligned = 200, n_small = 20;
-	int bfd = mkstemp(backing), lfd, dfd;
 	struct nbpf_obs_snap s;
 	struct nbpf_obs *obs;
 	struct stat sb;
+	char dev[64];
+	int lfd = test_loop("io", 16 << 20, dev, sizeof(dev), &sb), dfd;
 	void *buf;
 
-	if (bfd < 0 || ftruncate(bfd, 16 << 20)) {
-		printf("SKIP io: cannot create a backing file\n");
+	if (lfd < 0)
 		return SKIP;
-	}
-	close(bfd);
-	lfd = make_loop(backing, dev, sizeof(dev));
-	unlink(backing);
-	if (lfd < 0) {
-		printf("SKIP io: no loop device (%s)\n", strerror(errno));
-		return SKIP;
-	}
-	fstat(lfd, &sb);
 	posix_memalign(&buf, 4096, 1 << 20);
 	obs = open_self(1u << NBPF_OBS_IO);
 	{
@@ -658,23 +677,13 @@ static int test_io(void)
 static int test_io_lossy(void)
 {
 #ifdef HAVE_LIBURING
-	char backing[] = "/var/tmp/ncclbpf-observe-XXXXXX", dev[64];
-	int bfd = mkstemp(backing), lfd;
 	struct nbpf_obs *obs;
 	struct stat sb;
+	char dev[64];
+	int lfd = test_loop("io_lossy", 16 << 20, dev, sizeof(dev), &sb);
 
-	if (bfd < 0 || ftruncate(bfd, 16 << 20)) {
-		printf("SKIP io_lossy: cannot create a backing file\n");
+	if (lfd < 0)
 		return SKIP;
-	}
-	close(bfd);
-	lfd = make_loop(backing, dev, sizeof(dev));
-	unlink(backing);
-	if (lfd < 0) {
-		printf("SKIP io_lossy: no loop device (%s)\n", strerror(errno));
-		return SKIP;
-	}
-	fstat(lfd, &sb);
 	setenv("NCCLBPF_OBSERVE_BLK_TEST", "32,2,8", 0);
 	obs = open_self(1u << NBPF_OBS_IO);
 	io_concurrent(obs, dev, (uint32_t)(major(sb.st_rdev) << 20 | minor(sb.st_rdev)), true);
@@ -1616,23 +1625,14 @@ static void follow_case(struct nbpf_obs_opts *o, const char *what, const char *d
 
 static int test_follow(void)
 {
-	char backing[] = "/var/tmp/ncclbpf-observe-XXXXXX", dev[64], comm[16] = "";
-	int bfd = mkstemp(backing), lfd, me = getpid();
+	char dev[64], comm[16] = "";
+	int me = getpid();
 	struct nbpf_obs_opts o = { .probes = 1u << NBPF_OBS_IO, .strict = true, .pids = &me, .n_pids = 1 };
 	struct stat sb;
+	int lfd = test_loop("follow", 32 << 20, dev, sizeof(dev), &sb);
 
-	if (bfd < 0 || ftruncate(bfd, 32 << 20)) {
-		printf("SKIP follow: cannot create a backing file\n");
+	if (lfd < 0)
 		return SKIP;
-	}
-	close(bfd);
-	lfd = make_loop(backing, dev, sizeof(dev));
-	unlink(backing);
-	if (lfd < 0) {
-		printf("SKIP follow: no loop device (%s)\n", strerror(errno));
-		return SKIP;
-	}
-	fstat(lfd, &sb);
 	follow_case(&o, "pid", dev, (uint32_t)(major(sb.st_rdev) << 20 | minor(sb.st_rdev)), NULL);
 	prctl(PR_GET_NAME, comm);
 	o.mode = OBS_MODE_COMM;
