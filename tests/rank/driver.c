@@ -317,6 +317,17 @@ static pid_t cli_bg(struct rm_run *r, int node, const char *out_file, const char
 	return pid;
 }
 
+/* What a background command has written to file so far, NUL-terminated ("" if none). */
+static void read_out(const char *file, char *buf, size_t n)
+{
+	int fd = open(file, O_RDONLY);
+	ssize_t k = fd >= 0 ? read(fd, buf, n - 1) : 0;
+
+	buf[k > 0 ? k : 0] = 0;
+	if (fd >= 0)
+		close(fd);
+}
+
 /* What the command's -j report says of proc p: "applied", "not_applied", "unknown" or "". */
 static void outcome_of(const struct rm_run *r, const char *json, int p, char *out, size_t n,
 		       unsigned long long *at_call)
@@ -521,16 +532,11 @@ static int do_change(struct rm_run *r, struct rm_change *q, const char *mode)
 		}
 		rc = 0;
 		for (int nd = 0; nd < r->c->nodes; nd++) {
-			int st = 0, fd;
-			ssize_t k;
+			int st = 0;
 
 			waitpid(pid[nd], &st, 0);
 			rc = WIFEXITED(st) && WEXITSTATUS(st) > rc ? WEXITSTATUS(st) : rc;
-			fd = open(file[nd], O_RDONLY);
-			k = fd >= 0 ? read(fd, out, sizeof(out) - 1) : 0;
-			out[k > 0 ? k : 0] = 0;
-			if (fd >= 0)
-				close(fd);
+			read_out(file[nd], out, sizeof(out));
 			vlog(r, "node %d: change apply -> %d\n%s", nd, WEXITSTATUS(st), out);
 			record_outcomes(r, out, q);
 		}
@@ -767,12 +773,7 @@ static int op_loop(struct rm_run *r, const struct rm_op *op)
 		 */
 		snprintf(file, sizeof(file), "%s/loop.0.out", r->c->root);
 		for (int i = 0; i < 3000 && loops_running(r); i++) {
-			FILE *f = fopen(file, "r");
-			size_t k = f ? fread(log, 1, sizeof(log) - 1, f) : 0;
-
-			if (f)
-				fclose(f);
-			log[k] = 0;
+			read_out(file, log, sizeof(log));
 			if (strstr(log, "step 1:"))
 				break;
 			msleep(10);
