@@ -150,10 +150,9 @@ static int parse_blk_test(const char *s, struct obs_cfg *cfg)
 	int end = 0;
 
 	if (sscanf(s, "%u,%u,%u%n", &slots, &stale, &drop, &end) != 3 || s[end] ||
-	    (slots && (slots < OBS_INFL_SLOTS / 4096 || slots > OBS_INFL_SLOTS || slots & (slots - 1))))
+	    (slots && (slots < OBS_INFL_WAYS || slots > OBS_INFL_SLOTS || slots & (slots - 1))))
 		return nbpf_err(-EINVAL, "NCCLBPF_OBSERVE_BLK_TEST '%s': want SLOTS,STALE_JIFFIES,DROP "
-				"(SLOTS 0 or a power of two from %u to %u)", s, OBS_INFL_SLOTS / 4096,
-				OBS_INFL_SLOTS);
+				"(SLOTS 0 or a power of two from %u to %u)", s, OBS_INFL_WAYS, OBS_INFL_SLOTS);
 	cfg->blk_test_slots = slots;
 	cfg->blk_test_stale_j = stale;
 	cfg->blk_test_drop = drop;

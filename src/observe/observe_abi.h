@@ -145,6 +145,7 @@ struct obs_blk_val {
  * between them once per request.
  */
 #define OBS_INFL_SLOTS 16384 /* slots of each in-flight table: a power of two */
+#define OBS_INFL_WAYS 4      /* the slots a key may take, from its first one on */
 
 struct obs_inflight {
 	obs_u64 key; /* the object's address, as a number; 0: free */

@@ -32,15 +32,13 @@
  * request that finds its four slots busy and fresh is not timed, and
  * counted in infl_full.
  */
-#define INFL_SLOTS OBS_INFL_SLOTS
-#define INFL_WAYS 4
 #define INFL_STALE_J 60000u /* a minute at HZ=1000, four at HZ=250 */
 
 /* Mmapable for its alignment only: the values start on a page, so each slot is one line. */
 struct infl_map {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, INFL_SLOTS);
+	__uint(max_entries, OBS_INFL_SLOTS);
 	__type(key, __u32);
 	__type(value, struct obs_inflight);
 };
@@ -71,12 +69,12 @@ struct infl_shape {
 	__u32 mask, stale_j;
 };
 
-static const struct infl_shape uring_shape = { INFL_SLOTS - 1, INFL_STALE_J };
+static const struct infl_shape uring_shape = { OBS_INFL_SLOTS - 1, INFL_STALE_J };
 
 static __always_inline struct infl_shape blk_shape(void)
 {
 	return (struct infl_shape){
-		.mask = obs_cfg.blk_test_slots ? obs_cfg.blk_test_slots - 1 : INFL_SLOTS - 1,
+		.mask = obs_cfg.blk_test_slots ? obs_cfg.blk_test_slots - 1 : OBS_INFL_SLOTS - 1,
 		.stale_j = obs_cfg.blk_test_stale_j ? obs_cfg.blk_test_stale_j : INFL_STALE_J,
 	};
 }
@@ -92,7 +90,7 @@ static __always_inline struct obs_inflight *infl_find(void *map, struct infl_sha
 {
 	__u32 h = infl_first(key, sh.mask);
 
-	for (int w = 0; w < INFL_WAYS; w++) {
+	for (int w = 0; w < OBS_INFL_WAYS; w++) {
 		__u32 i = (h + w) & sh.mask;
 		struct obs_inflight *e = bpf_map_lookup_elem(map, &i);
 
@@ -121,7 +119,7 @@ static __always_inline struct obs_inflight *infl_claim(void *map, struct infl_sh
 	__u32 h = infl_first(key, sh.mask), now_j = (__u32)bpf_jiffies64();
 	struct obs_inflight *e;
 
-	for (int w = 0; w < INFL_WAYS; w++) {
+	for (int w = 0; w < OBS_INFL_WAYS; w++) {
 		__u32 i = (h + w) & sh.mask;
 		__u64 old;
 
