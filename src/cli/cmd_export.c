@@ -416,7 +416,8 @@ int cmd_export(struct cli *c, int argc, char **argv)
 		return CLI_NO;
 	if (observe) {
 #ifdef NCCLBPF_HAVE_OBSERVE
-		struct nbpf_obs_opts o = { .mode = OBS_MODE_PIDS, .strict = true,
+		/* The deep tier is switched through the listener's POST /deep. */
+		struct nbpf_obs_opts o = { .mode = OBS_MODE_PIDS, .strict = true, .deep = listen != NULL,
 					   .outlier_ns = (uint64_t)(outlier_ms * 1e6) };
 		int *targets = NULL, n = n_pids, rc;
 

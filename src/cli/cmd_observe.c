@@ -322,6 +322,7 @@ int cmd_observe(struct cli *c, int argc, char **argv)
 	if (pin_numa && o.probes && !(o.probes & (1u << NBPF_OBS_SCHED)))
 		return cli_usage_error("observe: --pin-numa needs the sched probe set");
 	o.numa_events = pin_numa;
+	o.deep = deep.set || deep_listen;
 	nbpf_obs_opts_env(&o);
 	if (pid) {
 		if (kill(pid, 0) && errno == ESRCH)

@@ -643,6 +643,8 @@ int nbpf_obs_open(const struct nbpf_obs_opts *o, struct nbpf_obs **out)
 	obs->cfg.outlier_ns = o->outlier_ns ? o->outlier_ns : 10 * 1000 * 1000ull;
 	if (o->numa_events)
 		obs->cfg.flags |= OBS_CFG_NUMA_EVENTS;
+	if (o->deep)
+		obs->cfg.flags |= OBS_CFG_DEEP;
 	if (o->blk_test && (err = parse_blk_test(o->blk_test, &obs->cfg)))
 		goto fail;
 	lb_len = 0;
@@ -1025,6 +1027,9 @@ int nbpf_obs_deep(struct nbpf_obs *obs, uint64_t until_ns, uint64_t per_s)
 
 	if (obs->tier_ctl_fd < 0)
 		return nbpf_err(-ENOENT, "no probe set loaded");
+	if (!(obs->cfg.flags & OBS_CFG_DEEP))
+		return nbpf_err(-EOPNOTSUPP, "deep tier: not asked for when the probes were loaded "
+				"(nbpf_obs_opts.deep)");
 	if (ncpu <= 0)
 		ncpu = 1;
 	/* Split evenly; a budget below one per CPU still lets each CPU send one a second. */

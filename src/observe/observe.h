@@ -39,6 +39,7 @@ struct nbpf_obs_opts {
 	const char *comm;         /* OBS_MODE_COMM */
 	uint64_t outlier_ns;      /* 0: 10 ms */
 	bool numa_events;         /* every NUMA-crossing migration also as an OBS_EV_NUMA event */
+	bool deep;                /* the deep tier may be switched on (nbpf_obs_deep); else it costs nothing */
 	/*
 	 * Overrides, NULL for the defaults (each also read from the environment
 	 * by nbpf_obs_opts_env): BTF for CO-RE (NCCLBPF_OBSERVE_BTF), the CUDA
@@ -140,7 +141,8 @@ int nbpf_obs_numa_table(struct nbpf_obs *obs, int *node, int n);
  * events) until until_ns (CLOCK_MONOTONIC; 0 switches it off), at most per_s
  * records a second over all CPUs, enforced in the kernel (a token bucket per
  * CPU, per_s split evenly).  Records beyond the budget are dropped and
- * counted: nbpf_obs_deep_stats, cumulative.
+ * counted: nbpf_obs_deep_stats, cumulative.  -EOPNOTSUPP unless the sets
+ * were opened with nbpf_obs_opts.deep.
  */
 int nbpf_obs_deep(struct nbpf_obs *obs, uint64_t until_ns, uint64_t per_s);
 int nbpf_obs_deep_stats(struct nbpf_obs *obs, uint64_t *sent, uint64_t *dropped);

@@ -92,6 +92,11 @@ struct obs_cfg {
  * requests (request.start_time_ns): the submit program stamps them itself.
  */
 #define OBS_CFG_BLK_UNSTAMPED 16u
+/*
+ * The deep tier may be switched on (nbpf_obs_opts.deep).  Without it the
+ * programs never read its switch: a latency costs one cache line less.
+ */
+#define OBS_CFG_DEEP 32u
 
 /* Block requests: per process, device and operation. */
 enum obs_io_op { OBS_OP_READ = 0, OBS_OP_WRITE = 1, OBS_OP_OTHER = 2 };

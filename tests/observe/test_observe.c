@@ -78,6 +78,14 @@ static struct nbpf_obs *open_self(unsigned int probes)
 	return obs;
 }
 
+static double mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 /* ---- io ---------------------------------------------------------------------- */
 
 static int make_loop(const char *backing, char *dev, size_t n)
@@ -110,6 +118,21 @@ static int make_loop(const char *backing, char *dev, size_t n)
 	return lfd;
 }
 
+/* Writes v to /sys/block/NAME/queue/attr for dev; false if it could not. */
+static bool queue_set(const char *dev, const char *attr, const char *v)
+{
+	char path[128];
+	FILE *f;
+	bool ok;
+
+	snprintf(path, sizeof(path), "/sys/block/%s/queue/%s", strrchr(dev, '/') + 1, attr);
+	f = fopen(path, "w");
+	if (!f)
+		return false;
+	ok = fputs(v, f) >= 0;
+	return !fclose(f) && ok;
+}
+
 /*
  * A loop device over a fresh backing file of size bytes (unlinked: the
  * device holds it) for test what, its stat in *sb; -1 after printing
@@ -135,6 +158,8 @@ static int test_loop(const char *what, off_t size, char *dev, size_t n, struct s
 		printf("SKIP %s: no loop device (%s)\n", what, strerror(errno));
 		return -1;
 	}
+	/* A device keeps its queue settings when detached: a test that died in io_unstamped left iostats off. */
+	queue_set(dev, "iostats", "1");
 	fstat(lfd, sb);
 	return lfd;
 }
@@ -212,6 +237,13 @@ static void io_partial(struct nbpf_obs *obs, bool lossy)
 	CHECK(!posix_memalign(&buf, 4096, 8192), "buffer");
 	dfd = open(dev, O_RDONLY | O_DIRECT);
 	CHECK(dfd >= 0, "%s", dev);
+	/*
+	 * Setting the device up read its partition table in this thread: in a
+	 * lossy table those requests stay (their completions unseen), and the
+	 * read below must find them stale, not fresh (untracked, untested).
+	 */
+	if (lossy)
+		usleep(20 * 1000);
 	for (int pass = 0; pass < 2 && dfd >= 0; pass++) {
 		disk_reads(dev, pass ? &ios1 : &ios0, pass ? &sec1 : &sec0);
 		CHECK(!nbpf_obs_snapshot(obs, &s), "snapshot");
@@ -522,6 +554,59 @@ static void io_pcache_large(struct nbpf_obs *obs)
 	free(buf);
 }
 
+/*
+ * A device that keeps no iostats: the block layer neither counts nor
+ * stamps its requests, which still hold the stamps of their last lives
+ * on this device (seconds old: the test before ran with iostats on).
+ * Observe, opened after the switch (it looks for such devices at start),
+ * stamps each request at its claim and must time every read from there:
+ * as many timed as were read (synchronous reads, one request each), none
+ * at 0 ns (timed from its completion), and in all no longer than the
+ * reads took, clocked around each in this thread.
+ */
+static void io_unstamped(const char *dev, uint32_t devno)
+{
+	const int n = 1000;
+	uint64_t count = 0, ns = 0, fast = 0;
+	const struct nbpf_obs_blk *b;
+	struct nbpf_obs_snap s;
+	struct nbpf_obs *obs;
+	double wall = 0, t;
+	void *buf = NULL;
+	int fd;
+
+	if (!queue_set(dev, "iostats", "0")) {
+		printf("SKIP io: unstamped: cannot switch %s's iostats off\n", dev);
+		return;
+	}
+	obs = open_self(1u << NBPF_OBS_IO);
+	fd = open(dev, O_RDONLY | O_DIRECT);
+	CHECK(fd >= 0 && !posix_memalign(&buf, 4096, 4096), "%s: %s", dev, strerror(errno));
+	for (int i = 0; fd >= 0 && i < n; i++) {
+		t = mono();
+		CHECK(pread(fd, buf, 4096, (off_t)(i % 2048) * 8192) == 4096, "read %d", i);
+		wall += mono() - t;
+	}
+	if (fd >= 0)
+		close(fd);
+	CHECK(!nbpf_obs_snapshot(obs, &s), "snapshot");
+	if ((b = find_blk(&s, devno, OBS_OP_READ)))
+		count = b->v.lat.count, ns = b->v.lat.sum;
+	for (int i = 0; b && i < 10; i++)
+		fast += b->v.lat.slot[i];
+	nbpf_obs_snap_free(&s);
+	nbpf_obs_close(obs);
+	queue_set(dev, "iostats", "1");
+	printf("io: unstamped: %llu of %d reads timed, %llu under 1 us, %.2f ms in all (the reads took "
+	       "%.2f ms)\n", (unsigned long long)count, n, (unsigned long long)fast, (double)ns / 1e6,
+	       wall * 1e3);
+	CHECK(count == (uint64_t)n, "%llu of %d reads timed", (unsigned long long)count, n);
+	CHECK(fast == 0, "%llu reads timed under 1 us: from their completion", (unsigned long long)fast);
+	CHECK((double)ns <= wall * 1e9, "timed %.2f ms in all, the reads took %.2f ms", (double)ns / 1e6,
+	      wall * 1e3);
+	free(buf);
+}
+
 static int test_io(void)
 {
 	const int n_aligned = 200, n_small = 20;
@@ -693,6 +778,8 @@ static int test_io_lossy(void)
 	obs = open_self(1u << NBPF_OBS_IO);
 	io_partial(obs, true);
 	nbpf_obs_close(obs);
+	unsetenv("NCCLBPF_OBSERVE_BLK_TEST");
+	io_unstamped(dev, (uint32_t)(major(sb.st_rdev) << 20 | minor(sb.st_rdev)));
 	ioctl(lfd, LOOP_CLR_FD, 0);
 	close(lfd);
 	return failures ? 1 : 0;
@@ -1849,18 +1936,12 @@ static int drain_runq(struct nbpf_obs *obs)
 	return n;
 }
 
-static double mono(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /*
  * The deep tier: nothing below the outlier threshold reaches the ring while
  * it is off; while on, run-queue records do, at most the budget, and the
- * rest are dropped and counted; after its window, nothing again.
+ * rest are dropped and counted; after its window, nothing again.  Sets
+ * opened without the deep tier refuse to switch it on (their programs
+ * never look at the switch).
  */
 static int test_tier(void)
 {
@@ -1873,6 +1954,14 @@ static int test_tier(void)
 	double t0, el;
 
 	nbpf_obs_opts_env(&o);
+	if (nbpf_obs_open(&o, &obs)) {
+		printf("FAIL: nbpf_obs_open: %s\n", ncclbpf_errmsg());
+		return 1;
+	}
+	CHECK(nbpf_obs_deep(obs, (uint64_t)((mono() + 1.0) * 1e9), budget) == -EOPNOTSUPP,
+	      "deep tier switched on in sets opened without it");
+	nbpf_obs_close(obs);
+	o.deep = true;
 	if (nbpf_obs_open(&o, &obs)) {
 		printf("FAIL: nbpf_obs_open: %s\n", ncclbpf_errmsg());
 		return 1;

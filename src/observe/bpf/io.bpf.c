@@ -236,6 +236,22 @@ static __always_inline __u32 rq_op(struct request *rq)
 	return op == 0 ? OBS_OP_READ : op == 1 ? OBS_OP_WRITE : OBS_OP_OTHER;
 }
 
+/*
+ * The block layer's start stamp of rq, 0 where it has none in this life:
+ * it stamps a request as it accounts it (RQF_IO_STAT, right after
+ * block_io_start), and a device that keeps no iostats leaves the stamp of
+ * the request's last life where it had one (seconds old).  A kernel whose
+ * BTF does not name the flag's bit (enum rqf_flags) gets the stamp as it
+ * is, as before.
+ */
+static __always_inline __u64 rq_stamp(struct request *rq)
+{
+	if (bpf_core_enum_value_exists(enum rqf_flags, __RQF_IO_STAT) &&
+	    !(rq->rq_flags & (1u << bpf_core_enum_value(enum rqf_flags, __RQF_IO_STAT))))
+		return 0;
+	return rq->start_time_ns;
+}
+
 /* A claimed request's figures: its process, device and operation's, from its claim. */
 static __always_inline struct obs_blk_val *blk_vals(const struct obs_inflight *e)
 {
@@ -341,7 +357,7 @@ int BPF_PROG(io_block_complete, struct request *rq, blk_status_t error, unsigned
 {
 	struct obs_inflight *e = infl_find(&rq_infl, blk_shape(), INFL_KEY(rq_infl, rq));
 	struct obs_blk_val *v;
-	__u64 lat, off, t0 = rq->start_time_ns;
+	__u64 lat, off, t0 = rq_stamp(rq);
 	__u32 bytes, tgid, tid, dev;
 
 	if (!e)
@@ -362,7 +378,7 @@ int BPF_PROG(io_block_complete, struct request *rq, blk_status_t error, unsigned
 	/* Tests: this completion left unseen, as the kernel sometimes leaves one. */
 	if (obs_cfg.blk_test_drop && __sync_fetch_and_add(&blk_test_seq, 1) % obs_cfg.blk_test_drop == 0)
 		return 0;
-	/* Neither stamp (a device without iostats attached since observe began): no time. */
+	/* Neither stamp (a device that stopped keeping iostats since observe began): no time. */
 	if (!t0)
 		t0 = e->ts ? e->ts : bpf_ktime_get_ns();
 	tgid = e->tgid;

@@ -74,8 +74,15 @@ static __always_inline bool obs_comm_match(const char *comm)
 static __always_inline bool obs_tgid_is_target(__u32 tgid)
 {
 	__u32 w = tgid / 64;
-	__u64 *bits = bpf_map_lookup_elem(&targets, &w);
+	__u64 *bits;
 
+	/*
+	 * The idle tasks (tgid 0) are never the job's, and one side of most
+	 * switches on a machine with idle CPUs: no line of the table for them.
+	 */
+	if (!tgid)
+		return false;
+	bits = bpf_map_lookup_elem(&targets, &w);
 	return bits && (*bits >> (tgid % 64)) & 1;
 }
 
@@ -278,7 +285,7 @@ static __always_inline bool obs_deep_take(void)
 static __always_inline void obs_latency_event(__u32 kind, __u32 tgid, __u32 tid, __u64 d,
 					      __u64 a, __u64 b)
 {
-	if (d > obs_cfg.outlier_ns || obs_deep_take())
+	if (d > obs_cfg.outlier_ns || ((obs_cfg.flags & OBS_CFG_DEEP) && obs_deep_take()))
 		obs_outlier(kind, tgid, tid, d, a, b);
 }
 
