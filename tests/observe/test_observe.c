@@ -164,6 +164,12 @@ static int test_loop(const char *what, off_t size, char *dev, size_t n, struct s
 	return lfd;
 }
 
+/* The device of sb as the programs number it: major << 20 | minor. */
+static uint32_t devno_of(const struct stat *sb)
+{
+	return (uint32_t)(major(sb->st_rdev) << 20 | minor(sb->st_rdev));
+}
+
 static const struct nbpf_obs_blk *find_blk(const struct nbpf_obs_snap *s, uint32_t dev, uint32_t op)
 {
 	for (size_t i = 0; i < s->n_blk; i++)
@@ -232,7 +238,7 @@ static void io_partial(struct nbpf_obs *obs, bool lossy)
 		goto out;
 	}
 	fstat(lfd, &sb);
-	devno = (uint32_t)(major(sb.st_rdev) << 20 | minor(sb.st_rdev));
+	devno = devno_of(&sb);
 	CHECK(!ftruncate(bfd, (1 << 20) - 2048), "truncate");
 	CHECK(!posix_memalign(&buf, 4096, 8192), "buffer");
 	dfd = open(dev, O_RDONLY | O_DIRECT);
@@ -659,7 +665,7 @@ static int test_io(void)
 		const struct nbpf_obs_blk *b;
 
 		CHECK(!nbpf_obs_snapshot(obs, &s), "snapshot: %s", ncclbpf_errmsg());
-		b = find_blk(&s, (uint32_t)(major(sb.st_rdev) << 20 | minor(sb.st_rdev)), OBS_OP_READ);
+		b = find_blk(&s, devno_of(&sb), OBS_OP_READ);
 		if (tries >= 20 || (b && b->v.size.slot[12] >= (uint64_t)n_aligned &&
 				    b->v.size.slot[9] >= (uint64_t)n_small))
 			break;
@@ -667,8 +673,7 @@ static int test_io(void)
 		usleep(50 * 1000);
 	}
 	{
-		const struct nbpf_obs_blk *b = find_blk(&s, (uint32_t)(major(sb.st_rdev) << 20 | minor(sb.st_rdev)),
-							OBS_OP_READ);
+		const struct nbpf_obs_blk *b = find_blk(&s, devno_of(&sb), OBS_OP_READ);
 
 		CHECK(b, "no block reads recorded for %s", dev);
 		if (b) {
@@ -742,7 +747,7 @@ static int test_io(void)
 		CHECK(got == (uint64_t)n, "io_uring reads %llu, want %d", (unsigned long long)got, n);
 		nbpf_obs_snap_free(&s);
 	}
-	io_concurrent(obs, dev, (uint32_t)(major(sb.st_rdev) << 20 | minor(sb.st_rdev)), false);
+	io_concurrent(obs, dev, devno_of(&sb), false);
 #else
 	printf("SKIP io_uring part: built without liburing\n");
 #endif
@@ -771,7 +776,7 @@ static int test_io_lossy(void)
 		return SKIP;
 	setenv("NCCLBPF_OBSERVE_BLK_TEST", "32,2,8", 0);
 	obs = open_self(1u << NBPF_OBS_IO);
-	io_concurrent(obs, dev, (uint32_t)(major(sb.st_rdev) << 20 | minor(sb.st_rdev)), true);
+	io_concurrent(obs, dev, devno_of(&sb), true);
 	nbpf_obs_close(obs);
 	/* A request completed in parts whose last part goes unseen. */
 	setenv("NCCLBPF_OBSERVE_BLK_TEST", "4,1,1", 1);
@@ -779,7 +784,7 @@ static int test_io_lossy(void)
 	io_partial(obs, true);
 	nbpf_obs_close(obs);
 	unsetenv("NCCLBPF_OBSERVE_BLK_TEST");
-	io_unstamped(dev, (uint32_t)(major(sb.st_rdev) << 20 | minor(sb.st_rdev)));
+	io_unstamped(dev, devno_of(&sb));
 	ioctl(lfd, LOOP_CLR_FD, 0);
 	close(lfd);
 	return failures ? 1 : 0;
@@ -1720,14 +1725,13 @@ static int test_follow(void)
 
 	if (lfd < 0)
 		return SKIP;
-	follow_case(&o, "pid", dev, (uint32_t)(major(sb.st_rdev) << 20 | minor(sb.st_rdev)), NULL);
+	follow_case(&o, "pid", dev, devno_of(&sb), NULL);
 	prctl(PR_GET_NAME, comm);
 	o.mode = OBS_MODE_COMM;
 	o.comm = comm;
 	o.pids = NULL;
 	o.n_pids = 0;
-	follow_case(&o, "comm, the worker renamed", dev,
-		    (uint32_t)(major(sb.st_rdev) << 20 | minor(sb.st_rdev)), "dl-worker-0");
+	follow_case(&o, "comm, the worker renamed", dev, devno_of(&sb), "dl-worker-0");
 	ioctl(lfd, LOOP_CLR_FD, 0);
 	close(lfd);
 	return failures ? 1 : 0;
