@@ -94,7 +94,8 @@ struct obs_cfg {
 #define OBS_CFG_BLK_UNSTAMPED 16u
 /*
  * The deep tier may be switched on (nbpf_obs_opts.deep).  Without it the
- * programs never read its switch: a latency costs one cache line less.
+ * verifier drops the code that reads its switch on every latency (no
+ * difference in the overhead benchmark: docs/benchmarks.md).
  */
 #define OBS_CFG_DEEP 32u
 

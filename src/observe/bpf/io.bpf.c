@@ -156,8 +156,7 @@ static __always_inline struct obs_inflight *infl_claim(void *map, struct infl_sh
  * keys (OBS_IO_SLOTS in observe_abi.h): finding a key's slot reads one
  * line of the index, and its figures are then an array element, where a
  * per-CPU hash costs a hash, a bucket, an element and the per-CPU
- * pointer on every request.  The completion programs run on CPUs that
- * have been idle since their last request, so each line costs a miss.
+ * pointer on every request.
  */
 struct io_index {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
