@@ -269,23 +269,36 @@ int nbpf_obs_blk_pending(struct nbpf_obs *obs, uint32_t tgid, uint32_t dev, uint
 {
 	struct bpf_object *io = nbpf_obs__obj(obs, NBPF_OBS_IO);
 	struct bpf_map *m = io ? bpf_object__find_map_by_name(io, "rq_infl") : NULL;
-	int fd = m ? bpf_map__fd(m) : -1;
-	struct obs_inflight e;
+	int fd = m ? bpf_map__fd(m) : -1, err = 0;
+	uint32_t count, batch, *keys = NULL;
+	struct obs_inflight *e = NULL;
 
 	*n = *bytes = 0;
 	if (fd < 0)
 		return nbpf_err(-ENOENT, "the io set is not loaded");
-	if (bpf_map__value_size(m) != sizeof(e))
-		return nbpf_err(-EPROTO, "rq_infl: value size %u, want %zu", bpf_map__value_size(m), sizeof(e));
-	for (uint32_t i = 0; i < bpf_map__max_entries(m); i++) {
-		if (bpf_map_lookup_elem(fd, &i, &e))
-			return nbpf_err(-errno, "rq_infl: %s", strerror(errno));
-		if (e.key && e.tgid == tgid && e.dev == dev) {
-			*n += 1;
-			*bytes += e.len - e.done;
-		}
+	if (bpf_map__value_size(m) != sizeof(*e))
+		return nbpf_err(-EPROTO, "rq_infl: value size %u, want %zu", bpf_map__value_size(m), sizeof(*e));
+	/* The whole table in one call, as dump_slots reads an index: one lookup per slot took 16,384. */
+	count = bpf_map__max_entries(m);
+	keys = malloc(count * sizeof(*keys));
+	e = malloc(count * sizeof(*e));
+	if (!keys || !e) {
+		err = nbpf_err(-ENOMEM, "out of memory");
+		goto out;
 	}
-	return 0;
+	if (bpf_map_lookup_batch(fd, NULL, &batch, keys, e, &count, NULL) && errno != ENOENT) {
+		err = nbpf_err(-errno, "rq_infl: %s", strerror(errno));
+		goto out;
+	}
+	for (uint32_t i = 0; i < count; i++)
+		if (e[i].key && e[i].tgid == tgid && e[i].dev == dev) {
+			*n += 1;
+			*bytes += e[i].len - e[i].done;
+		}
+out:
+	free(keys);
+	free(e);
+	return err;
 }
 
 int nbpf_obs_snapshot(struct nbpf_obs *obs, struct nbpf_obs_snap *s)
