@@ -238,6 +238,7 @@ static void io_partial(struct nbpf_obs *obs, bool lossy)
 		goto out;
 	}
 	fstat(lfd, &sb);
+	queue_set(dev, "iostats", "1"); /* as test_loop does */
 	devno = devno_of(&sb);
 	CHECK(!ftruncate(bfd, (1 << 20) - 2048), "truncate");
 	CHECK(!posix_memalign(&buf, 4096, 8192), "buffer");
