@@ -388,11 +388,17 @@ static void helpers_stop(struct nnet_comm *c)
 		pthread_cond_signal(&hp->cv);
 		pthread_mutex_unlock(&hp->mu);
 	}
+	/*
+	 * All joined before any is torn down: a helper that failed the comm
+	 * (comm_stop) signals every helper under its lock, so one still
+	 * running may lock a sibling already joined.
+	 */
+	for (int t = 0; t < c->nthreads; t++)
+		if (c->helpers[t].started)
+			pthread_join(c->helpers[t].tid, NULL);
 	for (int t = 0; t < c->nthreads; t++) {
 		struct nnet_helper *hp = &c->helpers[t];
 
-		if (hp->started)
-			pthread_join(hp->tid, NULL);
 		pthread_cond_destroy(&hp->cv);
 		pthread_mutex_destroy(&hp->mu);
 		hp->started = false;
