@@ -142,9 +142,10 @@ bool obs_blk_unstamped(void)
 }
 
 /*
- * Does the scheduler stamp queued tasks (CONFIG_SCHED_INFO) where a
- * program can read the stamp and the clock it is in?  task_struct must
- * carry sched_info.last_queued, a fair queue must point at its run queue
+ * Does the scheduler account each task's runs (CONFIG_SCHED_INFO) where a
+ * program can read them and the clock they are in?  task_struct must
+ * carry sched_info (its last_queued, last_arrival, pcount and run_delay
+ * came together), a fair queue must point at its run queue
  * (CONFIG_FAIR_GROUP_SCHED; the run queues themselves are per-CPU data,
  * which kernels without KALLSYMS_ALL do not let a program name), and the
  * accounting must be live: this process has been counted on a CPU
@@ -159,7 +160,7 @@ bool obs_sched_info(const struct nbpf_obs *obs)
 	char nb[64];
 	FILE *f;
 
-	if (!btf_has_member(obs->btf, obs_tp_name(obs, &si, nb, sizeof(nb)), "last_queued") ||
+	if (!btf_has_member(obs->btf, obs_tp_name(obs, &si, nb, sizeof(nb)), "last_arrival") ||
 	    !btf_has_member(obs->btf, "cfs_rq", "rq") || !btf_has_member(obs->btf, "rq", "clock"))
 		return false;
 	f = fopen("/proc/self/schedstat", "r");

@@ -20,6 +20,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "runtime/error.h"
@@ -670,6 +671,12 @@ int nbpf_obs_open(const struct nbpf_obs_opts *o, struct nbpf_obs **out)
 		obs->cfg.flags |= OBS_CFG_RETRANS_ERR;
 	if (obs_sched_info(obs))
 		obs->cfg.flags |= OBS_CFG_SCHED_INFO;
+	{
+		struct timespec now;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		obs->cfg.t0_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+	}
 	if (obs_tp_arg_is_void_ptr(obs, "io_uring_complete", 1))
 		obs->cfg.flags |= OBS_CFG_URING_REQ_VOID;
 	if (obs_blk_unstamped())

@@ -70,6 +70,7 @@ struct obs_cfg {
 	obs_u32 blk_test_slots, blk_test_stale_j, blk_test_drop;
 	obs_u32 cg_level;      /* depth of the cgroup in the v2 hierarchy */
 	obs_u64 cg_id;
+	obs_u64 t0_ns;         /* CLOCK_MONOTONIC at open: a thread born since has no past unseen */
 	char comm[OBS_COMM_LEN];
 	obs_u32 gpu_majors[OBS_MAX_DEV_MAJORS]; /* char majors of /dev/nvidia*; 0 ends */
 };
@@ -80,9 +81,9 @@ struct obs_cfg {
 #define OBS_CFG_NUMA_EVENTS 2u
 /*
  * Run-queue latency from the scheduler's own accounting (CONFIG_SCHED_INFO:
- * task_struct.sched_info.last_queued against the run queue's clock), read
- * at sched_switch: no program on wakeups.  Without it, the wakeup programs
- * time it.
+ * task_struct.sched_info's runs and their wait), read at sched_switch for
+ * the thread leaving: no program on wakeups, no work for the thread coming
+ * in.  Without it, the wakeup programs time it.
  */
 #define OBS_CFG_SCHED_INFO 4u
 /* io_uring_complete passes its request as a void * (a number to the verifier): used as is. */

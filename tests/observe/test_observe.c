@@ -1193,6 +1193,96 @@ static void sched_numa(struct nbpf_obs *obs)
 	free(touch);
 }
 
+/* /proc/PID/schedstat: the scheduler's count of PID's runs after a wait, and their total wait. */
+static struct sched_acct proc_acct(pid_t pid)
+{
+	struct sched_acct a = { 0 };
+	unsigned long long run;
+	char path[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)pid);
+	f = fopen(path, "r");
+	if (f) {
+		if (fscanf(f, "%llu %llu %llu", &run, &a.delay, &a.pcount) != 3)
+			a.delay = a.pcount = 0;
+		fclose(f);
+	}
+	return a;
+}
+
+/*
+ * Our run-queue figures for pid against the scheduler's, to the run and the
+ * nanosecond, within a second: pid's last run is counted at its switch-out,
+ * which can come just after it reads as blocked or dead.
+ */
+static bool sched_matches(struct nbpf_obs *obs, pid_t pid, const char *when)
+{
+	const struct obs_sched_val *v = NULL;
+	struct sched_acct k = { 0 };
+	struct obs_sched_val got = { 0 };
+	struct nbpf_obs_snap s;
+
+	for (int i = 0; i < 100; i++) {
+		k = proc_acct(pid);
+		if (nbpf_obs_snapshot(obs, &s))
+			break;
+		if ((v = sched_of(&s, pid)))
+			got = *v;
+		nbpf_obs_snap_free(&s);
+		if (v && got.runq.count == k.pcount && got.runq.sum == k.delay)
+			break;
+		usleep(10000);
+	}
+	printf("sched: exact: %s: runq %llu, %llu ns; the scheduler's: %llu runs, %llu ns\n", when,
+	       (unsigned long long)got.runq.count, (unsigned long long)got.runq.sum, k.pcount, k.delay);
+	CHECK(k.pcount && got.runq.count == k.pcount && got.runq.sum == k.delay,
+	      "%s: run-queue %llu runs, %llu ns; the scheduler counted %llu, %llu ns", when,
+	      (unsigned long long)got.runq.count, (unsigned long long)got.runq.sum, k.pcount, k.delay);
+	return got.runq.count == k.pcount && got.runq.sum == k.delay;
+}
+
+/*
+ * With sched_info the waits are the scheduler's own: a process born after
+ * open (so none of its runs was before), ping-ponging with this one, is
+ * checked against its schedstat while it blocks, and again once it is
+ * dead, its last run ending in its exit after it has left the target
+ * table (obs_exit).
+ */
+static void sched_exact(struct nbpf_obs *obs)
+{
+	int down[2], up[2];
+	siginfo_t si;
+	char c = 'x';
+	pid_t pid;
+
+	if (pipe(down) || pipe(up)) {
+		CHECK(0, "pipe");
+		return;
+	}
+	pid = fork();
+	if (pid == 0) {
+		close(down[1]);
+		close(up[0]);
+		while (read(down[0], &c, 1) == 1)
+			if (write(up[1], &c, 1) != 1)
+				break;
+		_exit(0);
+	}
+	close(down[0]);
+	close(up[1]);
+	for (int i = 0; i < n_pingpong; i++)
+		if (write(down[1], &c, 1) != 1 || read(up[0], &c, 1) != 1)
+			break;
+	sched_matches(obs, pid, "blocked");
+	close(down[1]); /* it reads the end, and exits */
+	memset(&si, 0, sizeof(si));
+	waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT);
+	sched_matches(obs, pid, "dead");
+	waitpid(pid, NULL, 0);
+	close(up[0]);
+}
+
 static int test_sched(void)
 {
 	struct sched_acct acct0, acct1;
@@ -1266,6 +1356,10 @@ static int test_sched(void)
 	}
 	CHECK(s.n_sched > 0, "no scheduling record");
 	nbpf_obs_snap_free(&s);
+	if (!nbpf_obs_status(obs, NBPF_OBS_SCHED)->via[0])
+		sched_exact(obs);
+	else
+		printf("sched: exact: not checked: the wakeup route times waits with its own clock\n");
 	sched_numa(obs);
 	nbpf_obs_close(obs);
 	return failures ? 1 : 0;
