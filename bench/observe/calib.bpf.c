@@ -4,8 +4,10 @@
  * tracepoints, for the benchmark only (obs_calib loads a few at a time
  * beside the synthetic job): an empty program, the target filter, a
  * task-storage get, a per-CPU hash and a per-CPU array lookup, a clock,
- * a histogram add, an in-flight table claim and release.  The probe sets
- * are compiled in, so their own helpers are what is measured.
+ * a histogram add, an in-flight table claim and release (as built, with a
+ * compare-and-swap as the first touch of the slot, and the claim's writes
+ * to this CPU's own memory instead: what the slot's crossing costs).  The
+ * probe sets are compiled in, so their own helpers are what is measured.
  */
 #include "../../src/observe/bpf/io.bpf.c"
 #include "../../src/observe/bpf/sched.bpf.c"
@@ -219,5 +221,66 @@ int BPF_PROG(c_stamp_cmpl, struct request *rq, blk_status_t error, unsigned int 
 	v = bpf_map_lookup_elem(&cal_arr, &i);
 	if (v && rq->start_time_ns)
 		obs_hist_add(&v->h, bpf_ktime_get_ns() - rq->start_time_ns);
+	return 0;
+}
+
+/*
+ * The same claim and release, each touching the slot first with a locked
+ * instruction: the line is asked for once, for writing, where a load then
+ * a store ask for it twice (shared, then owned).
+ */
+SEC("tp_btf/block_io_start")
+int BPF_PROG(c_claimx_start, struct request *rq)
+{
+	__u64 key = INFL_KEY(uring_infl, rq);
+	__u32 i = infl_first(key, OBS_INFL_SLOTS - 1);
+	enum infl_prior prior;
+	struct obs_inflight *e;
+
+	if (!obs_current_is_target())
+		return 0;
+	e = bpf_map_lookup_elem(&uring_infl, &i);
+	if (!e)
+		return 0;
+	if (__sync_val_compare_and_swap(&e->key, 0, key) == 0) {
+		e->j = (__u32)bpf_jiffies64();
+		e->tgid = bpf_get_current_pid_tgid() >> 32;
+		return 1;
+	}
+	return infl_claim(&uring_infl, uring_shape, key, &prior) != NULL;
+}
+
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(c_freex_cmpl, struct request *rq, blk_status_t error, unsigned int nr_bytes)
+{
+	__u64 key = INFL_KEY(uring_infl, rq);
+	__u32 i = infl_first(key, OBS_INFL_SLOTS - 1), t;
+	struct obs_inflight *e = bpf_map_lookup_elem(&uring_infl, &i);
+
+	if (e && __sync_val_compare_and_swap(&e->key, key, key) == key) {
+		t = e->tgid;
+		e->key = 0;
+		return t;
+	}
+	e = infl_find(&uring_infl, uring_shape, key);
+	if (e)
+		e->key = 0;
+	return 0;
+}
+
+/* A claim's writes to this CPU's own memory: what the claim costs without the line moving. */
+SEC("tp_btf/block_io_start")
+int BPF_PROG(c_local_start, struct request *rq)
+{
+	__u32 i = (__u32)(INFL_KEY(uring_infl, rq) >> 6) & 1023;
+	struct cal_val *v;
+
+	if (!obs_current_is_target())
+		return 0;
+	v = bpf_map_lookup_elem(&cal_arr, &i);
+	if (v) {
+		v->n = bpf_get_current_pid_tgid();
+		v->h.sum = (__u32)bpf_jiffies64();
+	}
 	return 0;
 }

@@ -13,6 +13,7 @@ img=$(mktemp /var/tmp/obscal.XXXXXX)
 truncate -s 256M "$img"
 dev=$(losetup -f --show "$img")
 dd if="$img" of=/dev/null bs=1M status=none
+# The claim and release variants run twice each, interleaved: their differences are near the spread.
 groups='c_empty_sw,c_empty_start,c_empty_issue,c_empty_cmpl
 c_filter_sw,c_filter_start
 c_tstor_sw
@@ -23,6 +24,10 @@ c_hist_sw
 c_clock_sw
 c_rqclk_sw
 c_claim_start,c_free_cmpl
+c_claimx_start,c_freex_cmpl
+c_claim_start,c_free_cmpl
+c_claimx_start,c_freex_cmpl
+c_local_start
 c_stamp_cmpl
 sched_sw
 io_block_start,io_block_complete
