@@ -1074,21 +1074,24 @@ struct sched_acct {
 	unsigned long long delay, pcount;
 };
 
-static struct sched_acct thread_acct(void)
+/* A schedstat file (/proc/.../schedstat); zeros if unreadable. */
+static struct sched_acct schedstat_at(const char *path)
 {
 	struct sched_acct a = { 0 };
 	unsigned long long run;
-	char path[64];
-	FILE *f;
+	FILE *f = fopen(path, "r");
 
-	snprintf(path, sizeof(path), "/proc/thread-self/schedstat");
-	f = fopen(path, "r");
 	if (f) {
 		if (fscanf(f, "%llu %llu %llu", &run, &a.delay, &a.pcount) != 3)
 			a.delay = a.pcount = 0;
 		fclose(f);
 	}
 	return a;
+}
+
+static struct sched_acct thread_acct(void)
+{
+	return schedstat_at("/proc/thread-self/schedstat");
 }
 
 static struct sched_acct pong_acct;
@@ -1196,19 +1199,10 @@ static void sched_numa(struct nbpf_obs *obs)
 /* /proc/PID/schedstat: the scheduler's count of PID's runs after a wait, and their total wait. */
 static struct sched_acct proc_acct(pid_t pid)
 {
-	struct sched_acct a = { 0 };
-	unsigned long long run;
 	char path[64];
-	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)pid);
-	f = fopen(path, "r");
-	if (f) {
-		if (fscanf(f, "%llu %llu %llu", &run, &a.delay, &a.pcount) != 3)
-			a.delay = a.pcount = 0;
-		fclose(f);
-	}
-	return a;
+	return schedstat_at(path);
 }
 
 /*
