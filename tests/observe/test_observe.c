@@ -1240,12 +1240,17 @@ static bool sched_matches(struct nbpf_obs *obs, pid_t pid, const char *when)
  * With sched_info the waits are the scheduler's own: a process born after
  * open (so none of its runs was before), ping-ponging with this one, is
  * checked against its schedstat while it blocks, and again once it is
- * dead, its last run ending in its exit after it has left the target
- * table (obs_exit).
+ * dead.  It has left the target table (obs_exit) by then, as it began to
+ * exit, and its exit still switches: it holds the last descriptor of a
+ * loop device with dirty pages, whose release at exit writes them back and
+ * waits, then its last run ends in its death.
  */
 static void sched_exact(struct nbpf_obs *obs)
 {
-	int down[2], up[2];
+	static char dirty[256 << 10];
+	int down[2], up[2], lfd;
+	struct stat sb;
+	char dev[64];
 	siginfo_t si;
 	char c = 'x';
 	pid_t pid;
@@ -1254,6 +1259,8 @@ static void sched_exact(struct nbpf_obs *obs)
 		CHECK(0, "pipe");
 		return;
 	}
+	lfd = test_loop("sched: an exit that blocks (the exact check runs without)", 4 << 20, dev,
+			sizeof(dev), &sb);
 	pid = fork();
 	if (pid == 0) {
 		close(down[1]);
@@ -1261,8 +1268,13 @@ static void sched_exact(struct nbpf_obs *obs)
 		while (read(down[0], &c, 1) == 1)
 			if (write(up[1], &c, 1) != 1)
 				break;
+		memset(dirty, 1, sizeof(dirty));
+		if (lfd >= 0 && pwrite(lfd, dirty, sizeof(dirty), 0) != (ssize_t)sizeof(dirty))
+			_exit(1);
 		_exit(0);
 	}
+	if (lfd >= 0)
+		close(lfd); /* the child's is the last: its exit writes back and detaches */
 	close(down[0]);
 	close(up[1]);
 	for (int i = 0; i < n_pingpong; i++)

@@ -141,7 +141,7 @@ static __always_inline unsigned int task_state(struct task_struct *t)
 	return (unsigned int)BPF_CORE_READ(o, state);
 }
 
-#define TASK_DEAD_ 0x80
+#define PF_EXITING_ 0x4
 
 /*
  * One run of a job thread, at its end (sched_info): the scheduler has
@@ -161,9 +161,11 @@ static __always_inline unsigned int task_state(struct task_struct *t)
  *
  * A thread first seen here has no figures before, unless it was born since
  * observe began and this is its first run: then they were all 0.  A
- * process's last thread has left the target table (obs_exit) by its last
- * switch: its task storage, which only job threads get, says it was the
- * job's.  A wait is reported as its run ends, not as it ends.
+ * process's last thread leaves the target table (obs_exit) as it starts
+ * to exit, and can still switch several times before its death (blocked
+ * closing its files, preempted): an exiting thread's task storage, which
+ * only job threads get, says it was the job's.  A wait is reported as its
+ * run ends, not as it ends.
  */
 static __always_inline int sched_out(bool preempt, struct task_struct *prev)
 {
@@ -174,7 +176,7 @@ static __always_inline int sched_out(bool preempt, struct task_struct *prev)
 
 	if (obs_is_target(prev))
 		t = bpf_task_storage_get(&task_ts, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	else if (task_state(prev) == TASK_DEAD_)
+	else if (prev->flags & PF_EXITING_)
 		t = bpf_task_storage_get(&task_ts, prev, 0, 0);
 	else
 		return 0;
