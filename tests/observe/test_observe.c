@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -101,6 +102,9 @@ static int make_loop(const char *backing, char *dev, size_t n)
 	snprintf(dev, n, "/dev/loop%d", num);
 	fd = open(backing, O_RDWR);
 	lfd = open(dev, O_RDWR);
+	/* Held while the test runs: udev leaves a locked device unprobed, so its reads are the test's alone. */
+	if (lfd >= 0)
+		flock(lfd, LOCK_EX);
 	if (fd < 0 || lfd < 0 || ioctl(lfd, LOOP_SET_FD, fd)) {
 		if (fd >= 0)
 			close(fd);
@@ -196,6 +200,33 @@ static void disk_reads(const char *dev, uint64_t *ios, uint64_t *sectors)
 }
 
 /*
+ * Waits up to 5 s for dev to have no request in flight (/sys/block/NAME/
+ * inflight); true once it has none.  A window compared with the disk's
+ * count must open on an idle device: a request in flight as it opens is
+ * the disk's to count at its completion, inside the window, but ours
+ * before it (pending, or completed between the two readings).
+ */
+static bool disk_idle(const char *dev)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "/sys/block/%s/inflight", strrchr(dev, '/') + 1);
+	for (int i = 0; i < 5000; i++) {
+		unsigned int r = 1, w = 1;
+		FILE *f = fopen(path, "r");
+
+		if (f && fscanf(f, "%u %u", &r, &w) != 2)
+			r = 1;
+		if (f)
+			fclose(f);
+		if (!r && !w)
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
+/*
  * A request the block layer completes in parts: a direct-I/O loop device
  * whose backing file was cut 2 KiB short of its end.  An 8 KiB read over
  * the end completes 6 KiB (a short read, requeued), then fails the rest
@@ -232,6 +263,8 @@ static void io_partial(struct nbpf_obs *obs, bool lossy)
 	snprintf(dev, sizeof(dev), "/dev/loop%d", num);
 	if (num >= 0)
 		lfd = open(dev, O_RDWR);
+	if (lfd >= 0)
+		flock(lfd, LOCK_EX); /* as make_loop does */
 	if (lfd < 0 || ioctl(lfd, LOOP_CONFIGURE, &cfg) || ioctl(lfd, LOOP_GET_STATUS64, &li) ||
 	    !(li.lo_flags & LO_FLAGS_DIRECT_IO)) {
 		printf("SKIP io: parts: no direct-I/O loop device here\n");
@@ -251,6 +284,7 @@ static void io_partial(struct nbpf_obs *obs, bool lossy)
 	 */
 	if (lossy)
 		usleep(20 * 1000);
+	CHECK(disk_idle(dev), "%s still busy after 5 s", dev);
 	for (int pass = 0; pass < 2 && dfd >= 0; pass++) {
 		disk_reads(dev, pass ? &ios1 : &ios0, pass ? &sec1 : &sec0);
 		CHECK(!nbpf_obs_snapshot(obs, &s), "snapshot");
@@ -375,6 +409,16 @@ static void io_concurrent(struct nbpf_obs *obs, const char *dev, uint32_t devno,
 	CHECK(fd >= 0 && !posix_memalign(&buf, 4096, 4096 * (size_t)depth), "%s", dev);
 	if (fd < 0)
 		return;
+	{
+		/* A readahead of the top half left in flight: the window must wait for it. */
+		int bfd = open(dev, O_RDONLY);
+
+		posix_fadvise(bfd, 0, 0, POSIX_FADV_DONTNEED);
+		ioctl(bfd, BLKFLSBUF, 0);
+		posix_fadvise(bfd, 8 << 20, 8 << 20, POSIX_FADV_WILLNEED);
+		close(bfd);
+	}
+	CHECK(disk_idle(dev), "%s still busy after 5 s", dev);
 	for (int pass = 0; pass < 2; pass++) {
 		disk_reads(dev, pass ? &ios1 : &ios0, pass ? &sec1 : &sec0);
 		CHECK(!nbpf_obs_snapshot(obs, &s), "snapshot");
