@@ -201,14 +201,19 @@ static void disk_reads(const char *dev, uint64_t *ios, uint64_t *sectors)
 
 /*
  * Waits up to 5 s for dev to have no request in flight (/sys/block/NAME/
- * inflight); true once it has none.  A window compared with the disk's
- * count must open on an idle device: a request in flight as it opens is
- * the disk's to count at its completion, inside the window, but ours
- * before it (pending, or completed between the two readings).
+ * inflight) at two readings 100 ms apart; true once it has none.  A
+ * window compared with the disk's count must open on an idle device: a
+ * request in flight as it opens is the disk's to count at its completion,
+ * inside the window, but ours before it (pending, or completed between
+ * the two readings).  The second reading is for the last completion:
+ * where the kernel counts in-flight requests by their state, a request
+ * leaves that count before its completion's program runs and the disk
+ * counts it.
  */
 static bool disk_idle(const char *dev)
 {
 	char path[128];
+	int quiet = 0;
 
 	snprintf(path, sizeof(path), "/sys/block/%s/inflight", strrchr(dev, '/') + 1);
 	for (int i = 0; i < 5000; i++) {
@@ -219,9 +224,10 @@ static bool disk_idle(const char *dev)
 			r = 1;
 		if (f)
 			fclose(f);
-		if (!r && !w)
+		quiet = !r && !w ? quiet + 1 : 0;
+		if (quiet == 2)
 			return true;
-		usleep(1000);
+		usleep(quiet ? 100 * 1000 : 1000);
 	}
 	return false;
 }
