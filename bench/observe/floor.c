@@ -17,14 +17,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "empty_prog.h"
+
 #define MAX_TP 16
 
 int main(int argc, char **argv)
 {
-	struct bpf_insn insns[] = {
-		{ .code = 0xb7, .dst_reg = 0, .imm = 0 }, /* r0 = 0 */
-		{ .code = 0x95 },                         /* exit */
-	};
 	int pfd[MAX_TP], lfd[MAX_TP], n = 0, rc = 1;
 	struct btf *btf = btf__load_vmlinux_btf();
 	unsigned int secs = argc > 1 ? (unsigned int)atoi(argv[1]) : 0;
@@ -38,18 +36,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	for (int i = 2; i < argc; i++, n++) {
-		LIBBPF_OPTS(bpf_prog_load_opts, po, .expected_attach_type = BPF_TRACE_RAW_TP);
-		char tn[160];
-		int id;
-
-		snprintf(tn, sizeof(tn), "btf_trace_%s", argv[i]);
-		id = btf__find_by_name_kind(btf, tn, BTF_KIND_TYPEDEF);
-		if (id <= 0) {
+		pfd[n] = empty_prog_load(btf, argv[i], "obs_floor");
+		if (pfd[n] == -ENOENT) {
 			fprintf(stderr, "obs_floor: no typed tracepoint %s\n", argv[i]);
 			goto out;
 		}
-		po.attach_btf_id = (__u32)id;
-		pfd[n] = bpf_prog_load(BPF_PROG_TYPE_TRACING, "obs_floor", "GPL", insns, 2, &po);
 		lfd[n] = pfd[n] < 0 ? -1 : bpf_link_create(pfd[n], 0, BPF_TRACE_RAW_TP, NULL);
 		if (lfd[n] < 0) {
 			fprintf(stderr, "obs_floor: %s: %s\n", argv[i], strerror(errno));

@@ -30,6 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "empty_prog.h"
+
 #define MAX_ROUNDS 64
 
 static double now(void)
@@ -77,15 +79,10 @@ static int prog_stats(int pfd, __u64 *cnt, __u64 *ns)
 
 int main(int argc, char **argv)
 {
-	struct bpf_insn insns[] = {
-		{ .code = 0xb7, .dst_reg = 0, .imm = 0 }, /* r0 = 0 */
-		{ .code = 0x95 },                         /* exit */
-	};
-	LIBBPF_OPTS(bpf_prog_load_opts, po, .expected_attach_type = BPF_TRACE_RAW_TP);
 	double bare[MAX_ROUNDS], off[MAX_ROUNDS], on[MAX_ROUNDS], rep[MAX_ROUNDS];
 	long calls = argc > 2 ? atol(argv[1]) : 0;
 	int rounds = argc > 2 ? atoi(argv[2]) : 0, cpu = argc > 3 ? atoi(argv[3]) : 1;
-	int pfd = -1, lfd = -1, sfd = -1, rc = 1, id;
+	int pfd = -1, lfd = -1, sfd = -1, rc = 1;
 	struct btf *btf = NULL;
 	cpu_set_t set;
 
@@ -98,20 +95,15 @@ int main(int argc, char **argv)
 	if (sched_setaffinity(0, sizeof(set), &set))
 		fprintf(stderr, "obs_stats_cost: not pinned: %s\n", strerror(errno));
 	btf = btf__load_vmlinux_btf();
-	id = btf ? btf__find_by_name_kind(btf, "btf_trace_sys_enter", BTF_KIND_TYPEDEF) : -ENOENT;
-	if (id <= 0) {
-		fprintf(stderr, "obs_stats_cost: no typed tracepoint sys_enter (kernel BTF)\n");
-		goto out;
-	}
-	po.attach_btf_id = (__u32)id;
-	pfd = bpf_prog_load(BPF_PROG_TYPE_TRACING, "obs_stats_cost", "GPL", insns, 2, &po);
+	pfd = btf ? empty_prog_load(btf, "sys_enter", "obs_stats_cost") : -ENOENT;
 	if (pfd < 0) {
-		fprintf(stderr, "obs_stats_cost: load: %s\n", strerror(errno));
+		fprintf(stderr, "obs_stats_cost: an empty program on sys_enter: %s\n",
+			pfd == -ENOENT ? "no typed tracepoint (kernel BTF)" : strerror(-pfd));
 		goto out;
 	}
 	loop(calls / 10); /* warm up */
 	for (int r = 0; r < rounds; r++) {
-		__u64 c0, n0, c1, n1;
+		__u64 c0 = 0, n0 = 0, c1 = 0, n1 = 0;
 
 		bare[r] = loop(calls);
 		lfd = bpf_link_create(pfd, 0, BPF_TRACE_RAW_TP, NULL);
@@ -125,9 +117,11 @@ int main(int argc, char **argv)
 			fprintf(stderr, "obs_stats_cost: enable stats: %s\n", strerror(errno));
 			goto out;
 		}
-		prog_stats(pfd, &c0, &n0);
+		if (prog_stats(pfd, &c0, &n0))
+			c0 = n0 = 0;
 		on[r] = loop(calls);
-		prog_stats(pfd, &c1, &n1);
+		if (prog_stats(pfd, &c1, &n1))
+			c1 = n1 = 0;
 		close(sfd);
 		sfd = -1;
 		close(lfd);

@@ -122,15 +122,22 @@ static int make_loop(const char *backing, char *dev, size_t n)
 	return lfd;
 }
 
+/* /sys/block/NAME/attr for dev (/dev/NAME or NAME) into path, n bytes. */
+static const char *block_attr(const char *dev, const char *attr, char *path, size_t n)
+{
+	snprintf(path, n, "/sys/block/%s/%s", strrchr(dev, '/') ? strrchr(dev, '/') + 1 : dev, attr);
+	return path;
+}
+
 /* Writes v to /sys/block/NAME/queue/attr for dev; false if it could not. */
 static bool queue_set(const char *dev, const char *attr, const char *v)
 {
-	char path[128];
+	char path[128], qa[64];
 	FILE *f;
 	bool ok;
 
-	snprintf(path, sizeof(path), "/sys/block/%s/queue/%s", strrchr(dev, '/') + 1, attr);
-	f = fopen(path, "w");
+	snprintf(qa, sizeof(qa), "queue/%s", attr);
+	f = fopen(block_attr(dev, qa, path, sizeof(path)), "w");
 	if (!f)
 		return false;
 	ok = fputs(v, f) >= 0;
@@ -185,13 +192,10 @@ static const struct nbpf_obs_blk *find_blk(const struct nbpf_obs_snap *s, uint32
 /* Reads completed and sectors read on dev, from /sys/block/NAME/stat: the block layer's own count. */
 static void disk_reads(const char *dev, uint64_t *ios, uint64_t *sectors)
 {
-	const char *name = strrchr(dev, '/') ? strrchr(dev, '/') + 1 : dev;
 	unsigned long long r = 0, m = 0, sec = 0;
 	char path[128];
-	FILE *f;
+	FILE *f = fopen(block_attr(dev, "stat", path, sizeof(path)), "r");
 
-	snprintf(path, sizeof(path), "/sys/block/%s/stat", name);
-	f = fopen(path, "r");
 	CHECK(f && fscanf(f, "%llu %llu %llu", &r, &m, &sec) == 3, "%s", path);
 	if (f)
 		fclose(f);
@@ -215,7 +219,7 @@ static bool disk_idle(const char *dev)
 	char path[128];
 	int quiet = 0;
 
-	snprintf(path, sizeof(path), "/sys/block/%s/inflight", strrchr(dev, '/') + 1);
+	block_attr(dev, "inflight", path, sizeof(path));
 	for (int i = 0; i < 5000; i++) {
 		unsigned int r = 1, w = 1;
 		FILE *f = fopen(path, "r");
